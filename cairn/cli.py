@@ -1,0 +1,122 @@
+"""The ``cairn`` command: one entry point for running, loading and inspecting the service."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from neo4j import Driver
+from rich.console import Console
+from rich.progress import Progress, TaskID
+
+from cairn.ingest.fixtures import FixtureError
+from cairn.ingest.org_memory import ingest_fixture_dir
+from cairn.runtime import neo4j_server
+from cairn.runtime.database import sync_driver
+from cairn.runtime.settings import get_settings
+from cairn.schema.migrate import SCHEMA_VERSION, migrate
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+app = typer.Typer(help="Cairn: an organisation's memory as one Neo4j graph.", no_args_is_help=True)
+neo4j_app = typer.Typer(help="Manage the embedded local Neo4j server.", no_args_is_help=True)
+db_app = typer.Typer(help="Schema management.", no_args_is_help=True)
+ingest_app = typer.Typer(help="Load data into the graph.", no_args_is_help=True)
+app.add_typer(neo4j_app, name="neo4j")
+app.add_typer(db_app, name="db")
+app.add_typer(ingest_app, name="ingest")
+
+console = Console()
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+@neo4j_app.command("start")
+def neo4j_start() -> None:
+    """Fetch the pinned jars (once), start Neo4j in the background, wait for Bolt."""
+    try:
+        with console.status("starting Neo4j (first run fetches the jars with Maven)…"):
+            st = neo4j_server.start(get_settings())
+    except neo4j_server.Neo4jProcessError as exc:
+        _fail(str(exc))
+        return
+    console.print(f"Neo4j {st.version} running (pid {st.pid})")
+    console.print(f"  Bolt:    {st.bolt_uri}  user neo4j, password in {st.home / 'password'}")
+    console.print(f"  Browser: {st.http_url}")
+
+
+@neo4j_app.command("stop")
+def neo4j_stop() -> None:
+    """Stop the embedded Neo4j cleanly."""
+    stopped = neo4j_server.stop(get_settings())
+    console.print("Neo4j stopped" if stopped else "Neo4j was not running")
+
+
+@neo4j_app.command("status")
+def neo4j_status() -> None:
+    """Tell whether the embedded Neo4j runs, where, and which version."""
+    settings = get_settings()
+    if settings.neo4j_uri:
+        console.print(f"external Neo4j configured: {settings.neo4j_uri} (nothing embedded)")
+        return
+    st = neo4j_server.status(settings)
+    if not st.running:
+        console.print(f"Neo4j is not running (home {st.home})")
+        raise typer.Exit(3)
+    console.print(f"Neo4j {st.version} running (pid {st.pid}) at {st.bolt_uri}; Browser {st.http_url}")
+
+
+def _driver() -> Driver:
+    settings = get_settings()
+    if settings.embedded and not neo4j_server.status(settings).running:
+        _fail("the embedded Neo4j is not running: start it with `cairn neo4j start`")
+    return sync_driver(settings)
+
+
+@db_app.command("migrate")
+def db_migrate() -> None:
+    """Create missing constraints and indexes (idempotent)."""
+    with _driver() as driver:
+        created = migrate(driver)
+    console.print(f"schema v{SCHEMA_VERSION}: created {len(created)} item(s)")
+    for name in created:
+        console.print(f"  + {name}")
+
+
+@ingest_app.command("fixtures")
+def ingest_fixtures(
+    path: Annotated[Path, typer.Argument(help="fixture folder, e.g. fixtures/acme")],
+) -> None:
+    """Validate every file, then write vertices → transitions → aliases (idempotent)."""
+    with _driver() as driver, Progress(console=console, transient=True) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def advance(stage: str, n: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=None)
+            bar.advance(tasks[stage], n)
+
+        try:
+            report = ingest_fixture_dir(driver, path, advance)
+        except FixtureError as exc:
+            _fail(str(exc), code=2)
+            return
+    console.print(
+        f"ingested {report.decisions} decisions, {report.events} events, "
+        f"{report.causal_edges} causal edges, {report.aliases} alias overlays from {path}"
+    )
+
+
+def main() -> None:  # pragma: no cover - console script shim
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

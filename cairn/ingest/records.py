@@ -1,0 +1,86 @@
+"""Typed records of the org-memory fixture format (note 004 §5), validated with pydantic.
+
+The same models validate fixture files and GraphQL upserts, so both paths refuse the same
+bad input with the same messages.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+
+Sensitivity = Literal["low", "medium", "high"]
+DOMAIN_PATTERN = r"^[a-z0-9_-]+(/[a-z0-9_*-]+)*$"
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, str_strip_whitespace=True)
+
+    id: str = Field(pattern=ID_PATTERN)
+    x_extra: dict[str, Any] = Field(default_factory=dict, alias="x-extra")
+
+
+class _Vertex(Record):
+    timestamp: AwareDatetime
+    tags: list[str] = Field(default_factory=list)
+    domain: str = Field(pattern=DOMAIN_PATTERN)
+    importance: float = Field(ge=0.0, le=1.0)
+    sensitivity: Sensitivity
+    namespaces: list[str] = Field(min_length=1)
+    roles_allowed: list[str] = Field(min_length=1)
+
+
+class DecisionRecord(_Vertex):
+    option: str = Field(min_length=1)
+    rationale: str = ""
+    decision_maker: str = Field(min_length=1)
+    supported_by: list[str] = Field(default_factory=list)
+    based_on: list[str] = Field(default_factory=list)
+    led_to: list[str] = Field(default_factory=list)
+    transitions: list[Any] = Field(default_factory=list)
+
+
+class EventRecord(_Vertex):
+    summary: str = Field(min_length=1)
+    description: str = ""
+    snippet: str = ""
+    led_to: list[str] = Field(default_factory=list)
+
+    @property
+    def alias_of_decision(self) -> str | None:
+        value = self.x_extra.get("alias_of_decision")
+        return str(value) if value is not None else None
+
+    @field_validator("x_extra")
+    @classmethod
+    def _alias_is_text(cls, value: dict[str, Any]) -> dict[str, Any]:
+        alias = value.get("alias_of_decision")
+        if alias is not None and not isinstance(alias, str):
+            raise ValueError("x-extra.alias_of_decision must be a decision id string")
+        return value
+
+
+class TransitionRecord(Record):
+    from_id: str = Field(alias="from", min_length=1)
+    to_id: str = Field(alias="to", min_length=1)
+    relation: str = Field(default="causal", min_length=1)
+    reason: str = ""
+    timestamp: AwareDatetime | None = None
+    domain: str = Field(pattern=DOMAIN_PATTERN)
+
+
+class AliasRecord(Record):
+    type: Literal["alias_event"] = "alias_event"
+    decision_id: str = Field(min_length=1)
+    event_id: str = Field(min_length=1)
+    scope: str = "projection"
+    domain_from: str = Field(pattern=DOMAIN_PATTERN)
+    domain_to: str = Field(pattern=DOMAIN_PATTERN)
+
+
+def iso_utc(value: datetime | None) -> str | None:
+    """ISO-8601 text that Cypher's datetime() parses, with the UTC offset written as Z."""
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None

@@ -1,0 +1,104 @@
+"""Role profiles (fixtures/policy/roles.yaml) and the policy key that pins a caller to one.
+
+A profile is the most a role may ever see. The policy key is the sha256 of the profile's
+canonical JSON, so a client holding a key for an older profile is refused as stale
+rather than served under rules it did not sign up for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from cairn.schema.catalog import RELATION_TYPES
+
+SENSITIVITY_RANK = {"low": 0, "medium": 1, "high": 2}
+Sensitivity = Literal["low", "medium", "high"]
+Direction = Literal["out", "in", "both"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EdgeRule(_Strict):
+    type: str
+    direction: Direction
+    from_domains: tuple[str, ...]
+    to_domains: tuple[str, ...]
+
+
+class FieldRule(_Strict):
+    domains: tuple[str, ...]
+    fields: tuple[str, ...]
+
+
+class RoleProfile(_Strict):
+    name: str = ""
+    description: str = ""
+    domains: tuple[str, ...]
+    sensitivity_ceiling: Sensitivity
+    namespaces: tuple[str, ...]
+    max_hops: int = Field(ge=1, le=6)
+    edges: tuple[EdgeRule, ...]
+    fields: dict[str, tuple[FieldRule, ...]]
+    x_extra: tuple[str, ...] = ()
+    can_use_llm: bool = False
+    can_download_full: bool = False
+    can_write: bool = False
+    can_introspect: bool = False
+
+    @cached_property
+    def policy_key(self) -> str:
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class PolicyFile(_Strict):
+    policy_version: str
+    roles: dict[str, RoleProfile]
+
+
+class PolicyRegistry:
+    """The loaded policy: one profile per role, under one version string."""
+
+    def __init__(self, version: str, roles: dict[str, RoleProfile]) -> None:
+        self.version = version
+        self.roles = roles
+
+    @classmethod
+    def load(cls, path: Path) -> PolicyRegistry:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        parsed = PolicyFile.model_validate(data)
+        roles = {name: p.model_copy(update={"name": name}) for name, p in parsed.roles.items()}
+        for profile in roles.values():
+            for rule in profile.edges:
+                if rule.type not in RELATION_TYPES:
+                    raise ValueError(f"{path}: role '{profile.name}': unknown edge type '{rule.type}'")
+        return cls(parsed.policy_version, roles)
+
+    def get(self, role: str) -> RoleProfile | None:
+        return self.roles.get(role)
+
+
+def glob_regex(globs: tuple[str, ...] | list[str]) -> str:
+    """One anchored regex matching any of the fnmatch globs (for Cypher's =~)."""
+    if not globs:
+        return "(?!)"  # matches nothing
+    return "(?:" + "|".join(_glob_to_regex(g) for g in globs) + ")"
+
+
+def _glob_to_regex(glob: str) -> str:
+    """``*`` and ``?`` as in fnmatch; everything else literal (no character classes)."""
+    return "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in glob)
+
+
+def matches(value: str, globs: tuple[str, ...] | list[str]) -> bool:
+    return re.fullmatch(glob_regex(globs), value) is not None

@@ -1,0 +1,128 @@
+"""The effective view of one request: a role profile narrowed by the caller's headers.
+
+Narrowing is an intersection, never a union: a header can lower the ceiling, drop domains,
+edge types or hops, and nothing in a header can add to what the profile grants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cairn.policy.profiles import (
+    SENSITIVITY_RANK,
+    EdgeRule,
+    FieldRule,
+    RoleProfile,
+    glob_regex,
+    matches,
+)
+from cairn.schema.catalog import RELATION_TYPES
+
+ALL_FIELDS = "*"
+
+
+@dataclass(frozen=True)
+class Scope:
+    role: str
+    domains: tuple[str, ...]
+    ceiling: int  # SENSITIVITY_RANK value
+    namespaces: tuple[str, ...]
+    max_hops: int
+    edges: tuple[EdgeRule, ...]
+    fields: dict[str, tuple[FieldRule, ...]] = field(default_factory=dict)
+    x_extra: tuple[str, ...] = ()
+    policy_key: str = ""
+    unrestricted: bool = False
+
+    @classmethod
+    def from_profile(
+        cls,
+        profile: RoleProfile,
+        *,
+        namespaces: tuple[str, ...] | None = None,
+        domains: tuple[str, ...] | None = None,
+        edge_types: tuple[str, ...] | None = None,
+        max_hops: int | None = None,
+        ceiling: str | None = None,
+    ) -> Scope:
+        """The profile, narrowed by whatever optional header values were given."""
+        scope_domains = profile.domains
+        if domains is not None:
+            # A requested domain survives only if the profile already covers it.
+            scope_domains = tuple(d for d in domains if _covered(d, profile.domains))
+        rank = SENSITIVITY_RANK[profile.sensitivity_ceiling]
+        if ceiling is not None:
+            rank = min(rank, SENSITIVITY_RANK[ceiling])
+        edges = profile.edges
+        if edge_types is not None:
+            edges = tuple(r for r in edges if r.type in edge_types)
+        hops = profile.max_hops if max_hops is None else max(0, min(max_hops, profile.max_hops))
+        ns = (
+            profile.namespaces
+            if namespaces is None
+            else tuple(n for n in namespaces if n in profile.namespaces)
+        )
+        return cls(
+            role=profile.name,
+            domains=scope_domains,
+            ceiling=rank,
+            namespaces=ns,
+            max_hops=hops,
+            edges=edges,
+            fields=dict(profile.fields),
+            x_extra=profile.x_extra,
+            policy_key=profile.policy_key,
+        )
+
+    @classmethod
+    def system(cls) -> Scope:
+        """Everything, unmasked: for ingest checks and operator tools, never for a caller's read."""
+        return cls(
+            role="system",
+            domains=("*",),
+            ceiling=max(SENSITIVITY_RANK.values()),
+            namespaces=(),
+            max_hops=6,
+            edges=tuple(
+                EdgeRule(type=t, direction="both", from_domains=("*",), to_domains=("*",))
+                for t in RELATION_TYPES
+            ),
+            unrestricted=True,
+        )
+
+    def cypher_params(self) -> dict[str, object]:
+        """The scope as Cypher parameters for the vertex ACL and the edge allowlist."""
+        return {
+            "unrestricted": self.unrestricted,
+            "role": self.role,
+            "namespaces": list(self.namespaces),
+            "ceiling": self.ceiling,
+            "domain_re": glob_regex(self.domains),
+            "rules": [
+                {
+                    "type": r.type,
+                    "out": r.direction in ("out", "both"),
+                    "in": r.direction in ("in", "both"),
+                    "from_re": glob_regex(r.from_domains),
+                    "to_re": glob_regex(r.to_domains),
+                }
+                for r in self.edges
+            ],
+            "edge_types": sorted({r.type for r in self.edges}),
+        }
+
+    def visible_fields(self, label: str, domain: str) -> tuple[str, ...] | None:
+        """Fields of a ``label`` node in ``domain`` the scope shows; None means all of them."""
+        if self.unrestricted:
+            return None
+        for rule in self.fields.get(label, ()):
+            if matches(domain, rule.domains):
+                return None if ALL_FIELDS in rule.fields else rule.fields
+        return ("id",)  # a label the profile does not describe shows its id only
+
+
+def _covered(requested: str, granted: tuple[str, ...]) -> bool:
+    """Whether every domain the requested glob can match is inside a granted glob."""
+    if "*" not in requested and "?" not in requested:
+        return matches(requested, granted)
+    return any(requested == g or (g.endswith("*") and requested.startswith(g[:-1])) for g in granted)

@@ -1,0 +1,29 @@
+"""Neo4j drivers for the embedded server or an external one (NEO4J_URI), chosen by settings.
+
+The service uses the async driver; the CLI, ingest and tests use the sync one. Both read
+the same connection facts so that a user switching to Aura or a cluster changes only env.
+"""
+
+from __future__ import annotations
+
+from neo4j import AsyncDriver, AsyncGraphDatabase, Driver, GraphDatabase
+
+from cairn.runtime import neo4j_server
+from cairn.runtime.settings import Settings
+
+
+def connection(settings: Settings) -> tuple[str, tuple[str, str]]:
+    """(uri, auth) for the configured server."""
+    if settings.neo4j_uri:
+        return settings.neo4j_uri, (settings.neo4j_user, settings.neo4j_password or "")
+    return neo4j_server.bolt_uri(settings), ("neo4j", neo4j_server.password(settings))
+
+
+def sync_driver(settings: Settings) -> Driver:
+    uri, auth = connection(settings)
+    return GraphDatabase.driver(uri, auth=auth, max_connection_pool_size=16)
+
+
+def async_driver(settings: Settings) -> AsyncDriver:
+    uri, auth = connection(settings)
+    return AsyncGraphDatabase.driver(uri, auth=auth, max_connection_pool_size=64)

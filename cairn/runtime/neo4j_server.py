@@ -1,0 +1,293 @@
+"""Run a real Neo4j Community server as a child process, from jars pinned in neo4j/pom.xml.
+
+Why not a download: the workplace (and many corporate networks) only reach package
+registries, and Maven Central carries the exact server and Browser jars. The launch line
+mirrors the official ``neo4j console`` launcher for 5.26 (main class, classpath order,
+``--add-opens``); without the ``java.nio`` opening vector index population can stall.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from neo4j import GraphDatabase
+from neo4j.exceptions import AuthError, ServiceUnavailable
+
+from cairn.runtime.settings import Settings
+
+MAIN_CLASS = "org.neo4j.server.CommunityEntryPoint"
+ADMIN_CLASS = "org.neo4j.cli.AdminTool"
+JVM_OPENS = [
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/java.io=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "-Dio.netty.tryReflectionSetAccessible=true",
+    "-XX:+UseG1GC",
+    "-XX:-OmitStackTraceInFastThrow",
+    "-Djdk.tls.ephemeralDHKeySize=2048",
+    "-Dfile.encoding=UTF-8",
+]
+PID_FILE = "run/cairn-neo4j.pid"
+PASSWORD_FILE = "password"
+JARS_STAMP = ".pom-sha256"
+
+
+class Neo4jProcessError(RuntimeError):
+    """A problem starting or stopping the embedded server, phrased for the person at the shell."""
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    running: bool
+    pid: int | None
+    bolt_uri: str
+    http_url: str
+    version: str | None
+    home: Path
+
+
+def _require(tool: str, install_hint: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise Neo4jProcessError(f"'{tool}' was not found on PATH. {install_hint}")
+    return path
+
+
+def ensure_jars(settings: Settings) -> Path:
+    """Fetch the pinned jars with Maven once; refetch only when neo4j/pom.xml changes."""
+    jars = settings.neo4j_jars_dir
+    pom_hash = hashlib.sha256(settings.neo4j_pom.read_bytes()).hexdigest()
+    stamp = jars / JARS_STAMP
+    if stamp.exists() and stamp.read_text().strip() == pom_hash:
+        return jars
+    mvn = _require("mvn", "Install Apache Maven 3.8+ (Debian: apt-get install maven).")
+    _require("java", "Install a Java 17+ runtime (Debian: apt-get install openjdk-17-jre-headless).")
+    if jars.exists():
+        shutil.rmtree(jars)
+    cmd = [
+        mvn,
+        "-q",
+        "-B",
+        "-f",
+        str(settings.neo4j_pom),
+        "dependency:copy-dependencies",
+        f"-DoutputDirectory={jars}",
+        "-DincludeScope=runtime",
+    ]
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise Neo4jProcessError(
+            "Maven could not fetch the Neo4j jars (is Maven Central reachable?):\n"
+            + (result.stdout + result.stderr)[-2000:]
+        )
+    stamp.write_text(pom_hash)
+    return jars
+
+
+def _classpath(settings: Settings) -> str:
+    home = settings.neo4j_home
+    return os.pathsep.join([f"{home}/plugins/*", f"{home}/conf/*", f"{settings.neo4j_jars_dir}/*"])
+
+
+def _conf_text(settings: Settings) -> str:
+    home = settings.neo4j_home
+    return "\n".join(
+        [
+            "# Written by cairn; edit CAIRN_* settings instead of this file.",
+            f"server.directories.data={home}/data",
+            f"server.directories.logs={home}/logs",
+            f"server.directories.run={home}/run",
+            f"server.directories.plugins={home}/plugins",
+            f"server.directories.import={home}/import",
+            f"server.directories.lib={settings.neo4j_jars_dir}",
+            "server.default_listen_address=127.0.0.1",
+            "server.default_advertised_address=127.0.0.1",
+            f"server.bolt.listen_address=127.0.0.1:{settings.bolt_port}",
+            f"server.bolt.advertised_address=127.0.0.1:{settings.bolt_port}",
+            "server.bolt.enabled=true",
+            f"server.http.listen_address=127.0.0.1:{settings.http_port}",
+            f"server.http.advertised_address=127.0.0.1:{settings.http_port}",
+            "server.http.enabled=true",
+            "server.https.enabled=false",
+            "dbms.security.auth_enabled=true",
+            f"server.memory.heap.initial_size={settings.neo4j_heap}",
+            f"server.memory.heap.max_size={settings.neo4j_heap}",
+            f"server.memory.pagecache.size={settings.neo4j_pagecache}",
+            "dbms.usage_report.enabled=false",
+            "db.tx_log.rotation.retention_policy=1 days",
+            "",
+        ]
+    )
+
+
+def _java_cmd(settings: Settings, main_class: str, *args: str) -> list[str]:
+    java = _require("java", "Install a Java 17+ runtime (Debian: apt-get install openjdk-17-jre-headless).")
+    home = settings.neo4j_home
+    return [
+        java,
+        f"-Xms{settings.neo4j_heap}",
+        f"-Xmx{settings.neo4j_heap}",
+        *JVM_OPENS,
+        "-cp",
+        _classpath(settings),
+        f"-Dneo4j.home={home}",
+        main_class,
+        *args,
+    ]
+
+
+def password(settings: Settings) -> str:
+    """The generated password of the embedded server (created on first use, kept 0600)."""
+    path = settings.neo4j_home / PASSWORD_FILE
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(24))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def bolt_uri(settings: Settings) -> str:
+    return f"bolt://127.0.0.1:{settings.bolt_port}"
+
+
+def _prepare_home(settings: Settings) -> None:
+    home = settings.neo4j_home
+    for sub in ("conf", "data", "logs", "run", "plugins", "import"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    (home / "conf" / "neo4j.conf").write_text(_conf_text(settings))
+    if not (home / "data" / "dbms" / "auth.ini").exists():
+        cmd = _java_cmd(settings, ADMIN_CLASS, "dbms", "set-initial-password", password(settings))
+        env = {**os.environ, "NEO4J_HOME": str(home), "NEO4J_CONF": str(home / "conf")}
+        result = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+        if result.returncode != 0:
+            raise Neo4jProcessError(
+                "Could not set the initial Neo4j password:\n" + (result.stdout + result.stderr)[-2000:]
+            )
+
+
+def _read_pid(settings: Settings) -> int | None:
+    path = settings.neo4j_home / PID_FILE
+    if not path.exists():
+        return None
+    try:
+        pid = int(path.read_text().strip())
+        os.kill(pid, 0)
+    except (ValueError, ProcessLookupError, PermissionError):
+        return None
+    return pid
+
+
+def _server_version(settings: Settings) -> str | None:
+    try:
+        with GraphDatabase.driver(
+            bolt_uri(settings), auth=("neo4j", password(settings)), connection_timeout=2
+        ) as driver:
+            with driver.session() as session:  # auto-commit: no retry loop while starting
+                record = session.run(
+                    "CALL dbms.components() YIELD versions, edition RETURN versions[0] + ' ' + edition AS v"
+                ).single(strict=True)
+            return str(record["v"])
+    except (ServiceUnavailable, OSError):
+        return None
+
+
+def status(settings: Settings) -> ServerStatus:
+    pid = _read_pid(settings)
+    version = _server_version(settings) if pid else None
+    return ServerStatus(
+        running=pid is not None and version is not None,
+        pid=pid,
+        bolt_uri=bolt_uri(settings),
+        http_url=f"http://127.0.0.1:{settings.http_port}/browser/",
+        version=version,
+        home=settings.neo4j_home,
+    )
+
+
+def start(settings: Settings, timeout_s: float = 180.0) -> ServerStatus:
+    """Start the server in the background and return once Bolt answers a query."""
+    if settings.neo4j_uri:
+        raise Neo4jProcessError("NEO4J_URI is set: Cairn uses that server and starts nothing.")
+    if _read_pid(settings) is not None:
+        return _wait_for_bolt(settings, timeout_s)
+    ensure_jars(settings)
+    _prepare_home(settings)
+    home = settings.neo4j_home
+    log = (home / "logs" / "console.log").open("ab")
+    env = {**os.environ, "NEO4J_HOME": str(home), "NEO4J_CONF": str(home / "conf")}
+    proc = subprocess.Popen(
+        _java_cmd(
+            settings,
+            MAIN_CLASS,
+            f"--home-dir={home}",
+            f"--config-dir={home / 'conf'}",
+            "--console-mode",
+        ),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    (home / PID_FILE).write_text(str(proc.pid))
+    return _wait_for_bolt(settings, timeout_s, proc)
+
+
+def _wait_for_bolt(
+    settings: Settings, timeout_s: float, proc: subprocess.Popen[bytes] | None = None
+) -> ServerStatus:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            tail = (settings.neo4j_home / "logs" / "console.log").read_text(errors="replace")
+            raise Neo4jProcessError(
+                f"Neo4j exited with code {proc.returncode} during start-up:\n{tail[-3000:]}"
+            )
+        try:
+            if _server_version(settings) is not None:
+                return status(settings)
+        except AuthError as exc:
+            raise Neo4jProcessError(
+                f"Neo4j answered but refused the password in {settings.neo4j_home / PASSWORD_FILE}"
+            ) from exc
+        time.sleep(0.5)
+    raise Neo4jProcessError(
+        f"Neo4j did not answer on {bolt_uri(settings)} within {timeout_s:.0f}s; "
+        f"see {settings.neo4j_home / 'logs'}"
+    )
+
+
+def stop(settings: Settings, timeout_s: float = 120.0) -> bool:
+    """Stop cleanly (SIGTERM lets Neo4j checkpoint); returns False when nothing was running."""
+    pid = _read_pid(settings)
+    if pid is None:
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        _reap(pid)
+        time.sleep(0.25)
+    else:
+        os.kill(pid, signal.SIGKILL)
+    (settings.neo4j_home / PID_FILE).unlink(missing_ok=True)
+    return True
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status when the server is our own child, so it does not linger as a zombie."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)

@@ -1,0 +1,67 @@
+"""Process-wide settings, read once from the environment (prefix-free, 12-factor style).
+
+Neo4j connection fields are deliberately the standard ``NEO4J_*`` names so that a user
+who already runs Neo4j can point Cairn at it without learning new variables.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=True)
+
+    # External Neo4j: when neo4j_uri is set Cairn starts nothing and uses that server.
+    neo4j_uri: str | None = Field(default=None, alias="NEO4J_URI")
+    neo4j_user: str = Field(default="neo4j", alias="NEO4J_USER")
+    neo4j_password: str | None = Field(default=None, alias="NEO4J_PASSWORD")
+    neo4j_database: str = Field(default="neo4j", alias="NEO4J_DATABASE")
+
+    # Embedded Neo4j (the default): where it lives and which loopback ports it takes.
+    data_dir: Path = Field(default=REPO_ROOT / "var", alias="CAIRN_DATA_DIR")
+    neo4j_jars_dir: Path = Field(default=REPO_ROOT / "neo4j" / "lib", alias="CAIRN_NEO4J_JARS")
+    neo4j_pom: Path = Field(default=REPO_ROOT / "neo4j" / "pom.xml", alias="CAIRN_NEO4J_POM")
+    bolt_port: int = Field(default=7687, alias="CAIRN_BOLT_PORT")
+    http_port: int = Field(default=7474, alias="CAIRN_HTTP_PORT")
+    neo4j_heap: str = Field(default="1g", alias="CAIRN_NEO4J_HEAP")
+    neo4j_pagecache: str = Field(default="512m", alias="CAIRN_NEO4J_PAGECACHE")
+
+    # Service.
+    host: str = Field(default="127.0.0.1", alias="CAIRN_HOST")
+    port: int = Field(default=8000, alias="CAIRN_PORT")
+    policy_file: Path = Field(
+        default=REPO_ROOT / "fixtures" / "policy" / "roles.yaml", alias="CAIRN_POLICY_FILE"
+    )
+    passport_secret: str | None = Field(default=None, alias="CAIRN_PASSPORT_SECRET")
+    trace_dir: Path | None = Field(default=None, alias="CAIRN_TRACE_DIR")
+
+    # Embeddings and the optional LLM.
+    embedding_model: str = Field(default="all-MiniLM-L6-v2", alias="CAIRN_EMBEDDING_MODEL")
+    llm_base_url: str | None = Field(default=None, alias="CAIRN_LLM_BASE_URL")
+    llm_model: str = Field(default="local", alias="CAIRN_LLM_MODEL")
+    llm_api_key: str = Field(default="not-needed", alias="CAIRN_LLM_API_KEY")
+    llm_timeout_s: float = Field(default=20.0, alias="CAIRN_LLM_TIMEOUT_S")
+
+    @property
+    def embedded(self) -> bool:
+        return self.neo4j_uri is None
+
+    @property
+    def neo4j_home(self) -> Path:
+        return self.data_dir / "neo4j"
+
+    @property
+    def traces(self) -> Path:
+        return self.trace_dir or (self.data_dir / "traces")
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

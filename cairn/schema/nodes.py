@@ -1,0 +1,179 @@
+"""Node classes of the graph model (SPEC §4), declared once with neomodel.
+
+Every node also carries the ``Entity`` label, so any node is found by ``id`` through one
+uniqueness constraint, and the access fields the policy layer filters on. Hot paths write
+with batched Cypher; these classes are the schema (labels, constraints, vector indexes)
+and the field lists that ingest and masking share.
+"""
+
+from __future__ import annotations
+
+from neomodel import (
+    ArrayProperty,
+    BooleanProperty,
+    DateTimeProperty,
+    FloatProperty,
+    IntegerProperty,
+    StringProperty,
+    StructuredNode,
+    VectorIndex,
+)
+
+EMBEDDING_DIMENSIONS = 384
+SENSITIVITIES = ("low", "medium", "high")
+
+
+def _embedding() -> ArrayProperty:
+    return ArrayProperty(FloatProperty(), vector_index=VectorIndex(dimensions=EMBEDDING_DIMENSIONS))
+
+
+class Entity(StructuredNode):
+    """Shared label and access fields of every Cairn node."""
+
+    # neomodel reserves the attribute name `id`; the stored property is still `id`.
+    uid = StringProperty(db_property="id", unique_index=True, required=True)
+    created_at = DateTimeProperty()
+    domain = StringProperty(index=True, required=True)
+    sensitivity = StringProperty(choices={s: s for s in SENSITIVITIES}, required=True)
+    namespaces = ArrayProperty(StringProperty())
+    roles_allowed = ArrayProperty(StringProperty())
+    x_extra = StringProperty()  # JSON text; only whitelisted sub-paths are ever returned
+
+
+class Dossier(Entity):
+    title = StringProperty()
+    summary = StringProperty()
+    status = StringProperty(choices={"active": "active", "archived": "archived", "merged": "merged"})
+    last_updated = DateTimeProperty()
+
+
+class Fact(Entity):
+    text = StringProperty(required=True)
+    fact_type = StringProperty()
+    confidence = FloatProperty()
+    added_at = DateTimeProperty()
+    source_block_id = StringProperty(index=True)
+    source_turn_id = StringProperty()
+    embedding = _embedding()
+    embedding_model = StringProperty()
+
+
+class Block(Entity):
+    block_id = StringProperty(unique_index=True)
+    global_tags = ArrayProperty(StringProperty())
+    section_rules = StringProperty()  # JSON list of {tag, start_turn, end_turn}
+    processed_at = DateTimeProperty()
+
+
+class Turn(Entity):
+    turn_index = IntegerProperty()
+    user_text = StringProperty()
+    assistant_text = StringProperty()
+
+
+class Factor(Entity):
+    name = StringProperty(required=True)
+    category = StringProperty(index=True)
+    scale = StringProperty()
+    current_value = FloatProperty()
+    current_confidence = FloatProperty()
+    inference_status = StringProperty(choices={s: s for s in ("unconfirmed", "confirmed", "user_provided")})
+    last_updated = DateTimeProperty()
+    embedding = _embedding()
+    embedding_model = StringProperty()
+
+
+class Option(Entity):
+    name = StringProperty(required=True)
+    description = StringProperty()
+    embedding = _embedding()
+    embedding_model = StringProperty()
+
+
+class JournalEntry(Entity):
+    op = StringProperty(required=True)
+    timestamp = DateTimeProperty(index=True)
+    previous_value = StringProperty()
+    new_value = StringProperty()
+    rationale = StringProperty()
+    excerpt = StringProperty()
+    confidence = FloatProperty()
+    session_id = StringProperty()
+    details = StringProperty()  # JSON
+    embedding = _embedding()
+    embedding_model = StringProperty()
+
+
+class Session(Entity):
+    started_at = DateTimeProperty()
+    title = StringProperty()
+
+
+class Decision(Entity):
+    option = StringProperty(required=True)
+    rationale = StringProperty()
+    timestamp = DateTimeProperty(index=True)
+    decision_maker = StringProperty()
+    tags = ArrayProperty(StringProperty())
+    importance = FloatProperty()
+    embedding = _embedding()
+    embedding_model = StringProperty()
+
+
+class Event(Entity):
+    summary = StringProperty(required=True)
+    description = StringProperty()
+    snippet = StringProperty()
+    timestamp = DateTimeProperty(index=True)
+    tags = ArrayProperty(StringProperty())
+    importance = FloatProperty()
+    alias_of_decision = StringProperty(index=True)
+    embedding = _embedding()
+    embedding_model = StringProperty()
+
+
+class Section(Entity):
+    section_number = IntegerProperty(unique_index=True)
+    filed_id = StringProperty()
+    collision = BooleanProperty()
+    author = StringProperty(index=True)
+    is_external_caller = BooleanProperty()
+    date = StringProperty()
+    title = StringProperty()
+    body = StringProperty()
+    exec_tags = ArrayProperty(StringProperty())
+    exec_decisions = ArrayProperty(StringProperty())
+    status_tags = ArrayProperty(StringProperty())
+    embedding = _embedding()
+    embedding_model = StringProperty()
+
+
+NODE_CLASSES: tuple[type[Entity], ...] = (
+    Entity,
+    Dossier,
+    Fact,
+    Block,
+    Turn,
+    Factor,
+    Option,
+    JournalEntry,
+    Session,
+    Decision,
+    Event,
+    Section,
+)
+LABELS: tuple[str, ...] = tuple(c.__name__ for c in NODE_CLASSES if c is not Entity)
+VECTOR_INDEXED_LABELS: tuple[str, ...] = (
+    "Fact",
+    "JournalEntry",
+    "Section",
+    "Factor",
+    "Option",
+    "Decision",
+    "Event",
+)
+
+
+def vector_index_name(label: str) -> str:
+    """The name neomodel gives the vector index on ``label.embedding``."""
+    return f"vector_index_{label}_embedding"

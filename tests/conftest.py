@@ -1,0 +1,82 @@
+"""Test session wiring: a real Neo4j for the whole run, started here unless one is configured.
+
+With NEO4J_URI set the tests use that server; otherwise they start the embedded server in
+its own data directory and ports (CAIRN_TEST_* below) and stop it at the end, so a
+developer's demo database is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from neo4j import Driver
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+if not os.environ.get("NEO4J_URI"):
+    os.environ.setdefault("CAIRN_DATA_DIR", os.environ.get("CAIRN_TEST_DATA_DIR", "/tmp/cairn-test-data"))
+    os.environ.setdefault("CAIRN_BOLT_PORT", os.environ.get("CAIRN_TEST_BOLT_PORT", "17687"))
+    os.environ.setdefault("CAIRN_HTTP_PORT", os.environ.get("CAIRN_TEST_HTTP_PORT", "17474"))
+os.environ.setdefault("CAIRN_TRACE_DIR", tempfile.mkdtemp(prefix="cairn-traces-"))
+
+from cairn.ingest.org_memory import ingest_fixture_dir
+from cairn.runtime import neo4j_server
+from cairn.runtime.database import sync_driver
+from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
+from cairn.schema.migrate import migrate
+
+ACME = REPO_ROOT / "fixtures" / "acme"
+ROLES = REPO_ROOT / "fixtures" / "policy" / "roles.yaml"
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    return get_settings()
+
+
+@pytest.fixture(scope="session")
+def neo4j_running(settings: Settings) -> Iterator[Settings]:
+    started = False
+    if settings.embedded and not neo4j_server.status(settings).running:
+        neo4j_server.start(settings)
+        started = True
+    yield settings
+    if started:
+        neo4j_server.stop(settings)
+
+
+@pytest.fixture(scope="session")
+def driver(neo4j_running: Settings) -> Iterator[Driver]:
+    drv = sync_driver(neo4j_running)
+    migrate(drv)
+    yield drv
+    drv.close()
+
+
+def wipe(driver: Driver) -> None:
+    """Delete every Cairn node (the schema and its version node stay)."""
+    with driver.session() as session:
+        session.run("MATCH (n:Entity) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS").consume()
+
+
+@pytest.fixture
+def empty_db(driver: Driver) -> Driver:
+    wipe(driver)
+    return driver
+
+
+@pytest.fixture
+def acme_db(driver: Driver) -> Driver:
+    """The demo org loaded fresh (tests may read it; tests that write use their own data)."""
+    wipe(driver)
+    ingest_fixture_dir(driver, ACME)
+    return driver
+
+
+@pytest.fixture
+def acme_dir() -> Path:
+    return ACME
