@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
+import uvicorn
 from neo4j import Driver
+from neo4j.exceptions import AuthError, ServiceUnavailable
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
+from cairn.app import create_app, is_loopback
 from cairn.ingest.fixtures import FixtureError
 from cairn.ingest.org_memory import ingest_fixture_dir
+from cairn.policy.passport import headers_for
+from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
-from cairn.runtime.database import sync_driver
-from cairn.runtime.settings import get_settings
-from cairn.schema.migrate import SCHEMA_VERSION, migrate
+from cairn.runtime.database import connection, sync_driver
+from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
+from cairn.schema.migrate import SCHEMA_VERSION, migrate, schema_version
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -112,6 +118,69 @@ def ingest_fixtures(
         f"ingested {report.decisions} decisions, {report.events} events, "
         f"{report.causal_edges} causal edges, {report.aliases} alias overlays from {path}"
     )
+
+
+DEMO_FIXTURES = REPO_ROOT / "fixtures" / "acme"
+
+
+def _check_database(settings: Settings, demo: bool) -> None:
+    """Fail early and plainly: unreachable server, wrong password, or an old schema."""
+    try:
+        with sync_driver(settings) as driver:
+            driver.verify_connectivity()
+            if demo:
+                migrate(driver)
+                ingest_fixture_dir(driver, DEMO_FIXTURES)
+                console.print(f"demo data loaded from {DEMO_FIXTURES}")
+            version = schema_version(driver)
+    except AuthError:
+        _fail("Neo4j refused the credentials (check NEO4J_USER / NEO4J_PASSWORD)")
+        return
+    except ServiceUnavailable as exc:
+        _fail(f"Neo4j is not reachable at {connection(settings)[0]}: {exc}")
+        return
+    if version != SCHEMA_VERSION:
+        _fail(f"the database schema is v{version}, this code needs v{SCHEMA_VERSION}: run `cairn db migrate`")
+
+
+@app.command()
+def serve(
+    demo: Annotated[bool, typer.Option(help="migrate and load the demo data first")] = False,
+    host: Annotated[str | None, typer.Option(help="bind address (default CAIRN_HOST)")] = None,
+    port: Annotated[int | None, typer.Option(help="port (default CAIRN_PORT)")] = None,
+) -> None:
+    """Serve GraphQL (and the UI) — starting the embedded Neo4j when needed."""
+    settings = get_settings().model_copy(
+        update={k: v for k, v in {"host": host, "port": port}.items() if v is not None}
+    )
+    if settings.passport_secret is None and not is_loopback(settings.host):
+        _fail("refusing to listen on a non-loopback address without CAIRN_PASSPORT_SECRET")
+    if settings.embedded and not neo4j_server.status(settings).running:
+        neo4j_start()
+    _check_database(settings, demo)
+    console.print(f"Cairn on http://{settings.host}:{settings.port}/  (GraphiQL at /graphql, UI at /ui/)")
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        timeout_graceful_shutdown=30,
+        log_level="info",
+    )
+
+
+@app.command()
+def passport(
+    role: Annotated[str, typer.Option(help="role profile name")] = "staff",
+    user: Annotated[str, typer.Option(help="X-User-Id")] = "u-demo",
+    curl: Annotated[bool, typer.Option(help="print as curl -H flags")] = False,
+) -> None:
+    """Print a valid passport header set for ROLE (signed when a secret is configured)."""
+    settings = get_settings()
+    headers = headers_for(PolicyRegistry.load(settings.policy_file), role, settings.passport_secret, user)
+    if curl:
+        print(" ".join(f"-H '{k}: {v}'" for k, v in headers.items()))
+    else:
+        print(json.dumps(headers, indent=2))
 
 
 def main() -> None:  # pragma: no cover - console script shim

@@ -175,6 +175,32 @@ def _parse(model: type[R], file: str, raw: Any, problems: list[Problem]) -> R | 
         return None
 
 
+PAYLOAD_KEYS = {
+    "decisions": "decisions",
+    "events": "events",
+    "transitions": "transitions",
+    "aliases": "edges/aliases",
+}
+
+
+def _collect(fs: FixtureSet, folder: str, name: str, raw: Any, problems: list[Problem]) -> None:
+    record = _parse(FOLDERS[folder], name, raw, problems)
+    if record is None:
+        return
+    rid = record.id
+    if rid in fs.origin:
+        problems.append(Problem(name, rid, "id", f"duplicate id, also in {fs.origin[rid]}"))
+        return
+    fs.origin[rid] = name
+    targets: dict[str, list[Any]] = {
+        "decisions": fs.decisions,
+        "events": fs.events,
+        "transitions": fs.transitions,
+        "edges/aliases": fs.aliases,
+    }
+    targets[folder].append(record)
+
+
 def parse_fixture_dir(root: Path) -> tuple[FixtureSet, list[Problem]]:
     """Parse every record; return the set and the per-record problems (no cross checks)."""
     fs = FixtureSet()
@@ -183,24 +209,30 @@ def parse_fixture_dir(root: Path) -> tuple[FixtureSet, list[Problem]]:
         return fs, [Problem(str(root), None, None, "fixture directory does not exist")]
     if not any((root / folder).is_dir() for folder in FOLDERS):
         return fs, [Problem(str(root), None, None, f"no fixture folders ({', '.join(FOLDERS)})")]
-    targets: dict[str, list[Any]] = {
-        "decisions": fs.decisions,
-        "events": fs.events,
-        "transitions": fs.transitions,
-        "edges/aliases": fs.aliases,
-    }
-    for folder, model in FOLDERS.items():
+    for folder in FOLDERS:
         for file, index, raw in _records_in(root / folder):
             name = str(file.relative_to(root)) + (f"[{index}]" if index is not None else "")
-            record = _parse(model, name, raw, problems)
-            if record is None:
-                continue
-            rid = str(record.id)
-            if rid in fs.origin:
-                problems.append(Problem(name, rid, "id", f"duplicate id, also in {fs.origin[rid]}"))
-                continue
-            fs.origin[rid] = name
-            targets[folder].append(record)
+            _collect(fs, folder, name, raw, problems)
+    return fs, problems
+
+
+def parse_payload(payload: Any) -> tuple[FixtureSet, list[Problem]]:
+    """The same records as one JSON object (GraphQL upserts): {decisions, events, transitions, aliases}."""
+    fs = FixtureSet()
+    if not isinstance(payload, dict):
+        return fs, [
+            Problem("input", None, None, "expected an object with decisions/events/transitions/aliases")
+        ]
+    problems = [Problem("input", None, key, "unknown key") for key in payload if key not in PAYLOAD_KEYS]
+    for key, folder in PAYLOAD_KEYS.items():
+        items = payload.get(key, [])
+        if not isinstance(items, list):
+            problems.append(Problem("input", None, key, "must be a list"))
+            continue
+        for i, raw in enumerate(items):
+            _collect(fs, folder, f"input.{key}[{i}]", raw, problems)
+    if not problems and not fs.origin:
+        problems.append(Problem("input", None, None, "no records given"))
     return fs, problems
 
 

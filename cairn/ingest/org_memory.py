@@ -21,6 +21,7 @@ from cairn.ingest.fixtures import (
     Problem,
     check_references,
     parse_fixture_dir,
+    parse_payload,
 )
 from cairn.ingest.records import iso_utc
 
@@ -218,6 +219,14 @@ def write_fixture_set(driver: Driver, fs: FixtureSet, progress: Progress | None 
     _write(driver, UPSERT_CAUSAL, causal, "transitions", progress)
     _write(driver, UPSERT_ALIASES, aliases, "aliases", progress)
     return IngestReport(len(decisions), len(events), len(causal), len(aliases))
+
+
+def ingest_payload(driver: Driver, payload: Any) -> IngestReport:
+    """Validate and write records sent as one JSON object (the writer role's GraphQL upsert)."""
+    fs, problems = parse_payload(payload)
+    if problems:
+        raise FixtureError(problems)
+    return write_fixture_set(driver, fs)
 
 
 def ingest_fixture_dir(driver: Driver, root: Path, progress: Progress | None = None) -> IngestReport:

@@ -15,6 +15,7 @@ from typing import Any
 
 from neo4j import AsyncDriver, Driver
 
+from cairn.policy.acl import acl_reason
 from cairn.policy.scope import Scope
 
 DEFAULT_NEIGHBOUR_CAP = 25  # per frontier node and edge type, beyond the first hop
@@ -22,17 +23,7 @@ DEFAULT_NEIGHBOUR_CAP = 25  # per frontier node and edge type, beyond the first 
 # otherwise an alias event would hand a staff caller the id of the hidden decision.
 REFERENCE_FIELDS = ("alias_of_decision",)
 
-ACL_REASON = """
-CASE
-  WHEN $unrestricted THEN null
-  WHEN NOT coalesce(n.domain, '') =~ $domain_re THEN 'scope:domain'
-  WHEN NOT $role IN coalesce(n.roles_allowed, []) THEN 'acl:role_missing'
-  WHEN NOT any(ns IN coalesce(n.namespaces, []) WHERE ns IN $namespaces) THEN 'acl:namespace_mismatch'
-  WHEN coalesce({low: 0, medium: 1, high: 2}[n.sensitivity], 99) > $ceiling
-    THEN 'acl:sensitivity_exceeded'
-  ELSE null
-END
-"""
+ACL_REASON = acl_reason("n")
 
 ANCHOR_QUERY = f"""
 MATCH (n:Entity {{id: $anchor}})

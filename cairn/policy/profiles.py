@@ -54,6 +54,7 @@ class RoleProfile(_Strict):
     can_download_full: bool = False
     can_write: bool = False
     can_introspect: bool = False
+    can_search: bool = True
 
     @cached_property
     def policy_key(self) -> str:

@@ -1,0 +1,428 @@
+"""``ask(anchor, intent)``: Pre-Selector → Selector → Budget Gate → Templater or LLM (note 004).
+
+The caller's scope is applied at the source (the Pre-Selector), so every later stage
+works on sanitised candidates only. This module assembles the audit meta of note 004 §11
+and the trace bundle of §12. Two metas exist: the audit meta (withheld ids, on disk,
+only in ``bundle_full``) and the caller's meta, where withheld ids are replaced by
+per-request placeholders so that no hidden id ever reaches a caller.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import structlog
+from neo4j import AsyncDriver
+
+from cairn.memory import trace as bundles
+from cairn.memory.budget import Budget, clip
+from cairn.memory.selector import RANKING_POLICY, select
+from cairn.memory.templater import compose, render_evidence_line, scrub_ids
+from cairn.policy.passport import Caller
+from cairn.policy.preselector import CandidateNode, CandidateSet, PolicyTrace, preselect
+from cairn.runtime.llm import LLMClient, LLMUnavailable
+from cairn.runtime.tokens import count_tokens
+
+log = structlog.get_logger("cairn.ask")
+
+Mode = Literal["ask", "query"]
+POLICY_ID = "why_v1"
+PROMPT_ID = "why_v1.0"
+SYSTEM_PROMPT = (
+    "You explain why an organisational decision was taken, using only the evidence lines given. "
+    "Do not invent facts, do not mention identifiers. Answer in at most four sentences."
+)
+
+
+@dataclass
+class AskResult:
+    envelope: dict[str, Any]
+    response: dict[str, Any]
+    meta: dict[str, Any]
+    evidence: list[CandidateNode]
+
+
+def _sha(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _node_json(node: CandidateNode) -> dict[str, Any]:
+    return {
+        "id": node.id,
+        "label": node.label,
+        "hop": node.hop,
+        "fields": node.fields,
+        "masked": list(node.masked),
+    }
+
+
+def _counts(nodes: list[CandidateNode]) -> dict[str, int]:
+    events = sum(1 for n in nodes if n.label == "Event")
+    return {"events": events, "total": len(nodes)}
+
+
+class AskService:
+    def __init__(self, driver: AsyncDriver, llm: LLMClient, trace_root: Path) -> None:
+        self.driver = driver
+        self.llm = llm
+        self.trace_root = trace_root
+
+    async def ask(
+        self,
+        caller: Caller,
+        anchor_id: str,
+        intent: str = "why_decision",
+        mode: Mode = "ask",
+        budget: Budget | None = None,
+    ) -> AskResult:
+        budget = budget or Budget()
+        lat: dict[str, float] = {}
+        started = time.perf_counter()
+
+        t = time.perf_counter()
+        cs, ptrace = await preselect(self.driver, caller.scope, anchor_id)
+        lat["preselector"] = _ms(t)
+        log.info(
+            "preselector",
+            request_id=caller.request_id,
+            policy_key=caller.profile.policy_key,
+            edge_types_used=ptrace.edge_types_used,
+            neighbours_scanned=ptrace.neighbours_scanned,
+            hidden_vertices=ptrace.hidden_vertices,
+            hidden_edges=ptrace.hidden_edges,
+        )
+
+        t = time.perf_counter()
+        selection = select(cs)
+        lat["selector"] = _ms(t)
+        nodes = cs.by_id()
+        log.info(
+            "selector",
+            request_id=caller.request_id,
+            ranking_policy=RANKING_POLICY,
+            ordered_sample=[s.id for s in selection.ranked[:5]],
+        )
+
+        t = time.perf_counter()
+        anchor_line = render_evidence_line(cs.anchor)
+        items = [(s.id, render_evidence_line(nodes[s.id])) for s in selection.ranked]
+        gate = clip(anchor_line, items, budget)
+        lat["gate"] = _ms(t)
+        log.info(
+            "gate",
+            request_id=caller.request_id,
+            prompt_tokens=gate.prompt_tokens,
+            max_prompt_tokens=gate.max_prompt_tokens,
+            included=len(gate.included),
+            dropped=len(gate.excluded),
+        )
+
+        included = [cs.anchor.id, *gate.included]
+        withheld = bool(ptrace.withheld_ids)
+        prompt = "\n".join([anchor_line, *(line for i, line in items if i in set(gate.included))])
+
+        t = time.perf_counter()
+        envelope = compose(cs, included, withheld_by_policy=withheld, extra_ids=ptrace.withheld_ids)
+        lat["templater"] = _ms(t)
+        log.info("templater", request_id=caller.request_id, cited_ids=envelope.cited_ids)
+
+        response, llm_raw, fallback_reason = await self._respond(
+            caller, mode, cs, ptrace, envelope, prompt, budget
+        )
+        if response["mode"] == "llm":
+            lat["llm"] = response.pop("_latency_ms")
+
+        prompt_excluded = [
+            *({"id": i, "reason": "duplicate"} for i in selection.duplicates),
+            *gate.excluded,
+        ]
+        audit = self._meta(
+            caller,
+            anchor_id,
+            intent,
+            mode,
+            budget,
+            cs,
+            ptrace,
+            selection,
+            gate,
+            included,
+            prompt_excluded,
+            envelope.cited_ids,
+            response,
+            prompt,
+            lat,
+            started,
+            fallback_reason,
+        )
+        envelope_json = {
+            "text": envelope.text,
+            "permissions_note": envelope.permissions_note,
+            "cited_ids": envelope.cited_ids,
+        }
+        shown = _redact(audit, ptrace)
+        evidence = [cs.anchor, *cs.nodes]
+        files = {
+            "_meta.json": shown,
+            "_meta_audit.json": audit,
+            "envelope.json": envelope_json,
+            "evidence_pre.json": {
+                "anchor": _node_json(cs.anchor),
+                "nodes": [_node_json(n) for n in cs.nodes],
+                "edges": [e.__dict__ for e in cs.edges],
+                "policy_trace": ptrace.__dict__,
+            },
+            "plan.json": shown["selection_metrics"],
+            "evidence_post.json": {
+                "prompt_included_ids": included,
+                "prompt_excluded_ids": prompt_excluded,
+                "gate": gate.passes,
+            },
+            "evidence_canonical.json": [_node_json(n) for n in evidence],
+            "response.json": shown["response"],
+            "llm_raw.json": llm_raw,
+            "validator_report.json": shown["validator"],
+        }
+        bundles.write_trace(self.trace_root, caller.user_id, caller.request_id, files)
+        return AskResult(envelope=envelope_json, response=shown["response"], meta=shown, evidence=evidence)
+
+    async def _respond(
+        self,
+        caller: Caller,
+        mode: Mode,
+        cs: CandidateSet,
+        ptrace: PolicyTrace,
+        envelope: Any,
+        prompt: str,
+        budget: Budget,
+    ) -> tuple[dict[str, Any], dict[str, Any] | None, str | None]:
+        """Templater unless QUERY mode, the role may use the LLM, and one answers."""
+        templated = {
+            "mode": "templater",
+            "short_answer": envelope.text,
+            "llm_completion": None,
+            "cited_ids": envelope.cited_ids,
+        }
+        if mode != "query":
+            return templated, None, None
+        if not caller.profile.can_use_llm:
+            return templated, None, "policy:llm_not_permitted"
+        t = time.perf_counter()
+        try:
+            result = await self.llm.complete(SYSTEM_PROMPT, prompt, budget.desired_completion_tokens)
+        except LLMUnavailable as exc:
+            return templated, None, str(exc)
+        known = [n.id for n in [cs.anchor, *cs.nodes]] + ptrace.withheld_ids
+        text = scrub_ids(result.text, known)
+        response = {
+            "mode": "llm",
+            "short_answer": None,
+            "llm_completion": {
+                "text": text,
+                "model": result.model,
+                "token_usage": {"prompt": result.prompt_tokens, "completion": result.completion_tokens},
+            },
+            "cited_ids": envelope.cited_ids,
+            "_latency_ms": _ms(t),
+        }
+        return response, {"model": result.model, "raw": result.raw}, None
+
+    def _meta(
+        self,
+        caller: Caller,
+        anchor_id: str,
+        intent: str,
+        mode: Mode,
+        budget: Budget,
+        cs: CandidateSet,
+        ptrace: PolicyTrace,
+        selection: Any,
+        gate: Any,
+        included: list[str],
+        prompt_excluded: list[dict[str, str]],
+        cited: list[str],
+        response: dict[str, Any],
+        prompt: str,
+        lat: dict[str, float],
+        started: float,
+        fallback_reason: str | None,
+    ) -> dict[str, Any]:
+        pool = [cs.anchor, *cs.nodes]
+        nodes = cs.by_id()
+        prompt_nodes = [nodes[i] for i in included]
+        canonical = [_node_json(n) for n in pool]
+        llm_mode = "off" if mode == "ask" else "auto"
+        meta: dict[str, Any] = {
+            "request": {
+                "intent": intent,
+                "anchor_id": anchor_id,
+                "request_id": caller.request_id,
+                "trace_id": caller.trace_id,
+                "ts_utc": datetime.now(UTC).isoformat(),
+            },
+            "actor": {
+                "user_id": caller.user_id,
+                "role": caller.role,
+                "namespaces": list(caller.namespaces),
+                "policy_version": caller.policy_version,
+                "policy_key": caller.profile.policy_key,
+            },
+            "policy": {
+                "policy_id": POLICY_ID,
+                "prompt_id": PROMPT_ID,
+                "selector_policy_id": RANKING_POLICY,
+                "allowed_ids_policy": {
+                    "mode": "include_all",
+                    "cap_k": None,
+                    "cap_basis": None,
+                    "cap_reason": None,
+                },
+                "edge_allowlist": sorted({r.type for r in caller.scope.edges}),
+                "llm": {"mode": llm_mode, "model": self.llm.model if self.llm.configured else None},
+                "env": {"cite_all_ids": False, "load_shed": False},
+            },
+            "budgets": {
+                "context_window": budget.context_window,
+                "desired_completion_tokens": budget.desired_completion_tokens,
+                "guard_tokens": budget.guard_tokens,
+                "overhead_tokens": budget.overhead_tokens,
+            },
+            "fingerprints": {
+                "prompt_fp": _sha(prompt),
+                "bundle_fp": _sha(canonical),
+                "snapshot_etag": _sha([(n.id, n.fields.get("timestamp")) for n in pool]),
+            },
+            "policy_trace": {
+                "withheld_ids": list(ptrace.withheld_ids),
+                "reasons_by_id": dict(ptrace.reasons_by_id),
+                "counts": {"hidden_vertices": ptrace.hidden_vertices, "hidden_edges": ptrace.hidden_edges},
+                "edge_types_used": list(ptrace.edge_types_used),
+            },
+            "evidence_counts": {
+                "pool": {
+                    "anchor": 1,
+                    "events": sum(1 for n in cs.nodes if n.label == "Event"),
+                    "transitions": sum(1 for e in cs.edges if e.type == "CAUSAL_PRECEDES"),
+                    "neighbors": len(cs.nodes),
+                    "total": len(pool),
+                },
+                "prompt_included": _counts(prompt_nodes),
+                "payload_serialized": _counts(pool),
+            },
+            "evidence_sets": {
+                "pool_ids": [n.id for n in pool],
+                "prompt_included_ids": included,
+                "prompt_excluded_ids": prompt_excluded,
+                "payload_included_ids": [n.id for n in pool],
+                "payload_excluded_ids": [{"id": i, "reason": r} for i, r in ptrace.reasons_by_id.items()],
+            },
+            "selection_metrics": {
+                "ranking_policy": RANKING_POLICY,
+                "scores": {s.id: {**s.signals, "score": s.score} for s in selection.ranked},
+            },
+            "truncation_metrics": {
+                "passes": gate.passes,
+                "selector_truncation": bool(selection.duplicates),
+                "prompt_selector_truncation": gate.truncated,
+            },
+            "response": {k: v for k, v in response.items() if not k.startswith("_")},
+            "runtime": {
+                "latency_ms_total": _ms(started),
+                "stage_latencies_ms": lat,
+                "fallback_used": fallback_reason is not None,
+                "fallback_reason": fallback_reason,
+                "retries": 0,
+            },
+            "validator": {"error_count": 0, "warnings": []},
+            "downloads": {
+                "artifacts": [
+                    {
+                        "name": "bundle_view",
+                        "allowed": True,
+                        "reason": None,
+                        "href": f"/bundles/{caller.request_id}/bundle_view",
+                    },
+                    {
+                        "name": "bundle_full",
+                        "allowed": caller.profile.can_download_full,
+                        "reason": None
+                        if caller.profile.can_download_full
+                        else "policy:bundle_full_not_permitted",
+                        "href": f"/bundles/{caller.request_id}/bundle_full"
+                        if caller.profile.can_download_full
+                        else None,
+                    },
+                ]
+            },
+        }
+        meta["response"]["prompt_tokens"] = count_tokens(prompt)
+        meta["validator"] = validate_meta(meta)
+        return meta
+
+
+META_SHAPE: dict[str, tuple[str, ...]] = {
+    "request": ("intent", "anchor_id", "request_id", "trace_id", "ts_utc"),
+    "actor": ("user_id", "role", "namespaces", "policy_version", "policy_key"),
+    "policy": (
+        "policy_id",
+        "prompt_id",
+        "selector_policy_id",
+        "allowed_ids_policy",
+        "edge_allowlist",
+        "llm",
+        "env",
+    ),
+    "budgets": ("context_window", "desired_completion_tokens", "guard_tokens", "overhead_tokens"),
+    "fingerprints": ("prompt_fp", "bundle_fp", "snapshot_etag"),
+    "policy_trace": ("withheld_ids", "reasons_by_id", "counts", "edge_types_used"),
+    "evidence_counts": ("pool", "prompt_included", "payload_serialized"),
+    "evidence_sets": (
+        "pool_ids",
+        "prompt_included_ids",
+        "prompt_excluded_ids",
+        "payload_included_ids",
+        "payload_excluded_ids",
+    ),
+    "selection_metrics": ("ranking_policy", "scores"),
+    "truncation_metrics": ("passes", "selector_truncation", "prompt_selector_truncation"),
+    "response": ("mode", "short_answer", "llm_completion", "cited_ids"),
+    "runtime": ("latency_ms_total", "stage_latencies_ms", "fallback_used", "fallback_reason", "retries"),
+    "validator": ("error_count", "warnings"),
+    "downloads": ("artifacts",),
+}
+
+
+def validate_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """Contract completeness: every section and field of note 004 §11 is present (null allowed)."""
+    missing = [
+        f"{section}.{name}" if name else section
+        for section, names in META_SHAPE.items()
+        for name in (names if section in meta else ("",))
+        if section not in meta or name not in meta[section]
+    ]
+    return {"error_count": len(missing), "warnings": [f"missing {m}" for m in missing]}
+
+
+def _redact(audit: dict[str, Any], ptrace: PolicyTrace) -> dict[str, Any]:
+    """The caller's copy of the meta: withheld ids become per-request placeholders."""
+    placeholder = {wid: f"withheld-{i + 1}" for i, wid in enumerate(ptrace.withheld_ids)}
+    shown: dict[str, Any] = json.loads(json.dumps(audit, default=str))
+    trace = shown["policy_trace"]
+    trace["withheld_ids"] = [placeholder[i] for i in trace["withheld_ids"]]
+    trace["reasons_by_id"] = {placeholder[i]: r for i, r in trace["reasons_by_id"].items()}
+    sets = shown["evidence_sets"]
+    sets["payload_excluded_ids"] = [
+        {"id": placeholder[e["id"]], "reason": e["reason"]} for e in sets["payload_excluded_ids"]
+    ]
+    return shown
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 3)

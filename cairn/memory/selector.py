@@ -1,0 +1,211 @@
+"""The Selector: ranks the already-sanitised candidates once, with cheap deterministic signals.
+
+It runs after the Pre-Selector, so every field it reads is one the caller may see; it never
+drops anything for policy reasons. The ranking is the only ordering the Budget Gate and the
+Templater use, so it must be reproducible from the CandidateSet alone: no clock, no
+embeddings, no randomness. The anchor is not ranked, because it always leads the answer.
+
+Signals, each in [0, 1] except ``recency_days`` (reported raw, scored as ``1 / (1 + days/365)``):
+
+=============  ======  ==========================================================================
+signal         weight  meaning
+=============  ======  ==========================================================================
+sim            0.30    Jaccard overlap of title/summary + tag words with the anchor's
+importance     0.25    the fixture prior (``importance`` field); 0.5 when absent or masked
+recency        0.20    closeness in time to the anchor; a missing timestamp counts as 3650 days
+adjacency      0.15    ``1 / hop``: direct neighbours of the anchor outrank two-hop ones
+completeness   0.05    share of the fields its label normally carries that are visible
+quality        0.05    headline length/noise penalty: very short, very long or symbol-heavy text
+=============  ======  ==========================================================================
+
+Ties (after rounding the score to 6 places) go to the newer item, then to the smaller id.
+Light dedup: an item whose word set has Jaccard >= 0.9 with the anchor or with an item already
+kept is dropped from the ranking and listed in ``Selection.duplicates``, so it is reported as
+excluded with reason ``duplicate`` instead of silently vanishing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from cairn.policy.preselector import CandidateNode, CandidateSet
+
+__all__ = [
+    "DUPLICATE_THRESHOLD",
+    "RANKING_POLICY",
+    "Scored",
+    "Selection",
+    "headline",
+    "node_timestamp",
+    "select",
+]
+
+RANKING_POLICY = "score_desc__ts_iso_desc__id_asc"
+DUPLICATE_THRESHOLD = 0.9
+
+WEIGHTS = {
+    "sim": 0.30,
+    "importance": 0.25,
+    "recency": 0.20,
+    "adjacency": 0.15,
+    "completeness": 0.05,
+    "quality": 0.05,
+}
+DEFAULT_IMPORTANCE = 0.5
+MISSING_RECENCY_DAYS = 3650.0
+RECENCY_HALF_LIFE_DAYS = 365.0  # a year away scores half of "same day"
+
+# What the headline of each label is, most specific first: a decision is named by its option,
+# an event by its summary; the later fields stand in when policy masked the earlier ones.
+HEADLINE_FIELDS: dict[str, tuple[str, ...]] = {
+    "Decision": ("option", "title"),
+    "Event": ("summary", "snippet", "description"),
+}
+DEFAULT_HEADLINE_FIELDS = ("title", "summary", "name")
+EXPECTED_FIELDS: dict[str, tuple[str, ...]] = {
+    "Decision": ("option", "rationale", "timestamp", "decision_maker", "tags"),
+    "Event": ("summary", "description", "snippet", "timestamp", "tags"),
+}
+DEFAULT_EXPECTED_FIELDS = ("timestamp", "tags")
+
+_WORD = re.compile(r"[a-z0-9]+")
+_PLAIN_CHAR = re.compile(r"[\w\s.,;:'\"()\-/&%$€£+]")
+_STOPWORDS = frozenset(
+    {"a", "an", "and", "as", "at", "by", "for", "from", "in", "of", "on", "or", "the", "to", "with"}
+)
+_IDEAL_WORDS = (3, 40)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One ranked candidate with the signals that produced its score, for selection_metrics."""
+
+    id: str
+    score: float
+    signals: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The ranking plus the ids dedup removed, which the caller reports as excluded."""
+
+    ranked: list[Scored]
+    duplicates: list[str]
+
+
+def headline(node: CandidateNode) -> str | None:
+    """The short text that names ``node`` (title or summary), or None when policy masked all of it."""
+    for name in HEADLINE_FIELDS.get(node.label, DEFAULT_HEADLINE_FIELDS):
+        text = node.text(name)
+        if text and text.strip():
+            return " ".join(text.split())
+    return None
+
+
+def node_timestamp(node: CandidateNode) -> datetime | None:
+    """The node's timestamp in UTC; unreadable text counts as absent rather than failing the answer."""
+    raw = node.text("timestamp")
+    if not raw:
+        return None
+    try:
+        parsed = datetime.fromisoformat(raw.strip())
+    except ValueError:
+        return None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def select(cs: CandidateSet) -> Selection:
+    """Score every non-anchor candidate once, order by RANKING_POLICY, then drop near-duplicates."""
+    anchor_words = _words(cs.anchor)
+    anchor_ts = node_timestamp(cs.anchor)
+    nodes = [n for n in _unique(cs.nodes) if n.id != cs.anchor.id]
+    scored = {n.id: _score(n, anchor_words, anchor_ts) for n in nodes}
+    order = sorted(nodes, key=lambda n: (-scored[n.id].score, *_newest_first(n), n.id))
+
+    kept_words = [anchor_words]
+    ranked: list[Scored] = []
+    duplicates: list[str] = []
+    for node in order:
+        words = _words(node)
+        if any(_jaccard(words, seen) >= DUPLICATE_THRESHOLD for seen in kept_words):
+            duplicates.append(node.id)
+            continue
+        kept_words.append(words)
+        ranked.append(scored[node.id])
+    return Selection(ranked, duplicates)
+
+
+def _unique(nodes: Iterable[CandidateNode]) -> list[CandidateNode]:
+    """First occurrence of each id, so a node reached twice is still ranked once."""
+    seen: dict[str, CandidateNode] = {}
+    for node in nodes:
+        seen.setdefault(node.id, node)
+    return list(seen.values())
+
+
+def _score(node: CandidateNode, anchor_words: frozenset[str], anchor_ts: datetime | None) -> Scored:
+    days = _days_apart(node_timestamp(node), anchor_ts)
+    signals = {
+        "sim": round(_jaccard(_words(node), anchor_words), 4),
+        "recency_days": days,
+        "importance": round(_importance(node), 4),
+        "adjacency": round(1.0 / max(node.hop, 1), 4),
+        "completeness": round(_completeness(node), 4),
+        "quality": round(_quality(headline(node)), 4),
+    }
+    features = {**signals, "recency": 1.0 / (1.0 + days / RECENCY_HALF_LIFE_DAYS)}
+    score = sum(weight * features[name] for name, weight in WEIGHTS.items())
+    return Scored(node.id, round(score, 6), signals)
+
+
+def _days_apart(ts: datetime | None, anchor_ts: datetime | None) -> float:
+    if ts is None or anchor_ts is None:
+        return MISSING_RECENCY_DAYS
+    return round(abs((ts - anchor_ts).total_seconds()) / 86400, 2)
+
+
+def _newest_first(node: CandidateNode) -> tuple[int, float]:
+    """Sort key part: dated items before undated ones, newer before older."""
+    ts = node_timestamp(node)
+    return (1, 0.0) if ts is None else (0, -ts.timestamp())
+
+
+def _words(node: CandidateNode) -> frozenset[str]:
+    tags = node.fields.get("tags")
+    tag_text = " ".join(str(t) for t in tags) if isinstance(tags, list | tuple) else str(tags or "")
+    text = f"{headline(node) or ''} {tag_text}".lower()
+    return frozenset(w for w in _WORD.findall(text) if w not in _STOPWORDS)
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """Overlap of two word sets; two empty sets share nothing (masked text is not a duplicate)."""
+    union = a | b
+    return len(a & b) / len(union) if union else 0.0
+
+
+def _importance(node: CandidateNode) -> float:
+    value = node.fields.get("importance")
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        return DEFAULT_IMPORTANCE
+    return min(1.0, max(0.0, float(value)))
+
+
+def _completeness(node: CandidateNode) -> float:
+    expected = EXPECTED_FIELDS.get(node.label, DEFAULT_EXPECTED_FIELDS)
+    present = sum(1 for name in expected if node.fields.get(name) not in (None, "", [], ()))
+    return present / len(expected)
+
+
+def _quality(text: str | None) -> float:
+    """1.0 for a plain headline of a readable length, less for fragments, walls of text or noise."""
+    if not text:
+        return 0.0
+    words = len(text.split())
+    low, high = _IDEAL_WORDS
+    length = words / low if words < low else high / words if words > high else 1.0
+    plain = len(_PLAIN_CHAR.findall(text)) / len(text)
+    return length * plain

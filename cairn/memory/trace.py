@@ -1,0 +1,74 @@
+"""Trace bundles: the files of note 004 §12 for one request, and their role-gated zips.
+
+A bundle lives under the caller's own folder (a hash of the user id), so one user can
+never fetch another's bundle by guessing a request id. ``bundle_view`` carries what the
+caller was shown; ``bundle_full`` adds pre-policy evidence and the audit meta with the
+withheld ids, and is built only for roles whose profile allows it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+VIEW_FILES = (
+    "_meta.json",
+    "envelope.json",
+    "evidence_canonical.json",
+    "response.json",
+    "plan.json",
+    "validator_report.json",
+)
+FULL_FILES = (*VIEW_FILES, "_meta_audit.json", "evidence_pre.json", "evidence_post.json", "llm_raw.json")
+BUNDLES = ("bundle_view", "bundle_full")
+
+
+class BundleRefused(PermissionError):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _folder(root: Path, user_id: str, request_id: str) -> Path:
+    owner = hashlib.sha256(user_id.encode()).hexdigest()[:24]
+    return root / owner / request_id
+
+
+def write_trace(root: Path, user_id: str, request_id: str, files: dict[str, Any]) -> Path:
+    """Write each file as pretty JSON (atomically: temp file then rename)."""
+    folder = _folder(root, user_id, request_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        tmp = folder / f".{name}.tmp"
+        tmp.write_text(json.dumps(content, indent=2, sort_keys=True, default=str), encoding="utf-8")
+        tmp.replace(folder / name)
+    return folder
+
+
+def read_trace_file(root: Path, user_id: str, request_id: str, name: str) -> Any:
+    path = _folder(root, user_id, request_id) / name
+    if not path.exists():
+        raise FileNotFoundError(name)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def bundle_zip(root: Path, user_id: str, request_id: str, name: str, may_download_full: bool) -> bytes:
+    """The zip for ``name``; BundleRefused with a reason when the role may not have it."""
+    if name not in BUNDLES:
+        raise BundleRefused("unknown bundle")
+    if name == "bundle_full" and not may_download_full:
+        raise BundleRefused("policy:bundle_full_not_permitted")
+    folder = _folder(root, user_id, request_id)
+    if not folder.is_dir():
+        raise FileNotFoundError(request_id)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for file in VIEW_FILES if name == "bundle_view" else FULL_FILES:
+            path = folder / file
+            if path.exists():
+                zf.writestr(file, path.read_bytes())
+    return buffer.getvalue()

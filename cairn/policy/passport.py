@@ -1,0 +1,199 @@
+"""The policy passport: the headers that say who is asking and under which policy.
+
+Fail closed: a missing, empty or malformed required header refuses the request before
+anything is read, and the error names the header. Optional headers narrow the role's
+profile (see Scope.from_profile) and can never widen it. With a passport secret
+configured, the headers must also carry an HMAC signature made with that secret.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from cairn.policy.profiles import SENSITIVITY_RANK, PolicyRegistry, RoleProfile
+from cairn.policy.scope import Scope
+from cairn.schema.catalog import RELATION_TYPES
+
+REQUIRED = (
+    "X-User-Id",
+    "X-User-Roles",
+    "X-User-Namespaces",
+    "X-Policy-Version",
+    "X-Policy-Key",
+    "X-Request-Id",
+    "X-Trace-Id",
+)
+OPTIONAL = ("X-Domain-Scopes", "X-Edge-Allow", "X-Max-Hops", "X-Sensitivity-Ceiling")
+SIGNATURE = "X-Passport-Signature"
+
+_TOKEN = re.compile(r"^[A-Za-z0-9._@:/-]{1,128}$")
+# Request ids name trace folders: no separators, no leading dot.
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_NAME = re.compile(r"^[a-z0-9_-]{1,64}$")
+_DOMAIN_GLOB = re.compile(r"^[a-z0-9_*?-]+(/[a-z0-9_*?-]+)*$")
+
+
+class PassportError(Exception):
+    """Refusal of a passport; ``code`` is stable for clients, ``header`` names the culprit."""
+
+    def __init__(self, code: str, message: str, header: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.header = header
+
+
+@dataclass(frozen=True)
+class Caller:
+    user_id: str
+    profile: RoleProfile
+    scope: Scope
+    namespaces: tuple[str, ...]
+    policy_version: str
+    request_id: str
+    trace_id: str
+
+    @property
+    def role(self) -> str:
+        return self.profile.name
+
+
+def _list(value: str, header: str, pattern: re.Pattern[str]) -> tuple[str, ...]:
+    items = tuple(v.strip() for v in value.split(","))
+    if not items or any(not pattern.match(v) for v in items):
+        raise _malformed(header, "is malformed")
+    return items
+
+
+def _get(headers: Mapping[str, str], name: str) -> str | None:
+    for key, value in headers.items():
+        if key.lower() == name.lower():
+            return value.strip()
+    return None
+
+
+def canonical(headers: Mapping[str, str]) -> bytes:
+    """What the signature covers: every passport header present, sorted, lower-cased names."""
+    lines = []
+    for name in sorted((*REQUIRED, *OPTIONAL), key=str.lower):
+        value = _get(headers, name)
+        if value is not None:
+            lines.append(f"{name.lower()}:{value}")
+    return "\n".join(lines).encode()
+
+
+def sign(headers: Mapping[str, str], secret: str) -> str:
+    return hmac.new(secret.encode(), canonical(headers), hashlib.sha256).hexdigest()
+
+
+def verify(headers: Mapping[str, str], registry: PolicyRegistry, secret: str | None) -> Caller:
+    """Resolve the caller or raise PassportError; reads nothing from the graph."""
+    values: dict[str, str] = {}
+    for name in REQUIRED:
+        value = _get(headers, name)
+        if not value:
+            raise PassportError("PASSPORT_MISSING_HEADER", f"required header {name} is missing", name)
+        values[name] = value
+    for name in ("X-User-Id", "X-Policy-Version"):
+        if not _TOKEN.match(values[name]):
+            raise _malformed(name, "is malformed")
+    for name in ("X-Request-Id", "X-Trace-Id"):
+        if not _REQUEST_ID.match(values[name]):
+            raise _malformed(name, "is malformed")
+    if secret is not None:
+        given = _get(headers, SIGNATURE) or ""
+        if not hmac.compare_digest(given, sign(headers, secret)):
+            raise PassportError("PASSPORT_BAD_SIGNATURE", "passport signature is missing or wrong", SIGNATURE)
+
+    roles = _list(values["X-User-Roles"], "X-User-Roles", _NAME)
+    if len(roles) != 1:
+        raise _malformed("X-User-Roles", "must name one role")
+    profile = registry.get(roles[0])
+    if profile is None:
+        raise PassportError("POLICY_UNKNOWN_ROLE", "X-User-Roles names no known role", "X-User-Roles")
+    if values["X-Policy-Version"] != registry.version:
+        raise PassportError("POLICY_STALE", "X-Policy-Version is not the server's", "X-Policy-Version")
+    if not hmac.compare_digest(values["X-Policy-Key"], profile.policy_key):
+        raise PassportError("POLICY_STALE", "X-Policy-Key does not match the role profile", "X-Policy-Key")
+    namespaces = _list(values["X-User-Namespaces"], "X-User-Namespaces", _NAME)
+
+    scope = Scope.from_profile(
+        profile,
+        namespaces=namespaces,
+        domains=_optional_list(headers, "X-Domain-Scopes", _DOMAIN_GLOB),
+        edge_types=_edge_allow(headers),
+        max_hops=_max_hops(headers),
+        ceiling=_ceiling(headers),
+    )
+    return Caller(
+        user_id=values["X-User-Id"],
+        profile=profile,
+        scope=scope,
+        namespaces=namespaces,
+        policy_version=values["X-Policy-Version"],
+        request_id=values["X-Request-Id"],
+        trace_id=values["X-Trace-Id"],
+    )
+
+
+def _malformed(header: str, why: str) -> PassportError:
+    return PassportError("PASSPORT_MALFORMED_HEADER", f"{header} {why}", header)
+
+
+def _optional_list(headers: Mapping[str, str], name: str, pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    value = _get(headers, name)
+    return None if value is None else _list(value, name, pattern)
+
+
+def _edge_allow(headers: Mapping[str, str]) -> tuple[str, ...] | None:
+    types = _optional_list(headers, "X-Edge-Allow", re.compile(r"^[A-Z_]{1,40}$"))
+    if types is not None and any(t not in RELATION_TYPES for t in types):
+        raise PassportError(
+            "PASSPORT_MALFORMED_HEADER", "X-Edge-Allow names an unknown edge type", "X-Edge-Allow"
+        )
+    return types
+
+
+def _max_hops(headers: Mapping[str, str]) -> int | None:
+    value = _get(headers, "X-Max-Hops")
+    if value is None:
+        return None
+    if not value.isdigit() or not 0 <= int(value) <= 6:
+        raise _malformed("X-Max-Hops", "must be 0..6")
+    return int(value)
+
+
+def _ceiling(headers: Mapping[str, str]) -> str | None:
+    value = _get(headers, "X-Sensitivity-Ceiling")
+    if value is not None and value not in SENSITIVITY_RANK:
+        raise PassportError(
+            "PASSPORT_MALFORMED_HEADER",
+            "X-Sensitivity-Ceiling must be low|medium|high",
+            "X-Sensitivity-Ceiling",
+        )
+    return value
+
+
+def headers_for(
+    registry: PolicyRegistry, role: str, secret: str | None = None, user_id: str = "u-demo"
+) -> dict[str, str]:
+    """A valid header set for ``role`` (for `cairn passport`, the dev endpoint and tests)."""
+    profile = registry.get(role)
+    if profile is None:
+        raise PassportError("POLICY_UNKNOWN_ROLE", f"no role '{role}' in the policy", "X-User-Roles")
+    headers = {
+        "X-User-Id": user_id,
+        "X-User-Roles": role,
+        "X-User-Namespaces": ",".join(profile.namespaces),
+        "X-Policy-Version": registry.version,
+        "X-Policy-Key": profile.policy_key,
+        "X-Request-Id": f"req-{uuid.uuid4().hex[:16]}",
+        "X-Trace-Id": f"trace-{uuid.uuid4().hex[:16]}",
+    }
+    if secret is not None:
+        headers[SIGNATURE] = sign(headers, secret)
+    return headers

@@ -1,0 +1,40 @@
+"""Permission classes: every root field declares which of these it needs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphql import GraphQLError
+from strawberry.permission import BasePermission
+from strawberry.types import Info
+
+from cairn.policy.passport import Caller
+from cairn.resolvers.context import RequestContext
+
+
+def caller_of(info: Info[RequestContext, Any]) -> Caller:
+    """The verified caller; raises the passport refusal (fail closed) when there is none."""
+    ctx = info.context
+    if ctx.caller is None:
+        refusal = ctx.refusal
+        code = refusal.code if refusal else "PASSPORT_MISSING_HEADER"
+        message = str(refusal) if refusal else "passport required"
+        header = refusal.header if refusal else None
+        raise GraphQLError(message, extensions={"code": code, "header": header})
+    return ctx.caller
+
+
+class PassportRequired(BasePermission):
+    message = "passport required"
+
+    def has_permission(self, source: Any, info: Info[RequestContext, Any], **kwargs: Any) -> bool:
+        caller_of(info)
+        return True
+
+
+class CanWrite(BasePermission):
+    message = "this role may not write"
+    error_extensions = {"code": "FORBIDDEN_WRITE"}  # noqa: RUF012  (strawberry's own attribute)
+
+    def has_permission(self, source: Any, info: Info[RequestContext, Any], **kwargs: Any) -> bool:
+        return caller_of(info).profile.can_write

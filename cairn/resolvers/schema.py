@@ -1,0 +1,176 @@
+"""Query and Mutation: thin resolvers over the domain services, every field behind the passport."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, cast
+
+import anyio
+import strawberry
+from graphql import GraphQLError, NoSchemaIntrospectionCustomRule
+from strawberry.extensions import (
+    MaskErrors,
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    QueryDepthLimiter,
+    SchemaExtension,
+)
+from strawberry.permission import BasePermission
+from strawberry.scalars import JSON
+from strawberry.schema.config import StrawberryConfig
+from strawberry.tools import merge_types
+from strawberry.types import Info
+
+from cairn.ingest.fixtures import FixtureError
+from cairn.ingest.org_memory import ingest_payload
+from cairn.memory import trace as bundles
+from cairn.memory.budget import Budget
+from cairn.policy.preselector import AnchorNotVisible, preselect
+from cairn.resolvers.context import RequestContext
+from cairn.resolvers.permissions import CanWrite, PassportRequired, caller_of
+from cairn.resolvers.types import (
+    AskMode,
+    AskPayload,
+    Edge,
+    IngestSummary,
+    Neighbourhood,
+    Node,
+    envelope_of,
+)
+
+Ctx = Info[RequestContext, Any]
+READ: list[type[BasePermission]] = [PassportRequired]
+WRITE: list[type[BasePermission]] = [PassportRequired, CanWrite]
+
+
+def _not_found() -> GraphQLError:
+    # One answer for "absent" and "hidden": the difference would itself leak.
+    return GraphQLError("no such node", extensions={"code": "NOT_FOUND"})
+
+
+@strawberry.type
+class OrgQuery:
+    @strawberry.field(
+        permission_classes=READ, description="Why: the answer envelope, response and audit meta."
+    )
+    async def ask(
+        self,
+        info: Ctx,
+        anchor_id: strawberry.ID,
+        intent: str = "why_decision",
+        mode: AskMode = AskMode.ASK,
+        token_budget: int | None = None,
+    ) -> AskPayload:
+        caller = caller_of(info)
+        budget = Budget() if token_budget is None else Budget(context_window=max(token_budget, 0) + 448)
+        try:
+            result = await info.context.services.asker.ask(caller, str(anchor_id), intent, mode.value, budget)
+        except AnchorNotVisible:
+            raise _not_found() from None
+        return AskPayload(
+            envelope=envelope_of(result.envelope),
+            response=cast(JSON, result.response),
+            meta=cast(JSON, result.meta),
+            evidence=[Node.of(n) for n in result.evidence],
+        )
+
+    @strawberry.field(
+        permission_classes=READ, description="One node, masked for the caller; null if not visible."
+    )
+    async def node(self, info: Ctx, id: strawberry.ID) -> Node | None:
+        caller = caller_of(info)
+        try:
+            cs, _ = await preselect(info.context.services.driver, caller.scope, str(id), hops=0)
+        except AnchorNotVisible:
+            return None
+        return Node.of(cs.anchor)
+
+    @strawberry.field(permission_classes=READ, description="The k-hop neighbourhood the caller may walk.")
+    async def neighbourhood(self, info: Ctx, id: strawberry.ID, hops: int = 1) -> Neighbourhood:
+        caller = caller_of(info)
+        try:
+            cs, _ = await preselect(info.context.services.driver, caller.scope, str(id), hops=max(0, hops))
+        except AnchorNotVisible:
+            raise _not_found() from None
+        return Neighbourhood(
+            anchor=Node.of(cs.anchor),
+            nodes=[Node.of(n) for n in cs.nodes],
+            edges=[Edge.of(e) for e in cs.edges],
+        )
+
+    @strawberry.field(permission_classes=READ, description="The caller's own meta of an earlier ask.")
+    def trace(self, info: Ctx, request_id: strawberry.ID) -> JSON | None:
+        caller = caller_of(info)
+        try:
+            meta: JSON = bundles.read_trace_file(
+                info.context.services.trace_root, caller.user_id, str(request_id), "_meta.json"
+            )
+        except (FileNotFoundError, OSError):
+            return None
+        return meta
+
+
+@strawberry.type
+class OrgMutation:
+    @strawberry.mutation(
+        permission_classes=WRITE,
+        description="Upsert decisions, events, transitions and alias overlays (same validation as fixtures).",
+    )
+    async def ingest_org_memory(self, info: Ctx, payload: JSON) -> IngestSummary:
+
+        driver = info.context.services.sync_driver
+
+        def work() -> Any:
+            return ingest_payload(driver, payload)
+
+        try:
+            report = await anyio.to_thread.run_sync(work)
+        except FixtureError as exc:
+            raise GraphQLError(
+                str(exc), extensions={"code": "INVALID_INPUT", "problems": [str(p) for p in exc.problems]}
+            ) from None
+        return IngestSummary(
+            decisions=report.decisions,
+            events=report.events,
+            causal_edges=report.causal_edges,
+            aliases=report.aliases,
+        )
+
+
+class RoleGatedIntrospection(SchemaExtension):
+    """Introspection only for roles whose profile allows it (and never without a passport)."""
+
+    def on_operation(self) -> Iterator[None]:
+        ctx = self.execution_context.context
+        caller = getattr(ctx, "caller", None)
+        if caller is None or not caller.profile.can_introspect:
+            self.execution_context.validation_rules = (
+                *self.execution_context.validation_rules,
+                NoSchemaIntrospectionCustomRule,
+            )
+        yield
+
+
+def _should_mask(error: GraphQLError) -> bool:
+    """Hide internal exception text; errors we raise on purpose carry a stable code."""
+    return not (error.extensions and "code" in error.extensions) and error.original_error is not None
+
+
+# Each capability contributes its own Query / Mutation part (one module per capability).
+QUERY_PARTS: tuple[type, ...] = (OrgQuery,)
+MUTATION_PARTS: tuple[type, ...] = (OrgMutation,)
+Query = merge_types("Query", QUERY_PARTS)
+Mutation = merge_types("Mutation", MUTATION_PARTS)
+
+schema = strawberry.Schema(
+    query=Query,
+    mutation=Mutation,
+    config=StrawberryConfig(disable_field_suggestions=True),
+    extensions=[
+        QueryDepthLimiter(max_depth=10),  # type: ignore[list-item]  # instances are accepted
+        MaxAliasesLimiter(max_alias_count=15),  # type: ignore[list-item]  # instances are accepted
+        MaxTokensLimiter(max_token_count=2000),  # type: ignore[list-item]  # instances are accepted
+        RoleGatedIntrospection,
+        MaskErrors(should_mask_error=_should_mask),  # type: ignore[list-item]  # instances are accepted
+    ],
+)

