@@ -12,9 +12,11 @@ import uvicorn
 from neo4j import Driver
 from neo4j.exceptions import AuthError, ServiceUnavailable
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, TaskID
 
 from cairn.app import create_app, is_loopback
+from cairn.commands.correspondence import correspondence_app, ingest_correspondence
 from cairn.ingest.fixtures import FixtureError
 from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.policy.passport import headers_for
@@ -34,13 +36,15 @@ ingest_app = typer.Typer(help="Load data into the graph.", no_args_is_help=True)
 app.add_typer(neo4j_app, name="neo4j")
 app.add_typer(db_app, name="db")
 app.add_typer(ingest_app, name="ingest")
+app.add_typer(correspondence_app, name="correspondence")
+ingest_app.command("correspondence")(ingest_correspondence)
 
 console = Console()
 err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 1) -> None:
-    err.print(f"[bold red]error:[/] {message}")
+    err.print(f"[bold red]error:[/] {escape(message)}")
     raise typer.Exit(code)
 
 

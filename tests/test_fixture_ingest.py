@@ -395,11 +395,6 @@ def test_every_problem_is_reported_in_one_run(acme_db: Driver, acme_dir: Path, t
     assert graph_checksum(acme_db) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: cairn/ingest/fixtures.py _cycles() only sees the edges of the set being "
-    "ingested, not CAUSAL_PRECEDES edges already stored, so a partial set can close a cycle",
-)
 def test_partial_set_closing_a_cycle_with_stored_edges_is_refused(acme_db: Driver, tmp_path: Path) -> None:
     root = tmp_path / "partial"
     (root / "transitions").mkdir(parents=True)
@@ -447,11 +442,6 @@ def test_cli_reports_the_malformed_file_and_line(acme_db: Driver, acme_dir: Path
     assert f"decisions/{DESCOPE}.json: malformed JSON at line {lineno}" in _flat(result.output)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: cairn/cli.py _fail() prints the message as Rich markup, so the "
-    "'[id=...]' part of each problem is taken for a style tag and vanishes",
-)
 def test_cli_output_names_the_record_id(acme_db: Driver, acme_dir: Path, tmp_path: Path) -> None:
     root = copy_with_new_decision(acme_dir, tmp_path)
     wrong_type(root)

@@ -7,6 +7,7 @@ all that is wrong. Only a set with no problems reaches the writer.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -236,7 +237,11 @@ def parse_payload(payload: Any) -> tuple[FixtureSet, list[Problem]]:
     return fs, problems
 
 
-def check_references(fs: FixtureSet, existing: dict[str, str] | None = None) -> list[Problem]:
+def check_references(
+    fs: FixtureSet,
+    existing: dict[str, str] | None = None,
+    stored_edges: list[tuple[str, str]] | None = None,
+) -> list[Problem]:
     """Referential integrity and alias consistency.
 
     ``existing`` maps ids already in the database to their label, so a partial set (or a
@@ -301,19 +306,26 @@ def check_references(fs: FixtureSet, existing: dict[str, str] | None = None) -> 
             if ref in domain and domain[ref] != stated:
                 problems.append(Problem(f, a.id, fld, f"is '{stated}' but '{ref}' is in '{domain[ref]}'"))
     if not problems:
-        problems.extend(_cycles(fs))
+        problems.extend(_cycles(fs, stored_edges or []))
     return problems
 
 
-def _cycles(fs: FixtureSet) -> list[Problem]:
+def _cycles(fs: FixtureSet, stored_edges: list[tuple[str, str]]) -> list[Problem]:
+    """Causality has no loops: the new edges together with the stored ones must stay acyclic."""
     graph: dict[str, set[str]] = {}
+    origin: dict[tuple[str, str], str] = {}
     for e in fs.causal_edges():
         graph.setdefault(e.to_id, set()).add(e.from_id)
+        origin[(e.from_id, e.to_id)] = fs.origin.get(e.id) or fs.origin.get(e.to_id) or "causal edges"
+    for a, b in stored_edges:
+        graph.setdefault(b, set()).add(a)
     try:
         tuple(TopologicalSorter(graph).static_order())
     except CycleError as exc:
-        cycle = " -> ".join(str(n) for n in exc.args[1])
-        return [Problem("transitions", None, None, f"causal edges form a cycle: {cycle}")]
+        path = [str(n) for n in reversed(exc.args[1])]  # cause -> effect order
+        files = sorted({origin[(a, b)] for a, b in itertools.pairwise(path) if (a, b) in origin})
+        where = ", ".join(files) or "causal edges"
+        return [Problem(where, None, None, f"causal edges form a cycle: {' -> '.join(path)}")]
     return []
 
 

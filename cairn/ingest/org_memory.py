@@ -23,7 +23,8 @@ from cairn.ingest.fixtures import (
     parse_fixture_dir,
     parse_payload,
 )
-from cairn.ingest.records import iso_utc
+from cairn.ingest.records import DecisionRecord, EventRecord, iso_utc
+from cairn.runtime.embedder import Embedder, get_embedder
 
 BATCH_SIZE = 500
 
@@ -32,6 +33,8 @@ UNWIND $ids AS id
 MATCH (n:Entity {id: id})
 RETURN n.id AS id, [l IN labels(n) WHERE l <> 'Entity'][0] AS label
 """
+
+STORED_CAUSAL = "MATCH (a:Entity)-[:CAUSAL_PRECEDES]->(b:Entity) RETURN a.id AS a, b.id AS b"
 
 UPSERT_DECISIONS = """
 UNWIND $rows AS row
@@ -177,6 +180,12 @@ def stored_labels(driver: Driver, ids: Iterable[str]) -> dict[str, str]:
     return {str(r["id"]): str(r["label"]) for r in records}
 
 
+def stored_causal_edges(driver: Driver) -> list[tuple[str, str]]:
+    """Every stored cause → effect pair (org scale: thousands), for the acyclicity check."""
+    records, _, _ = driver.execute_query(STORED_CAUSAL)
+    return [(str(r["a"]), str(r["b"])) for r in records]
+
+
 def validate_against_store(driver: Driver, fs: FixtureSet) -> None:
     """Cross-checks that need the database: references to stored nodes, label clashes."""
     own = {d.id: "Decision" for d in fs.decisions} | {e.id: "Event" for e in fs.events}
@@ -186,7 +195,9 @@ def validate_against_store(driver: Driver, fs: FixtureSet) -> None:
         for rid, label in own.items()
         if rid in stored and stored[rid] != label
     ]
-    problems += check_references(fs, {k: v for k, v in stored.items() if k not in own})
+    problems += check_references(
+        fs, {k: v for k, v in stored.items() if k not in own}, stored_causal_edges(driver)
+    )
     if problems:
         raise FixtureError(problems)
 
@@ -209,10 +220,30 @@ def _write(
                 progress(stage, len(batch))
 
 
-def write_fixture_set(driver: Driver, fs: FixtureSet, progress: Progress | None = None) -> IngestReport:
+def decision_text(d: DecisionRecord) -> str:
+    return f"{d.option}. {d.rationale}".strip()
+
+
+def event_text(e: EventRecord) -> str:
+    return f"{e.summary}. {e.description}".strip()
+
+
+def _embed_rows(rows: list[dict[str, Any]], texts: list[str], embedder: Embedder) -> None:
+    """Attach embeddings in one batch per kind; the model name goes with every vector."""
+    for row, vector in zip(rows, embedder.embed(texts), strict=True):
+        row["props"]["embedding"] = [float(x) for x in vector]
+        row["props"]["embedding_model"] = embedder.name
+
+
+def write_fixture_set(
+    driver: Driver, fs: FixtureSet, progress: Progress | None = None, embedder: Embedder | None = None
+) -> IngestReport:
     """Write a set that passed validation, in the order vertices → transitions → aliases."""
     validate_against_store(driver, fs)
     decisions, events = decision_rows(fs), event_rows(fs)
+    embedder = embedder or get_embedder()
+    _embed_rows(decisions, [decision_text(d) for d in fs.decisions], embedder)
+    _embed_rows(events, [event_text(e) for e in fs.events], embedder)
     causal, aliases = causal_rows(fs), alias_rows(fs)
     _write(driver, UPSERT_DECISIONS, decisions, "decisions", progress)
     _write(driver, UPSERT_EVENTS, events, "events", progress)

@@ -48,8 +48,7 @@ class Scope:
         """The profile, narrowed by whatever optional header values were given."""
         scope_domains = profile.domains
         if domains is not None:
-            # A requested domain survives only if the profile already covers it.
-            scope_domains = tuple(d for d in domains if _covered(d, profile.domains))
+            scope_domains = intersect_domains(domains, profile.domains)
         rank = SENSITIVITY_RANK[profile.sensitivity_ceiling]
         if ceiling is not None:
             rank = min(rank, SENSITIVITY_RANK[ceiling])
@@ -119,6 +118,14 @@ class Scope:
             if matches(domain, rule.domains):
                 return None if ALL_FIELDS in rule.fields else rule.fields
         return ("id",)  # a label the profile does not describe shows its id only
+
+
+def intersect_domains(requested: tuple[str, ...], granted: tuple[str, ...]) -> tuple[str, ...]:
+    """Domains both sides allow: a broad request (``acme/*``) keeps the granted globs it
+    covers; a narrow request keeps itself when a granted glob covers it. Never wider."""
+    kept = [r for r in requested if _covered(r, granted)]
+    kept += [g for g in granted if _covered(g, requested) and g not in kept]
+    return tuple(kept)
 
 
 def _covered(requested: str, granted: tuple[str, ...]) -> bool:

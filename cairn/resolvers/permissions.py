@@ -38,3 +38,11 @@ class CanWrite(BasePermission):
 
     def has_permission(self, source: Any, info: Info[RequestContext, Any], **kwargs: Any) -> bool:
         return caller_of(info).profile.can_write
+
+
+class CanSearch(BasePermission):
+    message = "this role may not search"
+    error_extensions = {"code": "FORBIDDEN_SEARCH"}  # noqa: RUF012  (strawberry's own attribute)
+
+    def has_permission(self, source: Any, info: Info[RequestContext, Any], **kwargs: Any) -> bool:
+        return caller_of(info).profile.can_search

@@ -25,9 +25,11 @@ from cairn.ingest.fixtures import FixtureError
 from cairn.ingest.org_memory import ingest_payload
 from cairn.memory import trace as bundles
 from cairn.memory.budget import Budget
+from cairn.memory.org_search import SEARCHABLE_LABELS, search_org
 from cairn.policy.preselector import AnchorNotVisible, preselect
 from cairn.resolvers.context import RequestContext
-from cairn.resolvers.permissions import CanWrite, PassportRequired, caller_of
+from cairn.resolvers.correspondence import CorrespondenceMutation, CorrespondenceQuery
+from cairn.resolvers.permissions import CanSearch, CanWrite, PassportRequired, caller_of
 from cairn.resolvers.types import (
     AskMode,
     AskPayload,
@@ -35,12 +37,16 @@ from cairn.resolvers.types import (
     IngestSummary,
     Neighbourhood,
     Node,
+    SearchHitView,
+    SearchPayload,
     envelope_of,
 )
+from cairn.runtime.embedder import get_embedder
 
 Ctx = Info[RequestContext, Any]
 READ: list[type[BasePermission]] = [PassportRequired]
 WRITE: list[type[BasePermission]] = [PassportRequired, CanWrite]
+SEARCH: list[type[BasePermission]] = [PassportRequired, CanSearch]
 
 
 def _not_found() -> GraphQLError:
@@ -96,6 +102,31 @@ class OrgQuery:
             anchor=Node.of(cs.anchor),
             nodes=[Node.of(n) for n in cs.nodes],
             edges=[Edge.of(e) for e in cs.edges],
+        )
+
+    @strawberry.field(
+        permission_classes=SEARCH,
+        description="Decisions and events nearest a text, among those the caller may see.",
+    )
+    async def search(
+        self, info: Ctx, query: str, k: int = 10, labels: list[str] | None = None, threshold: float = 0.3
+    ) -> SearchPayload:
+        caller = caller_of(info)
+        if not query.strip() or not 1 <= k <= 100:
+            raise GraphQLError(
+                "query must be non-empty and k in 1..100", extensions={"code": "INVALID_INPUT"}
+            )
+        vector = (await get_embedder().aembed([query]))[0]
+        result = await search_org(
+            info.context.services.driver,
+            caller.scope,
+            [float(x) for x in vector],
+            k=k,
+            threshold=threshold,
+            labels=tuple(labels) if labels else SEARCHABLE_LABELS,
+        )
+        return SearchPayload(
+            total=result.total, hits=[SearchHitView(node=Node.of(h.node), score=h.score) for h in result.hits]
         )
 
     @strawberry.field(permission_classes=READ, description="The caller's own meta of an earlier ask.")
@@ -157,8 +188,8 @@ def _should_mask(error: GraphQLError) -> bool:
 
 
 # Each capability contributes its own Query / Mutation part (one module per capability).
-QUERY_PARTS: tuple[type, ...] = (OrgQuery,)
-MUTATION_PARTS: tuple[type, ...] = (OrgMutation,)
+QUERY_PARTS: tuple[type, ...] = (OrgQuery, CorrespondenceQuery)
+MUTATION_PARTS: tuple[type, ...] = (OrgMutation, CorrespondenceMutation)
 Query = merge_types("Query", QUERY_PARTS)
 Mutation = merge_types("Mutation", MUTATION_PARTS)
 
@@ -167,10 +198,10 @@ schema = strawberry.Schema(
     mutation=Mutation,
     config=StrawberryConfig(disable_field_suggestions=True),
     extensions=[
-        QueryDepthLimiter(max_depth=10),  # type: ignore[list-item]  # instances are accepted
-        MaxAliasesLimiter(max_alias_count=15),  # type: ignore[list-item]  # instances are accepted
-        MaxTokensLimiter(max_token_count=2000),  # type: ignore[list-item]  # instances are accepted
+        lambda: QueryDepthLimiter(max_depth=10),
+        lambda: MaxAliasesLimiter(max_alias_count=15),
+        lambda: MaxTokensLimiter(max_token_count=2000),
         RoleGatedIntrospection,
-        MaskErrors(should_mask_error=_should_mask),  # type: ignore[list-item]  # instances are accepted
+        lambda: MaskErrors(should_mask_error=_should_mask),
     ],
 )

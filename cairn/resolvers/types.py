@@ -83,6 +83,18 @@ class AskPayload:
 
 
 @strawberry.type
+class SearchHitView:
+    node: Node
+    score: float
+
+
+@strawberry.type
+class SearchPayload:
+    total: int
+    hits: list[SearchHitView]
+
+
+@strawberry.type
 class IngestSummary:
     decisions: int
     events: int

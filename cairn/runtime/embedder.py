@@ -20,6 +20,8 @@ from numpy.typing import NDArray
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSIONS = 384

@@ -1,0 +1,1 @@
+"""Correspondence: a long markdown file of numbered sections, synced append-only into the graph."""

@@ -1,0 +1,54 @@
+"""The collision log: one JSON line per section whose filed number differs from its canonical one.
+
+Collisions are data (note 002, T3): the markdown is never corrected and each section keeps
+both numbers; this file is the separate, human-readable record of every collision. It is a
+projection of the store, appended to and never rewritten: after each sync, every collided
+section of the source that the log does not list yet is appended, so a crash between the
+database commit and the log write heals on the next run instead of losing an entry.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cairn.runtime.settings import Settings
+
+LOG_NAME = "collisions.jsonl"
+
+
+def default_log_path(settings: Settings) -> Path:
+    return settings.data_dir / "correspondence" / LOG_NAME
+
+
+def logged_ids(path: Path) -> set[str]:
+    """Section ids the log already records (lines that are not JSON objects are skipped)."""
+    if not path.exists():
+        return set()
+    ids: set[str] = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("section_id"), str):
+            ids.add(entry["section_id"])
+    return ids
+
+
+def record(path: Path, collided: list[dict[str, Any]]) -> int:
+    """Append the collided sections not yet logged; return how many lines were written."""
+    if not collided:
+        return 0
+    known = logged_ids(path)
+    fresh = [c for c in collided if c["section_id"] not in known]
+    if not fresh:
+        return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    with path.open("a", encoding="utf-8") as log:
+        for entry in fresh:
+            log.write(json.dumps({"logged_at": stamp, **entry}, ensure_ascii=False, sort_keys=True) + "\n")
+    return len(fresh)

@@ -1,0 +1,382 @@
+"""Append-only sync of a correspondence file into ``Section`` nodes (SPEC §9, note 002).
+
+The markdown is the source of truth and is only ever read. A section's identity is its
+source name and its position in the file (``section:<source>:<ordinal>``); its content
+hash says whether the stored copy still matches the file. So a sync:
+
+- parses and validates the whole file first (a refused file writes nothing);
+- creates only sections the store does not have, in file order, each with canonical
+  ``section_number`` = the store's current maximum + 1, its filed number kept as
+  ``filed_id``/``filed_number`` and ``collision`` set when the two differ (logged to the
+  collision log, never corrected in the markdown);
+- never rewrites a stored section: one whose text or access changed in the file, one that
+  disappeared from it, and a "new" section that repeats a stored one (an insertion
+  shifted the file) are reported as conflicts and not applied; appends still go in;
+- embeds only the title and body without tags and decisions, recording the model name.
+
+Canonical numbers are allocated inside the write transaction from the store's maximum;
+the unique constraint on ``section_number`` turns a concurrent sync's race into a
+ConstraintError, and the batch is retried on fresh numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from neo4j import Driver, ManagedTransaction, RoutingControl
+from neo4j.exceptions import ConstraintError
+
+from cairn.ingest.correspondence import collisions
+from cairn.ingest.correspondence.parser import (
+    DEFAULT_ACCESS,
+    Access,
+    Issue,
+    ParsedSection,
+    embeddable_text,
+    parse_bytes,
+)
+from cairn.runtime.embedder import MODEL_NAME, Embedder, get_embedder
+
+BATCH_SIZE = 256
+WRITE_ATTEMPTS = 3
+SOURCE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+READ_STORED = """
+MATCH (s:Section) WHERE s.source = $source
+RETURN s.ordinal AS ordinal, s.content_hash AS hash, s.domain AS domain, s.sensitivity AS sensitivity,
+       s.namespaces AS namespaces, s.roles_allowed AS roles_allowed, s.filed_id AS filed_id
+"""
+FIND_EXISTING = "UNWIND $ids AS id MATCH (s:Entity {id: id}) RETURN s.id AS id"
+READ_MAX = "MATCH (s:Section) RETURN coalesce(max(s.section_number), 0) AS top"
+CREATE_SECTIONS = """
+UNWIND $rows AS row
+MERGE (s:Entity:Section {id: row.id})
+ON CREATE SET s += row.props, s.created_at = datetime()
+"""
+LINK_RESPONSES = """
+UNWIND $links AS link
+MATCH (a:Section {id: link.from_id})
+MATCH (b:Section {id: link.to_id})
+MERGE (a)-[:RESPONDS_TO]->(b)
+"""
+READ_COLLISIONS = """
+MATCH (s:Section) WHERE s.source = $source AND s.collision
+RETURN s.id AS section_id, s.source_line AS line, s.filed_id AS filed_id, s.filed_number AS filed_number,
+       s.section_number AS canonical_number, s.author AS author, s.title AS title
+ORDER BY s.section_number
+"""
+COUNT_STALE = """
+MATCH (s:Section) WHERE s.embedding_model IS NULL OR s.embedding_model <> $model
+RETURN count(s) AS n
+"""
+READ_STALE = """
+MATCH (s:Section) WHERE s.embedding_model IS NULL OR s.embedding_model <> $model
+RETURN s.id AS id, s.title AS title, s.body AS body
+ORDER BY s.section_number
+"""
+WRITE_EMBEDDINGS = """
+UNWIND $rows AS row
+MATCH (s:Section {id: row.id})
+WHERE s.embedding_model IS NULL OR s.embedding_model <> $model
+SET s.embedding = row.embedding, s.embedding_model = $model
+"""
+
+
+class SyncRaceError(RuntimeError):
+    """Another sync kept taking the same canonical numbers; running again resolves it."""
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A stored section the file now contradicts; reported, never applied."""
+
+    ordinal: int
+    line: int | None
+    filed_id: str
+    kind: str  # edited | access_changed | missing | duplicate
+    detail: str
+
+    def __str__(self) -> str:
+        where = f"line {self.line}" if self.line else f"section #{self.ordinal}"
+        return f"{where} ({self.filed_id}): {self.kind}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class CreatedSection:
+    id: str
+    ordinal: int
+    section_number: int
+    filed_id: str
+    filed_number: int
+    collision: bool
+    line: int
+
+
+@dataclass
+class SyncReport:
+    source: str
+    path: str
+    file_sha256: str
+    sections_in_file: int
+    unchanged: int
+    embedding_model: str
+    created: list[CreatedSection] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    warnings: list[Issue] = field(default_factory=list)
+    collisions_logged: int = 0
+    stale_embeddings: int = 0
+
+    @property
+    def collisions(self) -> list[CreatedSection]:
+        return [c for c in self.created if c.collision]
+
+
+def section_id(source: str, ordinal: int) -> str:
+    return f"section:{source}:{ordinal}"
+
+
+def source_name(path: Path) -> str:
+    """The default source name of a file: its stem as a lower-case slug."""
+    slug = re.sub(r"[^a-z0-9]+", "-", path.stem.lower()).strip("-")[:64]
+    return slug or "correspondence"
+
+
+def check_source(source: str) -> str:
+    if not SOURCE_PATTERN.match(source):
+        raise ValueError(f"source name '{source}' must be a lower-case slug (a-z, 0-9, '-'; at most 64)")
+    return source
+
+
+def _access_of(row: dict[str, Any]) -> Access:
+    return Access(
+        domain=row["domain"],
+        sensitivity=row["sensitivity"],
+        namespaces=tuple(row["namespaces"] or ()),
+        roles_allowed=tuple(row["roles_allowed"] or ()),
+    )
+
+
+def classify(
+    sections: Sequence[ParsedSection], stored: dict[int, dict[str, Any]]
+) -> tuple[int, list[ParsedSection], list[Conflict]]:
+    """(unchanged count, sections to create, conflicts) — pure, so it is tested without a DB."""
+    unchanged = 0
+    fresh: list[ParsedSection] = []
+    conflicts: list[Conflict] = []
+    stored_hashes = {row["hash"]: ordinal for ordinal, row in stored.items()}
+    for s in sections:
+        row = stored.get(s.ordinal)
+        if row is None:
+            twin = stored_hashes.get(s.content_hash)
+            if twin is None:
+                fresh.append(s)
+            else:
+                conflicts.append(
+                    Conflict(
+                        s.ordinal,
+                        s.line,
+                        s.filed_id,
+                        "duplicate",
+                        f"repeats stored section #{twin}: was a section inserted or moved? not applied",
+                    )
+                )
+        elif row["hash"] != s.content_hash:
+            conflicts.append(
+                Conflict(
+                    s.ordinal,
+                    s.line,
+                    s.filed_id,
+                    "edited",
+                    f"differs from the stored section #{s.ordinal} (filed {row['filed_id']}); "
+                    "sections are append-only, the edit is not applied",
+                )
+            )
+        elif _access_of(row) != s.access:
+            conflicts.append(
+                Conflict(
+                    s.ordinal,
+                    s.line,
+                    s.filed_id,
+                    "access_changed",
+                    "its access fields differ from the stored ones; not applied",
+                )
+            )
+        else:
+            unchanged += 1
+    conflicts.extend(
+        Conflict(o, None, stored[o]["filed_id"], "missing", "stored section is no longer in the file; kept")
+        for o in sorted(set(stored) - {s.ordinal for s in sections})
+    )
+    return unchanged, fresh, conflicts
+
+
+def _props(s: ParsedSection, source: str, embedding: list[float], model: str) -> dict[str, Any]:
+    return {
+        "source": source,
+        "ordinal": s.ordinal,
+        "source_line": s.line,
+        "content_hash": s.content_hash,
+        "filed_id": s.filed_id,
+        "filed_number": s.filed_number,
+        "title": s.title,
+        "author": s.author,
+        "is_external_caller": s.is_external_caller,
+        "date": s.date,
+        "body": s.body,
+        "exec_tags": list(s.exec_tags),
+        "exec_decisions": list(s.exec_decisions),
+        "status_tags": list(s.status_tags),
+        "responds_to_filed": list(s.references),
+        "knowledge_refs": list(s.knowledge_refs),
+        "domain": s.access.domain,
+        "sensitivity": s.access.sensitivity,
+        "namespaces": list(s.access.namespaces),
+        "roles_allowed": list(s.access.roles_allowed),
+        "embedding": embedding,
+        "embedding_model": model,
+    }
+
+
+def _write_batch(
+    tx: ManagedTransaction, source: str, batch: list[tuple[ParsedSection, dict[str, Any]]]
+) -> list[CreatedSection]:
+    """Number and create the batch's sections the store lacks, then link their responses."""
+    ids = [section_id(source, s.ordinal) for s, _ in batch]
+    existing = {r["id"] for r in tx.run(FIND_EXISTING, ids=ids)}
+    todo = [(s, p) for s, p in batch if section_id(source, s.ordinal) not in existing]
+    record = tx.run(READ_MAX).single()
+    top = int(record["top"]) if record else 0
+    rows: list[dict[str, Any]] = []
+    created: list[CreatedSection] = []
+    links: list[dict[str, str]] = []
+    for k, (s, props) in enumerate(todo):
+        number = top + 1 + k
+        sid = section_id(source, s.ordinal)
+        collided = s.filed_number != number
+        rows.append({"id": sid, "props": {**props, "section_number": number, "collision": collided}})
+        created.append(CreatedSection(sid, s.ordinal, number, s.filed_id, s.filed_number, collided, s.line))
+        links.extend({"from_id": sid, "to_id": section_id(source, t)} for t in s.responds_to)
+    tx.run(CREATE_SECTIONS, rows=rows).consume()
+    tx.run(LINK_RESPONSES, links=links).consume()
+    return created
+
+
+def _write(
+    driver: Driver, source: str, batch: list[tuple[ParsedSection, dict[str, Any]]]
+) -> list[CreatedSection]:
+    for attempt in range(WRITE_ATTEMPTS):
+        try:
+            with driver.session() as session:
+                return session.execute_write(_write_batch, source, batch)
+        except ConstraintError:
+            if attempt == WRITE_ATTEMPTS - 1:
+                raise SyncRaceError(
+                    "another sync kept taking the same section numbers; run the sync again"
+                ) from None
+    return []  # unreachable: the loop returns or raises
+
+
+def sync_bytes(
+    driver: Driver,
+    data: bytes,
+    source: str,
+    *,
+    collision_log: Path,
+    path_label: str | None = None,
+    embedder: Embedder | None = None,
+    defaults: Access = DEFAULT_ACCESS,
+    progress: Progress | None = None,
+) -> SyncReport:
+    """Sync the bytes of one correspondence file under ``source``; see the module doc."""
+    check_source(source)
+    label = path_label or source
+    parsed = parse_bytes(data, label, defaults)  # raises before anything is written
+    model = embedder.name if embedder else MODEL_NAME  # no model load for a sync with nothing new
+    records, _, _ = driver.execute_query(READ_STORED, source=source, routing_=RoutingControl.READ)
+    stored = {int(r["ordinal"]): r.data() for r in records}
+    unchanged, fresh, conflicts = classify(parsed.sections, stored)
+    report = SyncReport(
+        source=source,
+        path=label,
+        file_sha256=parsed.sha256,
+        sections_in_file=len(parsed.sections),
+        unchanged=unchanged,
+        embedding_model=model,
+        conflicts=conflicts,
+        warnings=list(parsed.warnings),
+    )
+    if fresh:
+        emb = embedder or get_embedder()
+        for start in range(0, len(fresh), BATCH_SIZE):
+            chunk = fresh[start : start + BATCH_SIZE]
+            vectors = emb.embed([s.embed_text for s in chunk])
+            batch = [
+                (s, _props(s, source, [float(x) for x in v], emb.name))
+                for s, v in zip(chunk, vectors, strict=True)
+            ]
+            report.created.extend(_write(driver, source, batch))
+            if progress:
+                progress("sync", start + len(chunk), len(fresh))
+    collided, _, _ = driver.execute_query(READ_COLLISIONS, source=source, routing_=RoutingControl.READ)
+    report.collisions_logged = collisions.record(
+        collision_log, [{"source": source, "file": label, **r.data()} for r in collided]
+    )
+    stale, _, _ = driver.execute_query(COUNT_STALE, model=model, routing_=RoutingControl.READ)
+    report.stale_embeddings = int(stale[0]["n"])
+    return report
+
+
+def sync_file(
+    driver: Driver,
+    path: Path,
+    *,
+    collision_log: Path,
+    source: str | None = None,
+    embedder: Embedder | None = None,
+    defaults: Access = DEFAULT_ACCESS,
+    progress: Progress | None = None,
+) -> SyncReport:
+    """Read ``path`` once (read-only) and sync it; the file itself is never written."""
+    return sync_bytes(
+        driver,
+        path.read_bytes(),
+        source or source_name(path),
+        collision_log=collision_log,
+        path_label=str(path),
+        embedder=embedder,
+        defaults=defaults,
+        progress=progress,
+    )
+
+
+def reembed(
+    driver: Driver,
+    embedder: Embedder | None = None,
+    batch_size: int = BATCH_SIZE,
+    progress: Progress | None = None,
+) -> int:
+    """Re-embed only sections embedded with another model (or none); return how many.
+
+    Only ``embedding`` and ``embedding_model`` change: the section itself stays as filed.
+    """
+    emb = embedder or get_embedder()
+    records, _, _ = driver.execute_query(READ_STALE, model=emb.name, routing_=RoutingControl.READ)
+    rows = [r.data() for r in records]
+    done = 0
+    for start in range(0, len(rows), batch_size):
+        chunk = rows[start : start + batch_size]
+        vectors = emb.embed([embeddable_text(r["title"] or "", r["body"] or "") for r in chunk])
+        payload = [
+            {"id": r["id"], "embedding": [float(x) for x in v]} for r, v in zip(chunk, vectors, strict=True)
+        ]
+        driver.execute_query(WRITE_EMBEDDINGS, rows=payload, model=emb.name)
+        done += len(chunk)
+        if progress:
+            progress("reembed", done, len(rows))
+    return done

@@ -1,0 +1,95 @@
+"""Journal entries about dossiers: the provenance of every change (SPEC §7).
+
+Each create, fact added, summary update, duplicate skipped, merge, archive and link is one
+``JournalEntry`` node with an ``ABOUT`` edge to every dossier it concerns. An entry carries
+the access fields of the dossier it is about, so a role sees a dossier's history exactly when
+it sees the dossier. Entries written in one transaction share a timestamp and are ordered by
+``seq``; ids are derived from the unit of work (``je-<key>-<seq>``), so a unit applied twice
+is recognised by its first entry.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from neo4j import ManagedTransaction
+
+from cairn.memory.dossiers.models import Access
+
+OPS = (
+    "created",
+    "fact_added",
+    "fact_skipped",
+    "summary_updated",
+    "merged",
+    "merged_into",
+    "archived",
+    "linked",
+)
+
+WRITE_ENTRIES = """
+UNWIND $entries AS e
+MERGE (j:Entity:JournalEntry {id: e.id})
+ON CREATE SET j.created_at = datetime($now)
+SET j += e.props, j.timestamp = datetime($now)
+WITH j, e
+UNWIND e.about AS dossier_id
+MATCH (d:Dossier {id: dossier_id})
+MERGE (j)-[:ABOUT]->(d)
+"""
+
+APPLIED_TO = """
+MATCH (j:JournalEntry {id: $marker})-[:ABOUT]->(d:Dossier)
+RETURN d.id AS dossier_id ORDER BY d.id LIMIT 1
+"""
+
+
+@dataclass(frozen=True)
+class Entry:
+    op: str
+    about: tuple[str, ...]
+    new_value: str | None = None
+    previous_value: str | None = None
+    excerpt: str | None = None
+    rationale: str | None = None
+    confidence: float | None = None
+    session_id: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def entry_id(key: str, seq: int) -> str:
+    return f"je-{key}-{seq}"
+
+
+def entry_rows(key: str, entries: list[Entry], access: Access) -> list[dict[str, Any]]:
+    rows = []
+    for seq, e in enumerate(entries):
+        if e.op not in OPS:
+            raise ValueError(f"unknown journal op {e.op!r}")
+        props = {
+            "op": e.op,
+            "seq": seq,
+            "work_key": key,
+            "new_value": e.new_value,
+            "previous_value": e.previous_value,
+            "excerpt": e.excerpt,
+            "rationale": e.rationale,
+            "confidence": e.confidence,
+            "session_id": e.session_id,
+            "details": json.dumps(e.details, sort_keys=True),
+            **access.props(),
+        }
+        rows.append({"id": entry_id(key, seq), "about": list(e.about), "props": props})
+    return rows
+
+
+def write_entries(tx: ManagedTransaction, key: str, entries: list[Entry], access: Access, now: str) -> None:
+    tx.run(WRITE_ENTRIES, entries=entry_rows(key, entries, access), now=now).consume()
+
+
+def applied_to(tx: ManagedTransaction, key: str) -> str | None:
+    """The dossier a unit of work with this key already wrote to, if it ran before."""
+    record = tx.run(APPLIED_TO, marker=entry_id(key, 0)).single()
+    return None if record is None else str(record["dossier_id"])

@@ -1,0 +1,295 @@
+"""Input models for fact packets and conversation blocks, validated before anything is written.
+
+A packet or block that fails validation is refused whole with every problem listed by
+where it is (``facts[2]``, ``turns[0].user_text``), so a bad line in a file of packets can be
+fixed without guessing. Facts must be strings (or objects carrying a ``text`` string);
+numbers, nulls and blank strings are refused rather than coerced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+DEFAULT_DOMAIN = "acme/assistant"
+DEFAULT_NAMESPACES = ("internal",)
+DEFAULT_ROLES = ("staff", "manager", "director", "exec", "writer")
+MAX_FACT_CHARS = 2000
+MAX_FACTS_PER_PACKET = 200
+_DOMAIN = re.compile(r"^[a-z0-9_-]+(/[a-z0-9_-]+)*$")
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_TRAILING_INT = re.compile(r"(\d+)$")
+
+
+@dataclass(frozen=True)
+class Problem:
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}" if self.where else self.message
+
+
+class InputError(ValueError):
+    """A packet or block that cannot be written; ``problems`` names each offending field."""
+
+    def __init__(self, what: str, problems: list[Problem]) -> None:
+        self.problems = problems
+        shown = "; ".join(str(p) for p in problems[:8])
+        more = f" (+{len(problems) - 8} more)" if len(problems) > 8 else ""
+        super().__init__(f"invalid {what}: {shown}{more}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, validate_default=True)
+
+
+class Access(_Strict):
+    """The access fields every stored node carries; the defaults make demo data visible to all roles."""
+
+    domain: StrictStr = DEFAULT_DOMAIN
+    sensitivity: Literal["low", "medium", "high"] = "low"
+    namespaces: tuple[StrictStr, ...] = DEFAULT_NAMESPACES
+    roles_allowed: tuple[StrictStr, ...] = DEFAULT_ROLES
+
+    @field_validator("domain")
+    @classmethod
+    def _domain(cls, value: str) -> str:
+        if not _DOMAIN.fullmatch(value):
+            raise ValueError("must look like 'acme/assistant' (lower-case path segments)")
+        return value
+
+    @field_validator("namespaces", "roles_allowed")
+    @classmethod
+    def _names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("must name at least one entry")
+        bad = [v for v in value if not _NAME.fullmatch(v)]
+        if bad:
+            raise ValueError(f"invalid name {bad[0]!r}")
+        return tuple(sorted(set(value)))  # sorted: equal access compares equal in Cypher
+
+    def props(self) -> dict[str, Any]:
+        return {
+            "domain": self.domain,
+            "sensitivity": self.sensitivity,
+            "namespaces": list(self.namespaces),
+            "roles_allowed": list(self.roles_allowed),
+        }
+
+
+def _check_text(value: str) -> str:
+    if not value:
+        raise ValueError("must not be blank")
+    if len(value) > MAX_FACT_CHARS:
+        raise ValueError(f"longer than {MAX_FACT_CHARS} characters")
+    return value
+
+
+class FactItem(_Strict):
+    """One fact with optional provenance inside its block."""
+
+    text: StrictStr = Field(validation_alias=AliasChoices("text", "value"))
+    fact_type: StrictStr | None = None
+    confidence: StrictFloat | StrictInt = 1.0
+    turn_id: StrictStr | None = None
+    turn_index: StrictInt | None = None
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        return _check_text(value)
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, value: float) -> float:
+        if not 0.0 <= float(value) <= 1.0:
+            raise ValueError("must be between 0 and 1")
+        return float(value)
+
+    @property
+    def resolved_turn_index(self) -> int | None:
+        """The turn number, read from ``turn_index`` or the trailing digits of ``turn_id``."""
+        if self.turn_index is not None:
+            return self.turn_index
+        match = _TRAILING_INT.search(self.turn_id or "")
+        return int(match.group(1)) if match else None
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", list: "a list"}.get(type(value), "invalid")
+
+
+def _fact_objects(value: Any) -> Any:
+    """Strings become ``{"text": ...}``; anything that is neither a string nor an object is refused."""
+    if not isinstance(value, list | tuple):
+        raise ValueError("must be a list of facts")
+    bad = [f"item {i} is {_json_type(v)}" for i, v in enumerate(value) if not isinstance(v, str | dict)]
+    if bad:
+        raise ValueError("each fact must be a string or an object with 'text': " + ", ".join(bad))
+    return [{"text": v} if isinstance(v, str) else v for v in value]
+
+
+class FactPacket(_Strict):
+    """``{cluster_label, facts[], source_block_id, timestamp}`` as the gardener emits it (note 000)."""
+
+    cluster_label: StrictStr
+    facts: tuple[FactItem, ...]
+    source_block_id: StrictStr
+    timestamp: datetime | None = None
+    access: Access = Access()
+    packet_id: StrictStr | None = None
+
+    @field_validator("cluster_label", "source_block_id")
+    @classmethod
+    def _required(cls, value: str) -> str:
+        if not value:
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator("facts", mode="before")
+    @classmethod
+    def _facts_shape(cls, value: Any) -> Any:
+        return _fact_objects(value)
+
+    @field_validator("facts")
+    @classmethod
+    def _facts(cls, value: tuple[FactItem, ...]) -> tuple[FactItem, ...]:
+        if not value:
+            raise ValueError("must hold at least one fact")
+        if len(value) > MAX_FACTS_PER_PACKET:
+            raise ValueError(f"more than {MAX_FACTS_PER_PACKET} facts; split the packet")
+        return value
+
+    @field_validator("packet_id")
+    @classmethod
+    def _packet_id(cls, value: str | None) -> str | None:
+        if value is not None and not _NAME.fullmatch(value):
+            raise ValueError("letters, digits, '-' and '_' only (at most 64)")
+        return value
+
+    @property
+    def observed_at(self) -> datetime:
+        ts = self.timestamp or datetime(1970, 1, 1, tzinfo=UTC)
+        return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+
+    @property
+    def key(self) -> str:
+        """Idempotency key: the caller's ``packet_id`` or a hash of the packet's content.
+
+        A packet applied once is recognised by this key and never applied twice, which makes
+        re-running an ingest file or a half-finished gardening pass safe.
+        """
+        if self.packet_id:
+            return self.packet_id
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:20]
+
+
+class TurnInput(_Strict):
+    turn_index: StrictInt | None = None
+    turn_id: StrictStr | None = None
+    user_text: StrictStr = Field(default="", validation_alias=AliasChoices("user_text", "user"))
+    assistant_text: StrictStr = Field(
+        default="", validation_alias=AliasChoices("assistant_text", "assistant")
+    )
+
+
+class BlockInput(_Strict):
+    """A conversation block: its turns and the facts already extracted from them."""
+
+    block_id: StrictStr
+    turns: tuple[TurnInput, ...] = ()
+    facts: tuple[FactItem, ...] = ()
+    timestamp: datetime | None = None
+    access: Access = Access()
+
+    @field_validator("block_id")
+    @classmethod
+    def _block_id(cls, value: str) -> str:
+        if not _NAME.fullmatch(value):
+            raise ValueError("letters, digits, '-' and '_' only (at most 64)")
+        return value
+
+    @field_validator("facts", mode="before")
+    @classmethod
+    def _facts_shape(cls, value: Any) -> Any:
+        return _fact_objects(value)
+
+    @model_validator(mode="after")
+    def _turns_resolve(self) -> BlockInput:
+        indexes = [t.turn_index for t in self.numbered_turns]
+        if len(set(indexes)) != len(indexes):
+            raise ValueError("turn_index values must be unique within the block")
+        known_ids = {t.turn_id for t in self.numbered_turns}
+        for i, fact in enumerate(self.items):
+            if fact.turn_id is not None and self.turns and fact.turn_id not in known_ids:
+                raise ValueError(f"facts[{i}].turn_id {fact.turn_id!r} names no turn of this block")
+        return self
+
+    @property
+    def numbered_turns(self) -> tuple[TurnInput, ...]:
+        """Turns with ``turn_index`` (1-based position by default) and ``turn_id`` filled in."""
+        out = []
+        for pos, t in enumerate(self.turns, start=1):
+            index = t.turn_index if t.turn_index is not None else pos
+            out.append(t.model_copy(update={"turn_index": index, "turn_id": t.turn_id or f"turn_{index:03d}"}))
+        return tuple(out)
+
+    @property
+    def items(self) -> tuple[FactItem, ...]:
+        """Facts with their turn resolved against this block's turns."""
+        by_id = {t.turn_id: t.turn_index for t in self.numbered_turns}
+        out = []
+        for item in self.facts:
+            if item.turn_index is None and item.turn_id in by_id:
+                item = item.model_copy(update={"turn_index": by_id[item.turn_id]})
+            out.append(item)
+        return tuple(out)
+
+
+def _problems(exc: ValidationError, prefix: str) -> list[Problem]:
+    out = []
+    for err in exc.errors():
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
+        out.append(Problem(prefix + path, err["msg"].removeprefix("Value error, ")))
+    return out
+
+
+def parse_packet(raw: Any, where: str = "") -> FactPacket:
+    """Validate one packet; raise ``InputError`` naming every problem."""
+    if not isinstance(raw, dict):
+        raise InputError("fact packet", [Problem(where, "a packet must be a JSON object")])
+    try:
+        return FactPacket.model_validate(raw)
+    except ValidationError as exc:
+        raise InputError("fact packet", _problems(exc, where)) from None
+
+
+def parse_block(raw: Any, where: str = "") -> BlockInput:
+    """Validate one block; raise ``InputError`` naming every problem."""
+    if not isinstance(raw, dict):
+        raise InputError("block", [Problem(where, "a block must be a JSON object")])
+    try:
+        return BlockInput.model_validate(raw)
+    except ValidationError as exc:
+        raise InputError("block", _problems(exc, where)) from None

@@ -1,0 +1,659 @@
+"""The factor journal: every change of a factor is a JournalEntry, and the factor node holds its state.
+
+``update_factor`` writes the entry (previous and new value, rationale, excerpt, confidence,
+INFLUENCED_BY factors, PART_OF session, ABOUT the factor), moves ``CURRENT_STATE`` to it and
+sets the factor's value, confidence, status and ``last_updated`` — all in one transaction that
+first takes the factor's write lock, so two concurrent updates cannot both read the same
+"previous" value. The journal is append-only: an entry older than the factor's newest one is
+refused, which keeps ``previous_value`` and the as-of reconstruction consistent.
+
+Reads take the caller's Scope and filter in Cypher; an influencing factor the caller cannot see
+is counted (``hidden_influences``), never named.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from neo4j import Driver, ManagedTransaction
+
+from cairn.memory.factors.models import (
+    INFERENCE_STATUSES,
+    FactorError,
+    FactorState,
+    JournalEntryView,
+    Scale,
+    UnconfirmedInference,
+    fmt,
+)
+from cairn.memory.factors.recalculation import (
+    EVIDENCE_OPS,
+    RULE_TEXT,
+    Contradiction,
+    Evidence,
+    synthesise,
+)
+from cairn.policy.acl import acl_visible
+from cairn.policy.scope import Scope
+from cairn.runtime.embedder import Embedder, get_embedder
+
+VIS_F = acl_visible("f")
+VIS_E = acl_visible("e")
+VIS_G = acl_visible("g")
+SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$")
+CONFIRM_BOOST = 0.1
+CORRECTION_CONFIDENCE = 0.95
+EXCERPT_MAX = 2000
+
+# Projection of an entry ``e`` about factor ``f`` with its visible influences ('' = hidden).
+ENTRY_COLUMNS = f"""
+CALL (e) {{
+  OPTIONAL MATCH (e)-[:INFLUENCED_BY]->(g:Entity)
+  RETURN collect(CASE WHEN g IS NULL THEN null WHEN {VIS_G} THEN g.id ELSE '' END) AS influence
+}}
+RETURN f.id AS factor_id,
+       e {{.id, .op, .timestamp, .previous_number, .new_number, .rationale, .excerpt, .confidence,
+           .session_id, .inference_status, .details, .seq}} AS entry,
+       influence
+"""
+
+FACTOR_QUERY = f"""
+MATCH (f:Factor {{id: $factor}})
+WHERE {VIS_F}
+OPTIONAL MATCH (f)-[:CURRENT_STATE]->(e:JournalEntry)
+WHERE {VIS_E}
+RETURN f {{.id, .name, .category, .scale, .current_value, .current_confidence, .inference_status,
+          .last_updated, .aliases}} AS factor, e.id AS entry_id
+"""
+
+AS_OF_QUERY = f"""
+MATCH (f:Factor {{id: $factor}})
+WHERE {VIS_F}
+OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
+WHERE e.timestamp <= $at AND {VIS_E}
+WITH f, e ORDER BY e.timestamp DESC, e.seq DESC
+WITH f, collect(e)[0] AS e
+RETURN f {{.id, .name, .category, .scale, .aliases}} AS factor,
+       e {{.id, .new_number, .confidence, .inference_status, .timestamp}} AS entry
+"""
+
+HISTORY_QUERY = f"""
+MATCH (f:Factor {{id: $factor}})
+WHERE {VIS_F}
+MATCH (e:JournalEntry)-[:ABOUT]->(f)
+WHERE {VIS_E}
+  AND ($since IS NULL OR e.timestamp >= $since)
+  AND ($until IS NULL OR e.timestamp <= $until)
+  AND ($ops IS NULL OR e.op IN $ops)
+WITH f, e ORDER BY e.timestamp DESC, e.seq DESC
+LIMIT $limit
+{ENTRY_COLUMNS}
+"""
+
+LATEST_ENTRIES_QUERY = f"""
+UNWIND $factors AS fid
+MATCH (f:Factor {{id: fid}})
+WHERE {VIS_F}
+CALL (f) {{
+  MATCH (e:JournalEntry)-[:ABOUT]->(f)
+  WHERE {VIS_E}
+  RETURN e ORDER BY e.timestamp DESC, e.seq DESC LIMIT $limit
+}}
+{ENTRY_COLUMNS}
+"""
+
+ENTRY_BY_ID_QUERY = f"""
+MATCH (e:JournalEntry {{id: $entry}})-[:ABOUT]->(f:Factor)
+WHERE {VIS_E} AND {VIS_F}
+{ENTRY_COLUMNS}
+"""
+
+VISIBLE_FACTOR_IDS = f"""
+UNWIND $ids AS fid
+MATCH (f:Factor {{id: fid}})
+WHERE {VIS_F}
+RETURN f.id AS id
+"""
+
+UNCONFIRMED_QUERY = f"""
+MATCH (f:Factor)
+WHERE f.inference_status = 'unconfirmed' AND f.current_value IS NOT NULL AND {VIS_F}
+CALL (f) {{
+  OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
+  WHERE {VIS_E}
+  RETURN count(e) AS evidence_count, max(e.timestamp) AS latest
+}}
+RETURN f.id AS id, f.name AS name, f.current_value AS value, f.current_confidence AS confidence,
+       evidence_count, latest
+ORDER BY f.current_confidence ASC, f.id
+"""
+
+# Taken first inside the write transaction: the factor's write lock, held until commit.
+LOCK_FACTOR = f"""
+MATCH (f:Factor {{id: $factor}})
+WHERE {VIS_F}
+SET f.journal_lock = true
+RETURN f {{.id, .name, .scale, .current_value, .current_confidence, .inference_status,
+          .last_updated, .journal_seq}} AS factor
+"""
+
+WRITE_ENTRY = """
+MATCH (f:Factor {id: $factor})
+OPTIONAL MATCH (f)-[old:CURRENT_STATE]->()
+DELETE old
+WITH DISTINCT f
+MERGE (s:Entity:Session {id: $session_id})
+  ON CREATE SET s.created_at = datetime(), s.started_at = $timestamp, s.title = $session_title,
+                s.domain = f.domain, s.sensitivity = f.sensitivity, s.namespaces = f.namespaces,
+                s.roles_allowed = f.roles_allowed
+CREATE (e:Entity:JournalEntry {id: $entry_id})
+SET e += $props,
+    e.timestamp = $timestamp, e.created_at = datetime(),
+    e.domain = f.domain, e.sensitivity = f.sensitivity, e.namespaces = f.namespaces,
+    e.roles_allowed = f.roles_allowed
+CREATE (e)-[:ABOUT]->(f)
+CREATE (e)-[:PART_OF]->(s)
+CREATE (f)-[:CURRENT_STATE]->(e)
+SET f.current_value = $props.new_number, f.current_confidence = $props.confidence,
+    f.inference_status = $props.inference_status, f.last_updated = $timestamp,
+    f.journal_seq = $props.seq
+REMOVE f.journal_lock
+WITH e
+UNWIND $influenced_by AS iid
+MATCH (g:Factor {id: iid})
+MERGE (e)-[:INFLUENCED_BY]->(g)
+"""
+
+
+def native(value: Any) -> Any:
+    """Neo4j temporal values as Python ones (aware datetimes)."""
+    return value.to_native() if hasattr(value, "to_native") else value
+
+
+def entry_from_row(factor_id: str, entry: dict[str, Any], influence: Sequence[str]) -> JournalEntryView:
+    details = entry.get("details")
+    return JournalEntryView(
+        id=entry["id"],
+        factor_id=factor_id,
+        op=entry.get("op") or "update",
+        timestamp=native(entry["timestamp"]),
+        previous_value=entry.get("previous_number"),
+        new_value=entry.get("new_number"),
+        rationale=entry.get("rationale") or "",
+        excerpt=entry.get("excerpt") or "",
+        confidence=entry.get("confidence"),
+        session_id=entry.get("session_id"),
+        inference_status=entry.get("inference_status"),
+        influenced_by=tuple(sorted(i for i in influence if i)),
+        hidden_influences=sum(1 for i in influence if not i),
+        details=json.loads(details) if isinstance(details, str) and details else {},
+    )
+
+
+def _entries(records: Sequence[Any]) -> list[JournalEntryView]:
+    return [entry_from_row(r["factor_id"], dict(r["entry"]), r["influence"]) for r in records]
+
+
+def _state(factor: dict[str, Any], entry: JournalEntryView | None, as_of: datetime | None) -> FactorState:
+    return FactorState(
+        id=factor["id"],
+        name=factor.get("name") or factor["id"],
+        category=factor.get("category") or "uncategorised",
+        scale=Scale.parse(factor.get("scale") or "0-100"),
+        value=factor.get("current_value"),
+        confidence=factor.get("current_confidence"),
+        status=factor.get("inference_status"),
+        last_updated=native(factor.get("last_updated")),
+        aliases=tuple(factor.get("aliases") or ()),
+        as_of=as_of,
+        entry=entry,
+    )
+
+
+def _not_found(factor_id: str) -> FactorError:
+    return FactorError("NOT_FOUND", f"unknown factor '{factor_id}'", "factor_id")
+
+
+def get_entry(driver: Driver, scope: Scope, entry_id: str) -> JournalEntryView | None:
+    records, _, _ = driver.execute_query(ENTRY_BY_ID_QUERY, {**scope.cypher_params(), "entry": entry_id})
+    found = _entries(records)
+    return found[0] if found else None
+
+
+def factor_state(driver: Driver, scope: Scope, factor_id: str, as_of: datetime | None = None) -> FactorState:
+    """The factor now, or — with ``as_of`` — as the journal had it at that moment."""
+    params = {**scope.cypher_params(), "factor": factor_id}
+    if as_of is None:
+        records, _, _ = driver.execute_query(FACTOR_QUERY, params)
+        if not records:
+            raise _not_found(factor_id)
+        entry_id = records[0]["entry_id"]
+        entry = get_entry(driver, scope, entry_id) if entry_id else None
+        return _state(dict(records[0]["factor"]), entry, None)
+    at = _aware(as_of, "as_of")
+    records, _, _ = driver.execute_query(AS_OF_QUERY, {**params, "at": at})
+    if not records:
+        raise _not_found(factor_id)
+    factor = dict(records[0]["factor"])
+    row = records[0]["entry"]
+    if row is None:
+        factor.update(current_value=None, current_confidence=None, inference_status=None, last_updated=None)
+        return _state(factor, None, at)
+    factor.update(
+        current_value=row["new_number"],
+        current_confidence=row["confidence"],
+        inference_status=row["inference_status"],
+        last_updated=row["timestamp"],
+    )
+    return _state(factor, get_entry(driver, scope, row["id"]), at)
+
+
+def history(
+    driver: Driver,
+    scope: Scope,
+    factor_id: str,
+    *,
+    limit: int = 50,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    ops: Sequence[str] | None = None,
+) -> list[JournalEntryView]:
+    """Entries about a visible factor, newest first (raises NOT_FOUND for an unseen factor)."""
+    factor_state(driver, scope, factor_id)
+    params = {
+        **scope.cypher_params(),
+        "factor": factor_id,
+        "limit": max(0, limit),
+        "since": None if since is None else _aware(since, "since"),
+        "until": None if until is None else _aware(until, "until"),
+        "ops": None if ops is None else list(ops),
+    }
+    records, _, _ = driver.execute_query(HISTORY_QUERY, params)
+    return _entries(records)
+
+
+def latest_entries(
+    driver: Driver, scope: Scope, factor_ids: Sequence[str], limit: int = 3
+) -> dict[str, list[JournalEntryView]]:
+    """The newest ``limit`` visible entries of each visible factor, newest first, in one round trip."""
+    if not factor_ids:
+        return {}
+    params = {**scope.cypher_params(), "factors": list(dict.fromkeys(factor_ids)), "limit": limit}
+    records, _, _ = driver.execute_query(LATEST_ENTRIES_QUERY, params)
+    found: dict[str, list[JournalEntryView]] = {fid: [] for fid in factor_ids}
+    for entry in _entries(records):
+        found.setdefault(entry.factor_id, []).append(entry)
+    for entries in found.values():
+        entries.sort(key=lambda e: e.timestamp, reverse=True)
+    return found
+
+
+def explain_factor(driver: Driver, scope: Scope, factor_id: str, limit: int = 5) -> dict[str, Any]:
+    """Note 003's ``explain_factor``: current value and confidence with the reasoning chain."""
+    state = factor_state(driver, scope, factor_id)
+    chain = history(driver, scope, factor_id, limit=limit)
+    return {
+        "factor": state.id,
+        "name": state.name,
+        "current_value": state.value,
+        "confidence": state.confidence,
+        "inference_status": state.status,
+        "last_updated": None if state.last_updated is None else state.last_updated.isoformat(),
+        "reasoning_chain": [e.evidence() for e in chain],
+    }
+
+
+def unconfirmed_inferences(driver: Driver, scope: Scope) -> list[UnconfirmedInference]:
+    """Assessed factors still marked unconfirmed, least confident first, with their evidence count."""
+    records, _, _ = driver.execute_query(UNCONFIRMED_QUERY, scope.cypher_params())
+    return [
+        UnconfirmedInference(
+            id=r["id"],
+            name=r["name"] or r["id"],
+            value=r["value"],
+            confidence=r["confidence"],
+            evidence_count=int(r["evidence_count"]),
+            latest_mention=native(r["latest"]),
+        )
+        for r in records
+    ]
+
+
+# -- writes ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Write:
+    """One validated journal write, ready for the transaction."""
+
+    factor_id: str
+    op: str
+    value: float
+    confidence: float
+    rationale: str
+    excerpt: str
+    status: str
+    influenced_by: tuple[str, ...]
+    session_id: str
+    session_title: str
+    timestamp: datetime
+    details: dict[str, Any]
+
+
+def _aware(value: datetime, name: str) -> datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise FactorError("INVALID_INPUT", f"{name} must carry a time zone (e.g. 2024-10-28T10:30:00Z)", name)
+    return value
+
+
+def _check_inputs(
+    driver: Driver,
+    scope: Scope,
+    factor_id: str,
+    value: float,
+    confidence: float,
+    rationale: str,
+    excerpt: str,
+    status: str,
+    influenced_by: Sequence[str],
+    session_id: str | None,
+) -> str:
+    """Everything that can be checked without the factor's lock; returns the factor's name.
+
+    Raises FactorError naming the field; the factor itself is looked up under the caller's scope.
+    """
+    state = factor_state(driver, scope, factor_id)
+    if not state.scale.contains(value):
+        raise FactorError(
+            "INVALID_INPUT",
+            f"value {fmt(value)} is outside the scale {state.scale} of factor '{factor_id}'",
+            "value",
+        )
+    if not rationale or not rationale.strip():
+        raise FactorError("INVALID_INPUT", "a rationale is required: say why the value changed", "rationale")
+    if not 0.0 <= confidence <= 1.0:
+        raise FactorError("INVALID_INPUT", f"confidence must be within 0-1, got {confidence:g}", "confidence")
+    if status not in INFERENCE_STATUSES:
+        raise FactorError(
+            "INVALID_INPUT", f"inference_status must be one of {', '.join(INFERENCE_STATUSES)}", "status"
+        )
+    if len(excerpt) > EXCERPT_MAX:
+        raise FactorError("INVALID_INPUT", f"excerpt is longer than {EXCERPT_MAX} characters", "excerpt")
+    if session_id is not None and not SESSION_ID.match(session_id):
+        raise FactorError("INVALID_INPUT", "session_id is malformed", "session_id")
+    wanted = list(dict.fromkeys(influenced_by))
+    if factor_id in wanted:
+        raise FactorError("INVALID_INPUT", "a factor cannot be influenced by itself", "influenced_by")
+    if wanted:
+        records, _, _ = driver.execute_query(VISIBLE_FACTOR_IDS, {**scope.cypher_params(), "ids": wanted})
+        found = {str(r["id"]) for r in records}
+        missing = [i for i in wanted if i not in found]
+        if missing:
+            raise FactorError("NOT_FOUND", f"unknown influencing factor '{missing[0]}'", "influenced_by")
+    return state.name
+
+
+def _entry_text(name: str, rationale: str, excerpt: str) -> str:
+    return f"{name}: {rationale}. {excerpt}".strip()
+
+
+def _write_entry(
+    driver: Driver, scope: Scope, write: _Write, name: str, embedder: Embedder | None
+) -> JournalEntryView:
+    entry_id = f"je-{uuid.uuid4().hex[:16]}"
+    model = embedder or get_embedder()
+    vector = [float(x) for x in model.embed([_entry_text(name, write.rationale, write.excerpt)])[0]]
+
+    def work(tx: ManagedTransaction) -> str:
+        row = tx.run(LOCK_FACTOR, {**scope.cypher_params(), "factor": write.factor_id}).single()
+        if row is None:
+            raise _not_found(write.factor_id)
+        factor = dict(row["factor"])
+        last = native(factor.get("last_updated"))
+        if last is not None and write.timestamp < last:
+            raise FactorError(
+                "INVALID_INPUT",
+                f"timestamp {write.timestamp.isoformat()} predates the factor's latest entry "
+                f"({last.isoformat()}); the journal is append-only",
+                "timestamp",
+            )
+        previous = factor.get("current_value")
+        props = {
+            "op": write.op,
+            "previous_value": None if previous is None else fmt(previous),
+            "new_value": fmt(write.value),
+            "previous_number": previous,
+            "new_number": float(write.value),
+            "previous_confidence": factor.get("current_confidence"),
+            "rationale": write.rationale.strip(),
+            "excerpt": write.excerpt,
+            "confidence": float(write.confidence),
+            "session_id": write.session_id,
+            "inference_status": write.status,
+            "details": json.dumps(write.details, sort_keys=True),
+            "seq": int(factor.get("journal_seq") or 0) + 1,
+            "embedding": vector,
+            "embedding_model": model.name,
+        }
+        tx.run(
+            WRITE_ENTRY,
+            factor=write.factor_id,
+            entry_id=entry_id,
+            props=props,
+            timestamp=write.timestamp,
+            session_id=write.session_id,
+            session_title=write.session_title,
+            influenced_by=list(write.influenced_by),
+        ).consume()
+        return entry_id
+
+    with driver.session() as session:
+        session.execute_write(work)
+    written = get_entry(driver, scope, entry_id)
+    if written is None:  # the writer could see the factor a moment ago; this is a real fault
+        raise RuntimeError("journal entry vanished after commit")
+    return written
+
+
+def update_factor(
+    driver: Driver,
+    scope: Scope,
+    factor_id: str,
+    value: float,
+    *,
+    rationale: str,
+    confidence: float,
+    excerpt: str = "",
+    influenced_by: Sequence[str] = (),
+    session_id: str | None = None,
+    session_title: str = "",
+    status: str = "unconfirmed",
+    timestamp: datetime | None = None,
+    op: str = "update",
+    details: dict[str, Any] | None = None,
+    embedder: Embedder | None = None,
+) -> JournalEntryView:
+    """Journal a new value for a factor and make it the factor's current state (one transaction).
+
+    Raises:
+        FactorError: NOT_FOUND for an unknown or unseen factor; INVALID_INPUT for a value outside
+            the scale, confidence outside 0-1, a missing rationale, or an out-of-order timestamp.
+            Nothing is written in either case.
+    """
+    name = _check_inputs(
+        driver, scope, factor_id, float(value), confidence, rationale, excerpt, status, influenced_by, session_id
+    )
+    when = _aware(timestamp, "timestamp") if timestamp is not None else datetime.now(UTC)
+    write = _Write(
+        factor_id=factor_id,
+        op=op,
+        value=float(value),
+        confidence=float(confidence),
+        rationale=rationale,
+        excerpt=excerpt,
+        status=status,
+        influenced_by=tuple(dict.fromkeys(influenced_by)),
+        session_id=session_id or f"session-{when:%Y%m%d%H%M%S}-{uuid.uuid4().hex[:6]}",
+        session_title=session_title or "ad-hoc update",
+        timestamp=when,
+        details=details or {},
+    )
+    return _write_entry(driver, scope, write, name, embedder)
+
+
+def confirm_factor(
+    driver: Driver,
+    scope: Scope,
+    factor_id: str,
+    value: float | None = None,
+    *,
+    excerpt: str = "",
+    session_id: str | None = None,
+    timestamp: datetime | None = None,
+    embedder: Embedder | None = None,
+) -> JournalEntryView:
+    """The user confirms the inferred value (confidence +0.1, status confirmed) or corrects it.
+
+    A correction is journalled as op ``correct`` with confidence 0.95 and status ``user_provided``;
+    a confirmation is journalled too (op ``confirm``), because it changes confidence and status
+    and the as-of view must be able to replay that.
+    """
+    state = factor_state(driver, scope, factor_id)
+    if value is not None and value != state.value:
+        return update_factor(
+            driver,
+            scope,
+            factor_id,
+            value,
+            rationale=f"User corrected from {fmt(state.value)} to {fmt(value)}",
+            confidence=CORRECTION_CONFIDENCE,
+            excerpt=excerpt or "User explicitly provided correction",
+            session_id=session_id,
+            status="user_provided",
+            timestamp=timestamp,
+            op="correct",
+            embedder=embedder,
+        )
+    if state.value is None:
+        raise FactorError("INVALID_INPUT", f"factor '{factor_id}' has no value to confirm yet", "value")
+    return update_factor(
+        driver,
+        scope,
+        factor_id,
+        state.value,
+        rationale=f"User confirmed {fmt(state.value)}",
+        confidence=min(1.0, round((state.confidence or 0.0) + CONFIRM_BOOST, 3)),
+        excerpt=excerpt or "User confirmed the inferred value",
+        session_id=session_id,
+        status="confirmed",
+        timestamp=timestamp,
+        op="confirm",
+        embedder=embedder,
+    )
+
+
+@dataclass(frozen=True)
+class Recalculation:
+    factor_id: str
+    previous_value: float | None
+    previous_confidence: float | None
+    value: float | None
+    confidence: float | None
+    evidence_count: int
+    weights: dict[str, float]
+    contradictions: tuple[Contradiction, ...]
+    entry: JournalEntryView | None  # None when nothing changed (nothing written)
+    answer: str
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "factor_id": self.factor_id,
+            "previous_value": self.previous_value,
+            "previous_confidence": self.previous_confidence,
+            "value": self.value,
+            "confidence": self.confidence,
+            "evidence_count": self.evidence_count,
+            "weights": self.weights,
+            "contradictions": [c.evidence() for c in self.contradictions],
+            "rule": RULE_TEXT,
+            "entry": None if self.entry is None else self.entry.evidence(),
+        }
+
+
+def recalculate_factor(
+    driver: Driver,
+    scope: Scope,
+    factor_id: str,
+    *,
+    timestamp: datetime | None = None,
+    embedder: Embedder | None = None,
+) -> Recalculation:
+    """Re-derive value and confidence from all evidence with the documented rule (recalculation.py).
+
+    The result is journalled as op ``recalculate`` only when value or confidence changes; the
+    contradictions found are reported either way (and stored in the entry's details).
+    """
+    state = factor_state(driver, scope, factor_id)
+    entries = history(driver, scope, factor_id, limit=10_000, ops=EVIDENCE_OPS)
+    evidence = [
+        Evidence(e.id, e.timestamp, e.new_value, e.confidence if e.confidence is not None else 0.0, e.excerpt)
+        for e in entries
+        if e.new_value is not None
+    ]
+    result = synthesise(evidence, state.scale)
+    if result is None:
+        return Recalculation(factor_id, state.value, state.confidence, state.value, state.confidence, 0, {}, (),
+                             None, f"{state.name} has no journalled evidence to recalculate from.")
+    changed = state.value != result.value or state.confidence is None or abs(state.confidence - result.confidence) >= 0.001
+    contradiction_text = (
+        f" {len(result.contradictions)} contradicting pair(s) lowered confidence."
+        if result.contradictions
+        else " The evidence is consistent."
+    )
+    answer = (
+        f"From {len(evidence)} entries, {state.name} comes to {fmt(result.value)} "
+        f"with confidence {result.confidence:.2f} (was {fmt(state.value)} at "
+        f"{'n/a' if state.confidence is None else f'{state.confidence:.2f}'})." + contradiction_text
+    )
+    entry = None
+    if changed:
+        status = state.status if state.value == result.value and state.status else "unconfirmed"
+        entry = update_factor(
+            driver,
+            scope,
+            factor_id,
+            result.value,
+            rationale=f"Recalculated from {len(evidence)} journal entries; "
+            f"{len(result.contradictions)} contradiction(s)",
+            confidence=result.confidence,
+            excerpt="",
+            status=status,
+            timestamp=timestamp,
+            op="recalculate",
+            session_title="recalculation",
+            details={
+                "rule": RULE_TEXT,
+                "weights": result.weights,
+                "spread": result.spread,
+                "contradictions": [c.evidence() for c in result.contradictions],
+            },
+            embedder=embedder,
+        )
+    return Recalculation(
+        factor_id=factor_id,
+        previous_value=state.value,
+        previous_confidence=state.confidence,
+        value=result.value,
+        confidence=result.confidence,
+        evidence_count=len(evidence),
+        weights=result.weights,
+        contradictions=result.contradictions,
+        entry=entry,
+        answer=answer,
+    )

@@ -1,0 +1,163 @@
+"""Value objects of the factor journal (note 003), shared by the services, resolvers and CLI.
+
+They carry only what the caller may see: a service builds them from ACL-filtered rows, so
+nothing downstream (templates, GraphQL, the CLI) needs to know about policy. ``evidence()``
+turns each into JSON-safe data (ISO dates) for the structured half of an answer.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+Status = Literal["ready", "blocked", "undetermined"]
+InferenceStatus = Literal["unconfirmed", "confirmed", "user_provided"]
+INFERENCE_STATUSES: tuple[str, ...] = ("unconfirmed", "confirmed", "user_provided")
+HIDDEN_PREREQUISITE = "a prerequisite you cannot see"
+
+_SCALE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:-|\.\.|to)\s*(-?\d+(?:\.\d+)?)\s*$")
+
+
+class FactorError(ValueError):
+    """A refused factor operation; ``code`` is stable for API clients, the message names the culprit.
+
+    Unknown and invisible factors get the same NOT_FOUND answer: telling them apart would leak
+    that a hidden factor exists.
+    """
+
+    def __init__(self, code: str, message: str, field_name: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.field = field_name
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The closed range a factor's value lives in, written ``"0-100"`` in fixtures and on nodes."""
+
+    low: float
+    high: float
+
+    @classmethod
+    def parse(cls, text: str) -> Scale:
+        match = _SCALE.match(text)
+        if match is None:
+            raise ValueError(f"scale {text!r} is not of the form 'low-high', e.g. '0-100'")
+        low, high = float(match.group(1)), float(match.group(2))
+        if not low < high:
+            raise ValueError(f"scale {text!r} must have low < high")
+        return cls(low, high)
+
+    @property
+    def span(self) -> float:
+        return self.high - self.low
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+    def __str__(self) -> str:
+        return f"{fmt(self.low)}-{fmt(self.high)}"
+
+
+def fmt(value: float | None) -> str:
+    """A value as people write it: 20 rather than 20.0, 0.75 as is, None as 'not assessed'."""
+    if value is None:
+        return "not assessed"
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def day(value: datetime | None) -> str:
+    return "never" if value is None else value.date().isoformat()
+
+
+@dataclass(frozen=True)
+class JournalEntryView:
+    id: str
+    factor_id: str
+    op: str
+    timestamp: datetime
+    previous_value: float | None
+    new_value: float | None
+    rationale: str
+    excerpt: str
+    confidence: float | None
+    session_id: str | None
+    inference_status: str | None
+    influenced_by: tuple[str, ...] = ()
+    hidden_influences: int = 0
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "factor_id": self.factor_id,
+            "op": self.op,
+            "timestamp": iso(self.timestamp),
+            "previous_value": self.previous_value,
+            "new_value": self.new_value,
+            "rationale": self.rationale,
+            "excerpt": self.excerpt,
+            "confidence": self.confidence,
+            "session_id": self.session_id,
+            "inference_status": self.inference_status,
+            "influenced_by": list(self.influenced_by),
+            "hidden_influences": self.hidden_influences,
+            "details": self.details,
+        }
+
+
+@dataclass(frozen=True)
+class FactorState:
+    """A factor's value, confidence and status now, or as of a past moment (from the journal)."""
+
+    id: str
+    name: str
+    category: str
+    scale: Scale
+    value: float | None
+    confidence: float | None
+    status: str | None
+    last_updated: datetime | None
+    aliases: tuple[str, ...] = ()
+    as_of: datetime | None = None
+    entry: JournalEntryView | None = None
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "category": self.category,
+            "scale": str(self.scale),
+            "value": self.value,
+            "confidence": self.confidence,
+            "inference_status": self.status,
+            "last_updated": iso(self.last_updated),
+            "as_of": iso(self.as_of),
+            "entry": self.entry.evidence() if self.entry else None,
+        }
+
+
+@dataclass(frozen=True)
+class UnconfirmedInference:
+    id: str
+    name: str
+    value: float | None
+    confidence: float | None
+    evidence_count: int
+    latest_mention: datetime | None
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "value": self.value,
+            "confidence": self.confidence,
+            "evidence_count": self.evidence_count,
+            "latest_mention": iso(self.latest_mention),
+        }

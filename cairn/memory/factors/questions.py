@@ -1,0 +1,539 @@
+"""The four traversal questions of note 003, each answered with structured evidence and a template.
+
+* ``why_blocked``  — option (or factor) → every unmet DEPENDS_ON prerequisite it reaches, with the
+  current value, the threshold, the chain that makes it a prerequisite and the dated journal
+  entries that set the value;
+* ``why_value``    — a factor's history, what it depends on (ranked by how much each pulls the
+  value down) and what depends on it;
+* ``what_if``      — a hypothetical value for one factor (nothing is written) → every factor and
+  option whose readiness changes, transitively;
+* ``what_changed`` — journal entries in a window, grouped by factor, with the value before and after.
+
+Policy: everything is read under the caller's scope. A prerequisite the caller cannot see is
+reported as "a prerequisite you cannot see" attached to the visible node that needs it — no id,
+name, value or threshold, and never as met or unmet (see dependencies.py: hidden nodes cannot
+change a verdict). Hidden influences and dependents are left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from neo4j import Driver
+
+from cairn.memory.factors import templates
+from cairn.memory.factors.dependencies import DepGraph, DepNode
+from cairn.memory.factors.journal import (
+    ENTRY_COLUMNS,
+    VIS_E,
+    VIS_F,
+    entry_from_row,
+    factor_state,
+    history,
+    latest_entries,
+    native,
+)
+from cairn.memory.factors.models import (
+    FactorError,
+    FactorState,
+    JournalEntryView,
+    Status,
+    iso,
+)
+from cairn.memory.factors.traversal import dependents, downstream, what_if_subgraph
+from cairn.policy.scope import Scope
+
+Direction = Literal["improve", "lower"]
+
+
+def _not_found(node_id: str) -> FactorError:
+    return FactorError("NOT_FOUND", f"unknown factor or option '{node_id}'", "id")
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    id: str
+    label: str
+    name: str
+
+    @classmethod
+    def of(cls, node: DepNode) -> NodeRef:
+        return cls(node.id, node.label, node.name)
+
+    def evidence(self) -> dict[str, Any]:
+        return {"id": self.id, "label": self.label, "name": self.name}
+
+
+# -- why blocked -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Prerequisite:
+    """One unmet prerequisite reached from the subject; ``via`` is the chain from the subject."""
+
+    factor: NodeRef
+    value: float | None
+    threshold: float
+    confidence: float | None
+    required_by: NodeRef
+    via: tuple[NodeRef, ...]
+    entries: tuple[JournalEntryView, ...]
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "factor": self.factor.evidence(),
+            "value": self.value,
+            "threshold": self.threshold,
+            "confidence": self.confidence,
+            "required_by": self.required_by.evidence(),
+            "via": [n.evidence() for n in self.via],
+            "entries": [e.evidence() for e in self.entries],
+        }
+
+
+@dataclass(frozen=True)
+class WhyBlocked:
+    subject: NodeRef
+    status: Status
+    blockers: tuple[Prerequisite, ...]
+    hidden_required_by: tuple[NodeRef, ...]  # visible nodes that need something the caller cannot see
+    prerequisites_reached: int
+    answer: str
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject.evidence(),
+            "status": self.status,
+            "blockers": [b.evidence() for b in self.blockers],
+            "hidden_prerequisites": [
+                {"required_by": n.evidence(), "prerequisite": templates.HIDDEN} for n in self.hidden_required_by
+            ],
+            "prerequisites_reached": self.prerequisites_reached,
+        }
+
+
+def why_blocked(driver: Driver, scope: Scope, node_id: str, entries_per_factor: int = 3) -> WhyBlocked:
+    """Why an option (or a factor) cannot be relied on yet: its unmet prerequisites, transitively."""
+    graph = downstream(driver, scope, [node_id])
+    if node_id not in graph.nodes:
+        raise _not_found(node_id)
+    status = graph.statuses()[node_id]
+    found, hidden = graph.blockers(node_id)
+    entries = latest_entries(
+        driver, scope, [b.edge.target for b in found if b.edge.target], entries_per_factor
+    )
+    ref = {nid: NodeRef.of(n) for nid, n in graph.nodes.items()}
+    blockers = tuple(
+        Prerequisite(
+            factor=ref[b.edge.target],
+            value=b.value,
+            threshold=b.edge.min_value,
+            confidence=graph.nodes[b.edge.target].confidence,
+            required_by=ref[b.edge.source],
+            via=tuple(ref[n] for n in b.path),
+            entries=tuple(entries.get(b.edge.target, ())),
+        )
+        for b in found
+        if b.edge.target is not None
+    )
+    hidden_by = tuple(ref[h.source] for h in hidden)
+    reached = sum(len(graph.out[n]) for n in graph._walk(node_id))
+    subject = ref[node_id]
+    return WhyBlocked(
+        subject=subject,
+        status=status,
+        blockers=blockers,
+        hidden_required_by=hidden_by,
+        prerequisites_reached=reached,
+        answer=templates.why_blocked(subject.name, status, blockers, hidden_by, reached),
+    )
+
+
+# -- why value ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dependency:
+    factor: NodeRef
+    value: float | None
+    confidence: float | None
+    threshold: float
+    weight: float
+    drag: float  # weight x normalised shortfall from the top of the scale
+    met: bool
+    last_entry: JournalEntryView | None
+    changed_after_subject: bool
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "factor": self.factor.evidence(),
+            "value": self.value,
+            "confidence": self.confidence,
+            "threshold": self.threshold,
+            "weight": self.weight,
+            "drag": self.drag,
+            "met": self.met,
+            "last_entry": None if self.last_entry is None else self.last_entry.evidence(),
+            "changed_after_subject": self.changed_after_subject,
+        }
+
+
+@dataclass(frozen=True)
+class Dependent:
+    node: NodeRef
+    threshold: float
+    met: bool
+
+    def evidence(self) -> dict[str, Any]:
+        return {"node": self.node.evidence(), "threshold": self.threshold, "met": self.met}
+
+
+@dataclass(frozen=True)
+class WhyValue:
+    factor: FactorState
+    history: tuple[JournalEntryView, ...]
+    dependencies: tuple[Dependency, ...]  # ranked, largest drag first
+    hidden_dependencies: int
+    dependents: tuple[Dependent, ...]
+    answer: str
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "factor": self.factor.evidence(),
+            "history": [e.evidence() for e in self.history],
+            "dependencies": [d.evidence() for d in self.dependencies],
+            "hidden_dependencies": self.hidden_dependencies,
+            "dependents": [d.evidence() for d in self.dependents],
+        }
+
+
+def _drag(node: DepNode, weight: float) -> float:
+    if node.value is None or node.scale is None:
+        return round(weight, 4)
+    return round(weight * (node.scale.high - node.value) / node.scale.span, 4)
+
+
+def why_value(driver: Driver, scope: Scope, factor_id: str, history_limit: int = 5) -> WhyValue:
+    """How a factor got its value: its journal, and the factors it rests on, largest drag first."""
+    state = factor_state(driver, scope, factor_id)
+    chain = tuple(history(driver, scope, factor_id, limit=history_limit))
+    graph = downstream(driver, scope, [factor_id])
+    edges = graph.out.get(factor_id, [])
+    visible = [e for e in edges if e.target is not None]
+    stated = [e.weight for e in visible if e.weight is not None]
+    default_weight = (1.0 - sum(stated)) / max(1, len(visible) - len(stated)) if len(stated) < len(visible) else 0.0
+    last = latest_entries(driver, scope, [e.target for e in visible if e.target], 1)
+    deps = []
+    for e in visible:
+        assert e.target is not None  # filtered above; narrows the type
+        node = graph.nodes[e.target]
+        weight = e.weight if e.weight is not None else max(default_weight, 0.0)
+        entry = (last.get(e.target) or [None])[0]
+        deps.append(
+            Dependency(
+                factor=NodeRef.of(node),
+                value=node.value,
+                confidence=node.confidence,
+                threshold=e.min_value,
+                weight=weight,
+                drag=_drag(node, weight),
+                met=graph.met(e, {}),
+                last_entry=entry,
+                changed_after_subject=bool(
+                    entry and state.last_updated and entry.timestamp > state.last_updated
+                ),
+            )
+        )
+    deps.sort(key=lambda d: (-d.drag, d.factor.name))
+    statuses = graph.statuses()
+    ups = tuple(
+        Dependent(NodeRef(i, label, name), threshold, state.value is not None and state.value >= threshold)
+        for i, label, name, threshold in dependents(driver, scope, factor_id)
+    )
+    hidden = sum(1 for e in edges if e.target is None)
+    return WhyValue(
+        factor=state,
+        history=chain,
+        dependencies=tuple(deps),
+        hidden_dependencies=hidden,
+        dependents=ups,
+        answer=templates.why_value(state, statuses.get(factor_id, "ready"), chain, deps, hidden, ups),
+    )
+
+
+# -- what if -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    node: NodeRef
+    before: Status
+    after: Status
+
+    def evidence(self) -> dict[str, Any]:
+        return {"node": self.node.evidence(), "before": self.before, "after": self.after}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One rung of the ladder: at ``value``, these nodes become ready (beyond the rungs below)."""
+
+    value: float
+    unblocked: tuple[NodeRef, ...]
+
+    def evidence(self) -> dict[str, Any]:
+        return {"value": self.value, "unblocked": [n.evidence() for n in self.unblocked]}
+
+
+@dataclass(frozen=True)
+class StillBlocked:
+    """A direct dependent whose threshold the new value meets but which stays blocked elsewhere."""
+
+    node: NodeRef
+    threshold: float
+    blockers: tuple[tuple[NodeRef, float | None, float], ...]  # (factor, value, threshold)
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "node": self.node.evidence(),
+            "threshold": self.threshold,
+            "blockers": [
+                {"factor": f.evidence(), "value": v, "threshold": t} for f, v, t in self.blockers
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    factor: NodeRef
+    current: float | None
+    value: float
+    unblocked: tuple[NodeRef, ...]
+    blocked: tuple[NodeRef, ...]
+    other_changes: tuple[StatusChange, ...]
+    thresholds_met: tuple[tuple[NodeRef, float], ...]
+    thresholds_lost: tuple[tuple[NodeRef, float], ...]
+    still_blocked: tuple[StillBlocked, ...]
+    steps: tuple[Step, ...]
+    answer: str
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "factor": self.factor.evidence(),
+            "current": self.current,
+            "value": self.value,
+            "unblocked": [n.evidence() for n in self.unblocked],
+            "blocked": [n.evidence() for n in self.blocked],
+            "other_changes": [c.evidence() for c in self.other_changes],
+            "thresholds_met": [{"node": n.evidence(), "threshold": t} for n, t in self.thresholds_met],
+            "thresholds_lost": [{"node": n.evidence(), "threshold": t} for n, t in self.thresholds_lost],
+            "still_blocked": [s.evidence() for s in self.still_blocked],
+            "steps": [s.evidence() for s in self.steps],
+            "hypothetical": True,
+        }
+
+
+def _levels(graph: DepGraph, factor_id: str, value: float | None, direction: Direction) -> list[float]:
+    node = graph.nodes[factor_id]
+    if value is not None:
+        return [value]
+    scale_low = node.scale.low if node.scale else 0.0
+    scale_high = node.scale.high if node.scale else 100.0
+    if direction == "lower":
+        return [scale_low]
+    current = node.value
+    unmet = sorted({e.min_value for e in graph.incoming[factor_id] if current is None or e.min_value > current})
+    return unmet or [scale_high]
+
+
+def what_if(
+    driver: Driver,
+    scope: Scope,
+    factor_id: str,
+    value: float | None = None,
+    direction: Direction = "improve",
+) -> WhatIf:
+    """Set ``factor_id`` to ``value`` in memory only and report every readiness change, transitively.
+
+    Without a value, "improve" tries each visible threshold on the factor that it does not meet
+    yet, lowest first (the ladder in ``steps``), and reports the top rung; "lower" tries the
+    bottom of the scale.
+    """
+    graph = what_if_subgraph(driver, scope, factor_id)
+    if factor_id not in graph.nodes or graph.nodes[factor_id].label != "Factor":
+        raise FactorError("NOT_FOUND", f"unknown factor '{factor_id}'", "factor_id")
+    node = graph.nodes[factor_id]
+    if value is not None and node.scale is not None and not node.scale.contains(value):
+        raise FactorError(
+            "INVALID_INPUT", f"value {templates.num(value)} is outside the scale {node.scale}", "value"
+        )
+    ref = {nid: NodeRef.of(n) for nid, n in graph.nodes.items()}
+    before = graph.statuses()
+    steps: list[Step] = []
+    after = before
+    seen_ready = {n for n, s in before.items() if s == "ready"}
+    for level in _levels(graph, factor_id, value, direction):
+        after = graph.statuses({factor_id: level})
+        fresh = sorted((n for n, s in after.items() if s == "ready" and n not in seen_ready), key=_order(ref))
+        seen_ready |= set(fresh)
+        steps.append(Step(level, tuple(ref[n] for n in fresh)))
+    final = steps[-1].value
+    changed = sorted((n for n in graph.nodes if before[n] != after[n]), key=_order(ref))
+    unblocked = tuple(ref[n] for n in changed if after[n] == "ready")
+    blocked = tuple(ref[n] for n in changed if before[n] == "ready")
+    others = tuple(
+        StatusChange(ref[n], before[n], after[n])
+        for n in changed
+        if after[n] != "ready" and before[n] != "ready"
+    )
+    overrides = {factor_id: final}
+    met_now = [(ref[e.source], e.min_value) for e in graph.incoming[factor_id] if graph.met(e, {})]
+    met_then = [(ref[e.source], e.min_value) for e in graph.incoming[factor_id] if graph.met(e, overrides)]
+    gained = tuple(x for x in met_then if x not in met_now)
+    lost = tuple(x for x in met_now if x not in met_then)
+    still = []
+    for source, threshold in gained:
+        if after[source.id] == "ready":
+            continue
+        found, _ = graph.blockers(source.id, overrides)
+        still.append(
+            StillBlocked(
+                source,
+                threshold,
+                tuple((ref[b.edge.target], b.value, b.edge.min_value) for b in found if b.edge.target),
+            )
+        )
+    return WhatIf(
+        factor=ref[factor_id],
+        current=node.value,
+        value=final,
+        unblocked=unblocked,
+        blocked=blocked,
+        other_changes=others,
+        thresholds_met=gained,
+        thresholds_lost=lost,
+        still_blocked=tuple(still),
+        steps=tuple(steps),
+        answer=templates.what_if(
+            ref[factor_id].name, node.value, final, steps, unblocked, blocked, others, still, value is None
+        ),
+    )
+
+
+def _order(ref: dict[str, NodeRef]) -> Any:
+    """Options before factors, then by name: what a reader looks for first."""
+    return lambda n: (ref[n].label != "Option", ref[n].name)
+
+
+# -- what changed ------------------------------------------------------------------------------
+
+WINDOW_QUERY = f"""
+MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
+WHERE e.timestamp >= $since AND ($until IS NULL OR e.timestamp <= $until)
+  AND ($factors IS NULL OR f.id IN $factors)
+  AND {VIS_E} AND {VIS_F}
+WITH f, e ORDER BY e.timestamp ASC, e.seq ASC
+{ENTRY_COLUMNS}
+"""
+
+BEFORE_QUERY = f"""
+UNWIND $factors AS fid
+MATCH (f:Factor {{id: fid}})
+WHERE {VIS_F}
+OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
+WHERE e.timestamp < $since AND {VIS_E}
+WITH f, e ORDER BY e.timestamp DESC, e.seq DESC
+WITH f, collect(e)[0] AS e
+RETURN f.id AS id, f.name AS name, e.new_number AS before
+"""
+
+
+@dataclass(frozen=True)
+class FactorChange:
+    factor: NodeRef
+    before: float | None
+    after: float | None
+    entries: tuple[JournalEntryView, ...]  # oldest first
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "factor": self.factor.evidence(),
+            "before": self.before,
+            "after": self.after,
+            "entries": [e.evidence() for e in self.entries],
+        }
+
+
+@dataclass(frozen=True)
+class WhatChanged:
+    since: datetime
+    until: datetime | None
+    changes: tuple[FactorChange, ...]
+    answer: str
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "since": iso(self.since),
+            "until": iso(self.until),
+            "changes": [c.evidence() for c in self.changes],
+        }
+
+
+def what_changed(
+    driver: Driver,
+    scope: Scope,
+    since: datetime,
+    until: datetime | None = None,
+    factor_ids: list[str] | None = None,
+) -> WhatChanged:
+    """Journal entries in [since, until], grouped by factor (most recently changed first)."""
+    for name, moment in (("since", since), ("until", until)):
+        if moment is not None and (moment.tzinfo is None or moment.utcoffset() is None):
+            raise FactorError("INVALID_INPUT", f"{name} must carry a time zone", name)
+    if until is not None and until < since:
+        raise FactorError("INVALID_INPUT", "until is before since", "until")
+    params = {**scope.cypher_params(), "since": since, "until": until, "factors": factor_ids}
+    records, _, _ = driver.execute_query(WINDOW_QUERY, params)
+    grouped: dict[str, list[JournalEntryView]] = {}
+    for r in records:
+        entry = entry_from_row(r["factor_id"], dict(r["entry"]), r["influence"])
+        grouped.setdefault(entry.factor_id, []).append(entry)
+    before_rows, _, _ = driver.execute_query(
+        BEFORE_QUERY, {**scope.cypher_params(), "since": since, "factors": sorted(grouped)}
+    )
+    names = {str(r["id"]): (str(r["name"] or r["id"]), r["before"]) for r in before_rows}
+    changes = [
+        FactorChange(
+            factor=NodeRef(fid, "Factor", names[fid][0]),
+            before=names[fid][1],
+            after=entries[-1].new_value,
+            entries=tuple(entries),
+        )
+        for fid, entries in grouped.items()
+        if fid in names
+    ]
+    changes.sort(key=lambda c: (-c.entries[-1].timestamp.timestamp(), c.factor.name))
+    return WhatChanged(since, until, tuple(changes), templates.what_changed(since, until, changes))
+
+
+__all__ = [
+    "Dependency",
+    "Dependent",
+    "FactorChange",
+    "NodeRef",
+    "Prerequisite",
+    "StatusChange",
+    "Step",
+    "StillBlocked",
+    "WhatChanged",
+    "WhatIf",
+    "WhyBlocked",
+    "WhyValue",
+    "native",
+    "what_changed",
+    "what_if",
+    "why_blocked",
+    "why_value",
+]

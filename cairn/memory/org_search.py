@@ -1,0 +1,75 @@
+"""Semantic search over decisions and events, filtered by the caller's ACL before ranking.
+
+Exact cosine over the ACL-prefiltered candidates, not the approximate vector index: the
+index can only post-filter, so a top-k over it would rank (and could count) nodes the
+caller may not see, and might return fewer than k visible hits. An organisation has
+thousands of decisions, not millions, so the exact scan is cheap (see bench/).
+Neo4j's ``vector.similarity.cosine`` returns (1 + cos) / 2; scores here are plain cosine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from neo4j import AsyncDriver
+
+from cairn.policy.acl import acl_visible
+from cairn.policy.preselector import CandidateNode, drop_dangling_references, mask
+from cairn.policy.scope import Scope
+
+SEARCHABLE_LABELS = ("Decision", "Event")
+
+SEARCH_QUERY = f"""
+MATCH (n:Entity)
+WHERE any(l IN labels(n) WHERE l IN $labels) AND n.embedding IS NOT NULL AND {acl_visible("n")}
+WITH n, 2 * vector.similarity.cosine(n.embedding, $vector) - 1 AS score
+WHERE score >= $threshold
+WITH collect({{n: n, score: score}}) AS hits
+WITH hits, size(hits) AS total
+UNWIND hits AS hit
+WITH total, hit.n AS n, hit.score AS score
+ORDER BY score DESC, n.id ASC
+LIMIT $k
+OPTIONAL MATCH (ref:Entity {{id: n.alias_of_decision}})
+WITH total, n, score, ref IS NOT NULL AND {acl_visible("ref")} AS ref_visible
+RETURN total, n.id AS id, [l IN labels(n) WHERE l <> 'Entity'][0] AS label,
+       n {{.*, embedding: null}} AS props, score, CASE WHEN ref_visible THEN n.alias_of_decision END AS ref
+"""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    node: CandidateNode
+    score: float
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    hits: list[SearchHit]
+    total: int  # visible matches above the threshold (never counts hidden nodes)
+
+
+async def search_org(
+    driver: AsyncDriver,
+    scope: Scope,
+    vector: list[float],
+    k: int = 10,
+    threshold: float = 0.3,
+    labels: tuple[str, ...] = SEARCHABLE_LABELS,
+) -> SearchResult:
+    params = {
+        **scope.cypher_params(),
+        "vector": vector,
+        "k": max(0, k),
+        "threshold": threshold,
+        "labels": [lbl for lbl in labels if lbl in SEARCHABLE_LABELS],
+    }
+    records, _, _ = await driver.execute_query(SEARCH_QUERY, params)
+    hits = []
+    for r in records:
+        fields, masked = mask(r["label"], r["props"], scope)
+        node = CandidateNode(r["id"], r["label"], 0, fields, masked)
+        visible_refs = {r["ref"]} if r["ref"] else set()
+        hits.append(SearchHit(drop_dangling_references(node, visible_refs), round(float(r["score"]), 6)))
+    total = int(records[0]["total"]) if records else 0
+    return SearchResult(hits, total)
