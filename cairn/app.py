@@ -27,6 +27,7 @@ from cairn.resolvers.context import RequestContext, Services
 from cairn.resolvers.schema import schema
 from cairn.runtime.database import async_driver, sync_driver
 from cairn.runtime.llm import LLMClient
+from cairn.runtime.logging import configure_logging
 from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
 from cairn.schema.migrate import SCHEMA_VERSION
 
@@ -70,6 +71,7 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
 
 def create_app(settings: Settings | None = None) -> Starlette:
     settings = settings or get_settings()
+    configure_logging()
     registry = PolicyRegistry.load(settings.policy_file)
     state: dict[str, Any] = {}
     graphql = CairnGraphQL()

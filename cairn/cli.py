@@ -17,6 +17,7 @@ from rich.progress import Progress, TaskID
 
 from cairn.app import create_app, is_loopback
 from cairn.commands.correspondence import correspondence_app, ingest_correspondence
+from cairn.commands.dossiers import dossier_app, garden, ingest_block_file, ingest_packets
 from cairn.ingest.fixtures import FixtureError
 from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.policy.passport import headers_for
@@ -38,6 +39,10 @@ app.add_typer(db_app, name="db")
 app.add_typer(ingest_app, name="ingest")
 app.add_typer(correspondence_app, name="correspondence")
 ingest_app.command("correspondence")(ingest_correspondence)
+app.add_typer(dossier_app, name="dossier")
+app.command("garden")(garden)
+ingest_app.command("packets")(ingest_packets)
+ingest_app.command("blocks")(ingest_block_file)
 
 console = Console()
 err = Console(stderr=True)

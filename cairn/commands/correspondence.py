@@ -31,8 +31,8 @@ from cairn.runtime.settings import get_settings
 from cairn.schema.migrate import SCHEMA_VERSION, schema_version
 
 correspondence_app = typer.Typer(help="Read the correspondence store.", no_args_is_help=True)
-console = Console()
-err = Console(stderr=True)
+console = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 RoleOption = Annotated[
     str | None, typer.Option("--role", help="read as this role profile (default: operator, unmasked)")

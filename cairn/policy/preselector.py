@@ -25,18 +25,10 @@ REFERENCE_FIELDS = ("alias_of_decision",)
 
 ACL_REASON = acl_reason("n")
 
-ANCHOR_QUERY = f"""
-MATCH (n:Entity {{id: $anchor}})
-WITH n, {ACL_REASON} AS reason
-RETURN n.id AS id,
-       [l IN labels(n) WHERE l <> 'Entity'][0] AS label,
-       reason,
-       CASE WHEN reason IS NULL THEN n {{.*, embedding: null}} END AS props
-"""
-
-HOP_QUERY = f"""
-UNWIND $frontier AS fid
-MATCH (f:Entity {{id: fid}})-[r]-(n:Entity)
+# Everything after the frontier node `f` is bound: classify each incident edge and
+# neighbour, keep hidden ones as (id, reason) only, cap visible ones per edge type.
+_HOP_BODY = f"""
+MATCH (f)-[r]-(n:Entity)
 WITH f, r, n, startNode(r) = f AS outgoing
 WITH f, r, n, outgoing,
      any(rule IN $rules WHERE rule.type = type(r)
@@ -50,11 +42,35 @@ WITH f, type(r) AS rel_type, visible,
      collect({{r: r, n: n, outgoing: outgoing, edge_ok: edge_ok, reason: reason}}) AS found
 WITH f, rel_type, visible, CASE WHEN visible THEN found[0..$cap] ELSE found END AS kept
 UNWIND kept AS k
-WITH f, rel_type, visible, k.r AS r, k.n AS n, k.outgoing AS outgoing, k.edge_ok AS edge_ok,
-     k.reason AS reason
-RETURN f.id AS from_id, n.id AS id, rel_type, r.relation AS relation, outgoing, edge_ok, reason,
-       [l IN labels(n) WHERE l <> 'Entity'][0] AS label,
-       CASE WHEN visible THEN n {{.*, embedding: null}} END AS props
+WITH f, rel_type, visible, k, k.n AS n
+RETURN {{from_id: f.id, id: n.id, rel_type: rel_type, relation: k.r.relation, outgoing: k.outgoing,
+        edge_ok: k.edge_ok, reason: k.reason, label: [l IN labels(n) WHERE l <> 'Entity'][0],
+        props: CASE WHEN visible THEN n {{.*, embedding: null}} END}} AS row
+"""
+
+# The anchor and its first hop in one round trip; the hop runs only when the anchor is visible.
+ANCHOR_QUERY = f"""
+MATCH (f:Entity {{id: $anchor}})
+WITH f, {acl_reason("f")} AS anchor_reason
+OPTIONAL CALL (f, anchor_reason) {{
+  WITH f WHERE anchor_reason IS NULL AND $first_hop
+  {_HOP_BODY}
+}}
+WITH f, anchor_reason, collect(row) AS rows
+RETURN f.id AS id,
+       [l IN labels(f) WHERE l <> 'Entity'][0] AS label,
+       anchor_reason AS reason,
+       CASE WHEN anchor_reason IS NULL THEN f {{.*, embedding: null}} END AS props,
+       rows
+"""
+
+HOP_QUERY = f"""
+UNWIND $frontier AS fid
+MATCH (f:Entity {{id: fid}})
+CALL (f) {{
+  {_HOP_BODY}
+}}
+RETURN row
 """
 
 
@@ -195,6 +211,10 @@ def _edge_key(e: CandidateEdge) -> tuple[str, str, str]:
     return (e.type, e.source, e.target)
 
 
+def _anchor_params(scope: Scope, anchor_id: str, depth: int) -> dict[str, Any]:
+    return {**scope.cypher_params(), "anchor": anchor_id, "first_hop": depth >= 1, "cap": 1_000_000}
+
+
 def _hop_params(scope: Scope, frontier: list[str], hop: int, cap: int) -> dict[str, Any]:
     return {**scope.cypher_params(), "frontier": frontier, "cap": 1_000_000 if hop == 1 else cap}
 
@@ -206,17 +226,16 @@ async def preselect(
     hops: int | None = None,
     cap: int = DEFAULT_NEIGHBOUR_CAP,
 ) -> tuple[CandidateSet, PolicyTrace]:
-    """Scoped k-hop expansion from ``anchor_id``: one round trip for the anchor, one per hop."""
+    """Scoped k-hop expansion from ``anchor_id``: one round trip per hop (the anchor rides on the first)."""
     depth = scope.max_hops if hops is None else min(hops, scope.max_hops)
-    params = scope.cypher_params()
-    records, _, _ = await driver.execute_query(ANCHOR_QUERY, {**params, "anchor": anchor_id})
+    records, _, _ = await driver.execute_query(ANCHOR_QUERY, _anchor_params(scope, anchor_id, depth))
     walk = _Walk(scope, records[0].data() if records else None)
-    frontier = [walk.anchor.id]
-    for hop in range(1, depth + 1):
+    frontier = walk.add_hop(1, records[0]["rows"]) if depth >= 1 else []
+    for hop in range(2, depth + 1):
         if not frontier:
             break
         rows, _, _ = await driver.execute_query(HOP_QUERY, _hop_params(scope, frontier, hop, cap))
-        frontier = walk.add_hop(hop, [r.data() for r in rows])
+        frontier = walk.add_hop(hop, [r["row"] for r in rows])
     return walk.result()
 
 
@@ -234,13 +253,12 @@ def expand(
     """
     scope = scope or Scope.system()
     depth = min(hops, scope.max_hops)
-    params = scope.cypher_params()
-    records, _, _ = driver.execute_query(ANCHOR_QUERY, {**params, "anchor": anchor_id})
+    records, _, _ = driver.execute_query(ANCHOR_QUERY, _anchor_params(scope, anchor_id, depth))
     walk = _Walk(scope, records[0].data() if records else None)
-    frontier = [walk.anchor.id]
-    for hop in range(1, depth + 1):
+    frontier = walk.add_hop(1, records[0]["rows"]) if depth >= 1 else []
+    for hop in range(2, depth + 1):
         if not frontier:
             break
         rows, _, _ = driver.execute_query(HOP_QUERY, _hop_params(scope, frontier, hop, cap))
-        frontier = walk.add_hop(hop, [r.data() for r in rows])
+        frontier = walk.add_hop(hop, [r["row"] for r in rows])
     return walk.result()

@@ -29,6 +29,7 @@ from cairn.memory.org_search import SEARCHABLE_LABELS, search_org
 from cairn.policy.preselector import AnchorNotVisible, preselect
 from cairn.resolvers.context import RequestContext
 from cairn.resolvers.correspondence import CorrespondenceMutation, CorrespondenceQuery
+from cairn.resolvers.dossiers import DossierMutation, DossierQuery
 from cairn.resolvers.permissions import CanSearch, CanWrite, PassportRequired, caller_of
 from cairn.resolvers.types import (
     AskMode,
@@ -188,8 +189,8 @@ def _should_mask(error: GraphQLError) -> bool:
 
 
 # Each capability contributes its own Query / Mutation part (one module per capability).
-QUERY_PARTS: tuple[type, ...] = (OrgQuery, CorrespondenceQuery)
-MUTATION_PARTS: tuple[type, ...] = (OrgMutation, CorrespondenceMutation)
+QUERY_PARTS: tuple[type, ...] = (OrgQuery, CorrespondenceQuery, DossierQuery)
+MUTATION_PARTS: tuple[type, ...] = (OrgMutation, CorrespondenceMutation, DossierMutation)
 Query = merge_types("Query", QUERY_PARTS)
 Mutation = merge_types("Mutation", MUTATION_PARTS)
 

@@ -451,11 +451,12 @@ class _Reader:
             if iso is None and i < end and DATE_LABEL.match(_strip_emphasis(self.lines[i])):
                 iso, _, _ = _find_date(self.lines[i])
                 i += 1
-        body_lines = self.lines[i:end]
-        while body_lines and (not body_lines[-1].strip() or RULE.match(body_lines[-1])):
-            body_lines.pop()
-        while body_lines and not body_lines[0].strip():
-            body_lines.pop(0)
+        while i < end and not self.lines[i].strip():
+            i += 1
+        body_end = end
+        while body_end > i and (not self.lines[body_end - 1].strip() or RULE.match(self.lines[body_end - 1])):
+            body_end -= 1
+        body_lines = self.lines[i:body_end]
         if not body_lines:
             self.fail(h.index, f"section '{start.token}' has a heading but no body")
         body = "\n".join(line.rstrip() for line in body_lines)

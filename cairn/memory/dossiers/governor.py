@@ -124,14 +124,16 @@ def _checked_vectors(packet: FactPacket, vectors: NDArray[np.float32]) -> NDArra
     if arr.shape != (len(packet.facts), DIMENSIONS) or not np.isfinite(arr).all():
         raise InputError(
             "fact packet",
-            [Problem("facts", f"expected {len(packet.facts)} finite {DIMENSIONS}-d vectors, got {arr.shape}")],
+            [
+                Problem(
+                    "facts", f"expected {len(packet.facts)} finite {DIMENSIONS}-d vectors, got {arr.shape}"
+                )
+            ],
         )
     return arr
 
 
-def _read_vote(
-    tx: ManagedTransaction, vectors: NDArray[np.float32], packet: FactPacket
-) -> list[Candidate]:
+def _read_vote(tx: ManagedTransaction, vectors: NDArray[np.float32], packet: FactPacket) -> list[Candidate]:
     hits, titles = run_vote(tx, vectors, packet.access)
     return tally(hits, titles)
 

@@ -143,7 +143,11 @@ def _fact_objects(value: Any) -> Any:
     """Strings become ``{"text": ...}``; anything that is neither a string nor an object is refused."""
     if not isinstance(value, list | tuple):
         raise ValueError("must be a list of facts")
-    bad = [f"item {i} is {_json_type(v)}" for i, v in enumerate(value) if not isinstance(v, str | dict)]
+    bad = [
+        f"item {i} is {_json_type(v)}"
+        for i, v in enumerate(value)
+        if not isinstance(v, str | dict | FactItem)
+    ]
     if bad:
         raise ValueError("each fact must be a string or an object with 'text': " + ", ".join(bad))
     return [{"text": v} if isinstance(v, str) else v for v in value]
@@ -252,7 +256,9 @@ class BlockInput(_Strict):
         out = []
         for pos, t in enumerate(self.turns, start=1):
             index = t.turn_index if t.turn_index is not None else pos
-            out.append(t.model_copy(update={"turn_index": index, "turn_id": t.turn_id or f"turn_{index:03d}"}))
+            out.append(
+                t.model_copy(update={"turn_index": index, "turn_id": t.turn_id or f"turn_{index:03d}"})
+            )
         return tuple(out)
 
     @property

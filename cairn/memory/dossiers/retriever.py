@@ -123,7 +123,9 @@ def _entry(props: dict[str, Any], scope: Scope) -> dict[str, Any]:
     return fields
 
 
-def visible_facts(driver: Driver, scope: Scope, dossier_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+def visible_facts(
+    driver: Driver, scope: Scope, dossier_ids: Sequence[str]
+) -> dict[str, list[dict[str, Any]]]:
     records, _, _ = driver.execute_query(VISIBLE_FACTS, {**scope.cypher_params(), "ids": list(dossier_ids)})
     return {r["dossier_id"]: _masked_facts(r["facts"], scope) for r in records}
 

@@ -131,7 +131,7 @@ class DepGraph:
             n: "blocked" if unmet[n] else "undetermined" if hidden[n] else "ready" for n in self.nodes
         }
 
-    def _walk(self, start: str) -> dict[str, tuple[str, ...]]:
+    def reach(self, start: str) -> dict[str, tuple[str, ...]]:
         """Breadth-first from ``start`` through visible nodes: each reached node with its shortest path."""
         paths: dict[str, tuple[str, ...]] = {start: (start,)}
         queue = deque([start])
@@ -148,7 +148,7 @@ class DepGraph:
     ) -> tuple[list[Blocker], list[HiddenRequirement]]:
         """Every unmet edge reachable from ``start`` and every visible node that needs a hidden one."""
         overrides = overrides or {}
-        paths = self._walk(start)
+        paths = self.reach(start)
         found: list[Blocker] = []
         hidden: list[HiddenRequirement] = []
         for node, path in sorted(paths.items(), key=lambda kv: (len(kv[1]), kv[0])):

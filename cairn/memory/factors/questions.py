@@ -33,7 +33,6 @@ from cairn.memory.factors.journal import (
     factor_state,
     history,
     latest_entries,
-    native,
 )
 from cairn.memory.factors.models import (
     FactorError,
@@ -139,7 +138,7 @@ def why_blocked(driver: Driver, scope: Scope, node_id: str, entries_per_factor: 
         if b.edge.target is not None
     )
     hidden_by = tuple(ref[h.source] for h in hidden)
-    reached = sum(len(graph.out[n]) for n in graph._walk(node_id))
+    reached = sum(len(graph.out[n]) for n in graph.reach(node_id))
     subject = ref[node_id]
     return WhyBlocked(
         subject=subject,
@@ -227,7 +226,8 @@ def why_value(driver: Driver, scope: Scope, factor_id: str, history_limit: int =
     last = latest_entries(driver, scope, [e.target for e in visible if e.target], 1)
     deps = []
     for e in visible:
-        assert e.target is not None  # filtered above; narrows the type
+        if e.target is None:
+            continue
         node = graph.nodes[e.target]
         weight = e.weight if e.weight is not None else max(default_weight, 0.0)
         entry = (last.get(e.target) or [None])[0]
@@ -242,7 +242,10 @@ def why_value(driver: Driver, scope: Scope, factor_id: str, history_limit: int =
                 met=graph.met(e, {}),
                 last_entry=entry,
                 changed_after_subject=bool(
-                    entry and state.last_updated and entry.timestamp > state.last_updated
+                    entry
+                    and state.last_updated
+                    and entry.timestamp > state.last_updated
+                    and entry.new_value != entry.previous_value
                 ),
             )
         )
@@ -517,23 +520,3 @@ def what_changed(
     changes.sort(key=lambda c: (-c.entries[-1].timestamp.timestamp(), c.factor.name))
     return WhatChanged(since, until, tuple(changes), templates.what_changed(since, until, changes))
 
-
-__all__ = [
-    "Dependency",
-    "Dependent",
-    "FactorChange",
-    "NodeRef",
-    "Prerequisite",
-    "StatusChange",
-    "Step",
-    "StillBlocked",
-    "WhatChanged",
-    "WhatIf",
-    "WhyBlocked",
-    "WhyValue",
-    "native",
-    "what_changed",
-    "what_if",
-    "why_blocked",
-    "why_value",
-]

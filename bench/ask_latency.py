@@ -1,0 +1,271 @@
+"""`ask` latency against the raw Cypher of the same traversal, at 1k, 10k and 100k nodes.
+
+Baseline: one unfiltered Cypher query returning the anchor and its 1-hop neighbours — what
+a resolver with no policy would run. The ask pipeline adds the ACL in Cypher, masking,
+selector, budget gate, templater, meta and trace files. Goal: ask p50 within 2x of raw,
+and flat (within 1.3x) from 1k to 100k nodes. Throughput is measured over HTTP against a
+real uvicorn on loopback with 1, 8 and 32 concurrent clients.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import running_neo4j, summary, use_bench_neo4j, write_results
+
+use_bench_neo4j("ask", 17710, 17510)
+
+import httpx  # noqa: E402
+import uvicorn  # noqa: E402
+from neo4j import Driver  # noqa: E402
+
+from cairn.app import create_app  # noqa: E402
+from cairn.memory.ask import AskService  # noqa: E402
+from cairn.policy.passport import headers_for, verify  # noqa: E402
+from cairn.policy.profiles import PolicyRegistry  # noqa: E402
+from cairn.runtime.database import async_driver, sync_driver  # noqa: E402
+from cairn.runtime.llm import LLMClient  # noqa: E402
+from cairn.runtime.settings import Settings  # noqa: E402
+from cairn.schema.migrate import migrate  # noqa: E402
+
+SIZES = (1_000, 10_000, 100_000)
+ASKS = 150
+WARMUP = 20
+RPS_SECONDS = 8.0
+DOMAINS = ("acme/corporate", "acme/product", "acme/region_emea", "acme/region_apac")
+ROLE_SETS = (["staff", "manager", "director", "exec"], ["manager", "director", "exec"], ["director", "exec"])
+
+WIPE = "MATCH (n:Entity) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
+CREATE = {
+    "Decision": "UNWIND $rows AS r CREATE (n:Entity:Decision) SET n = r",
+    "Event": "UNWIND $rows AS r CREATE (n:Entity:Event) SET n = r",
+}
+LINK = """
+UNWIND $rows AS r
+MATCH (a:Entity {id: r.a}) MATCH (b:Entity {id: r.b})
+CALL (a, b, r) {
+  WITH a, b, r WHERE r.t = 'CAUSAL_PRECEDES' CREATE (a)-[:CAUSAL_PRECEDES {relation: 'causal'}]->(b)
+  UNION
+  WITH a, b, r WHERE r.t = 'ALIAS_OF' CREATE (a)-[:ALIAS_OF]->(b)
+}
+"""
+RAW_ONE_HOP = """
+MATCH (a:Entity {id: $id})
+OPTIONAL MATCH (a)-[r]-(n:Entity)
+RETURN a {.*, embedding: null} AS anchor, collect({type: type(r), node: n {.*, embedding: null}}) AS hood
+"""
+
+
+def generate(driver: Driver, n: int, seed: int = 7) -> list[str]:
+    """A random org of ``n`` decisions/events with ~2 causal edges per node and some aliases."""
+    rng = random.Random(seed)
+    with driver.session() as s:
+        s.run(WIPE).consume()
+    nodes: list[dict[str, Any]] = []
+    for i in range(n):
+        label = "Decision" if rng.random() < 0.4 else "Event"
+        text = (
+            {
+                "option": f"Decision {i} on platform item {rng.randint(0, 999)}",
+                "rationale": f"because {i}",
+                "decision_maker": "CTO",
+            }
+            if label == "Decision"
+            else {
+                "summary": f"Event {i} observed in segment {rng.randint(0, 99)}",
+                "description": f"details {i}",
+            }
+        )
+        nodes.append(
+            {
+                "id": f"g{i}",
+                "_label": label,
+                "domain": rng.choice(DOMAINS),
+                "sensitivity": rng.choice(("low", "low", "medium", "high")),
+                "namespaces": rng.choice((["internal"], ["public", "internal"], ["confidential"])),
+                "roles_allowed": rng.choice(ROLE_SETS),
+                "importance": round(rng.random(), 2),
+                "timestamp": f"20{rng.randint(20, 25)}-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}T00:00:00Z",
+                "x_extra": "{}",
+                "tags": ["bench"],
+                **text,
+            }
+        )
+    for label, query in CREATE.items():
+        rows = [{k: v for k, v in d.items() if k != "_label"} for d in nodes if d["_label"] == label]
+        for i in range(0, len(rows), 5000):
+            driver.execute_query(query, rows=rows[i : i + 5000])
+    links = []
+    for i in range(1, n):
+        for _ in range(2):
+            j = rng.randrange(0, i)
+            if nodes[j]["_label"] == "Decision" and nodes[i]["_label"] == "Event" and rng.random() < 0.1:
+                links.append({"a": f"g{j}", "b": f"g{i}", "t": "ALIAS_OF"})
+            else:
+                links.append({"a": f"g{j}", "b": f"g{i}", "t": "CAUSAL_PRECEDES"})
+    for i in range(0, len(links), 5000):
+        driver.execute_query(LINK, rows=links[i : i + 5000])
+    visible = [
+        d["id"]
+        for d in nodes
+        if "staff" in d["roles_allowed"]
+        and d["sensitivity"] == "low"
+        and "confidential" not in d["namespaces"]
+        and d["domain"] != "acme/corporate"
+    ]
+    return rng.sample(visible, min(len(visible), ASKS + WARMUP))
+
+
+async def time_asks(
+    settings: Settings, registry: PolicyRegistry, role: str, anchors: list[str], hops: str
+) -> list[float]:
+    driver = async_driver(settings)
+    asker = AskService(driver, LLMClient(settings), Path(tempfile.mkdtemp(prefix="cairn-bench-traces-")))
+    samples = []
+    try:
+        for i, anchor in enumerate(anchors):
+            caller = verify({**headers_for(registry, role), "X-Max-Hops": hops}, registry, None)
+            t = time.perf_counter()
+            await asker.ask(caller, anchor)
+            if i >= WARMUP:
+                samples.append((time.perf_counter() - t) * 1000)
+    finally:
+        await driver.close()
+    return samples
+
+
+async def time_raw(settings: Settings, anchors: list[str]) -> list[float]:
+    driver = async_driver(settings)
+    samples = []
+    try:
+        for i, anchor in enumerate(anchors):
+            t = time.perf_counter()
+            await driver.execute_query(RAW_ONE_HOP, id=anchor)
+            if i >= WARMUP:
+                samples.append((time.perf_counter() - t) * 1000)
+    finally:
+        await driver.close()
+    return samples
+
+
+def throughput(settings: Settings, registry: PolicyRegistry, anchors: list[str]) -> dict[str, Any]:
+    port = 18111
+    config = uvicorn.Config(
+        create_app(settings.model_copy(update={"port": port})),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    query = "query($id: ID!) { ask(anchorId: $id) { envelope { text } } }"
+    out: dict[str, Any] = {}
+    try:
+        for clients in (1, 8, 32):
+            out[str(clients)] = asyncio.run(_load(port, registry, anchors, query, clients))
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+    return out
+
+
+async def _load(
+    port: int, registry: PolicyRegistry, anchors: list[str], query: str, clients: int
+) -> dict[str, Any]:
+    deadline = time.perf_counter() + RPS_SECONDS
+    latencies: list[float] = []
+    errors = 0
+
+    async def client(k: int) -> None:
+        nonlocal errors
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
+            i = k
+            while time.perf_counter() < deadline:
+                t = time.perf_counter()
+                r = await http.post(
+                    "/graphql",
+                    json={"query": query, "variables": {"id": anchors[i % len(anchors)]}},
+                    headers=headers_for(registry, "staff"),
+                )
+                if r.status_code != 200 or "errors" in r.json():
+                    errors += 1
+                latencies.append((time.perf_counter() - t) * 1000)
+                i += clients
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client(k) for k in range(clients)))
+    elapsed = time.perf_counter() - started
+    return {
+        "clients": clients,
+        "requests": len(latencies),
+        "errors": errors,
+        "rps": round(len(latencies) / elapsed, 1),
+        **summary(latencies),
+    }
+
+
+def main() -> None:
+    results: dict[str, Any] = {"sizes": {}}
+    with running_neo4j() as settings:
+        registry = PolicyRegistry.load(settings.policy_file)
+        with sync_driver(settings) as driver:
+            migrate(driver)
+        for n in SIZES:
+            with sync_driver(settings) as driver:
+                t = time.perf_counter()
+                anchors = generate(driver, n)
+                gen_s = time.perf_counter() - t
+            raw = asyncio.run(time_raw(settings, anchors))
+            staff = asyncio.run(time_asks(settings, registry, "staff", anchors, "1"))
+            director = asyncio.run(time_asks(settings, registry, "director", anchors, "1"))
+            results["sizes"][str(n)] = {
+                "generate_s": round(gen_s, 1),
+                "raw": summary(raw),
+                "ask_staff": summary(staff),
+                "ask_director": summary(director),
+            }
+            print(n, results["sizes"][str(n)], flush=True)
+        results["throughput_at_100k"] = throughput(settings, registry, anchors)
+    sizes = results["sizes"]
+    small, large = sizes[str(SIZES[0])], sizes[str(SIZES[-1])]
+    table = [
+        "# ask latency vs raw Cypher (k=1)",
+        "",
+        "| nodes | raw p50 | raw p95 | ask staff p50 | p95 | ratio p50 | ask director p50 | p95 | ratio p50 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for n, row in sizes.items():
+        table.append(
+            f"| {n} | {row['raw']['p50_ms']} | {row['raw']['p95_ms']} | {row['ask_staff']['p50_ms']} | "
+            f"{row['ask_staff']['p95_ms']} | {row['ask_staff']['p50_ms'] / row['raw']['p50_ms']:.2f}x | "
+            f"{row['ask_director']['p50_ms']} | {row['ask_director']['p95_ms']} | "
+            f"{row['ask_director']['p50_ms'] / row['raw']['p50_ms']:.2f}x |"
+        )
+    growth = large["ask_staff"]["p50_ms"] / small["ask_staff"]["p50_ms"]
+    results["growth_1k_to_100k_staff_p50"] = round(growth, 3)
+    table += [
+        "",
+        f"ask p50 growth {SIZES[0]} → {SIZES[-1]} nodes (staff): {growth:.2f}x",
+        "",
+        "| clients | requests | errors | req/s | p50 ms | p95 ms |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in results["throughput_at_100k"].values():
+        table.append(
+            f"| {row['clients']} | {row['requests']} | {row['errors']} | {row['rps']} | {row['p50_ms']} | "
+            f"{row['p95_ms']} |"
+        )
+    write_results("ask_latency", results, table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Shared benchmark plumbing: an isolated Neo4j, percentiles, and result files."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def use_bench_neo4j(name: str, bolt: int, http: int) -> None:
+    """Point settings at a benchmark-only embedded Neo4j (own data dir and ports)."""
+    if not os.environ.get("NEO4J_URI"):
+        os.environ.setdefault("CAIRN_DATA_DIR", f"/tmp/cairn-bench-{name}")
+        os.environ.setdefault("CAIRN_BOLT_PORT", str(bolt))
+        os.environ.setdefault("CAIRN_HTTP_PORT", str(http))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("CAIRN_LOG_LEVEL", "WARNING")
+
+
+@contextmanager
+def running_neo4j() -> Iterator[Any]:
+    from cairn.runtime import neo4j_server
+    from cairn.runtime.settings import get_settings
+
+    settings = get_settings()
+    started = False
+    if settings.embedded and not neo4j_server.status(settings).running:
+        neo4j_server.start(settings)
+        started = True
+    try:
+        yield settings
+    finally:
+        if started:
+            neo4j_server.stop(settings)
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def summary(samples_ms: list[float]) -> dict[str, float]:
+    return {
+        "n": len(samples_ms),
+        "p50_ms": round(pct(samples_ms, 50), 3),
+        "p95_ms": round(pct(samples_ms, 95), 3),
+        "mean_ms": round(statistics.fmean(samples_ms), 3) if samples_ms else float("nan"),
+    }
+
+
+def write_results(name: str, data: dict[str, Any], table: list[str]) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=2, sort_keys=True))
+    path = RESULTS / f"{name}.md"
+    path.write_text("\n".join(table) + "\n")
+    print("\n".join(table))
+    return path

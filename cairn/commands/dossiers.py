@@ -1,0 +1,305 @@
+"""`cairn dossier search|show|export|merge|archive|link|related`, `cairn garden BLOCK_ID | --all`,
+`cairn ingest packets FILE` and `cairn ingest blocks FILE`.
+
+Reads run as the operator (everything, unmasked) unless ``--role`` names a role profile, in
+which case they see exactly what that role would see through GraphQL. Files are validated
+whole before anything is written; a bad record is reported with its line and nothing lands.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from neo4j import Driver
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cairn.memory.dossiers import blocks, curation, files, gardener, governor, retriever
+from cairn.memory.dossiers.models import InputError
+from cairn.policy.profiles import PolicyRegistry
+from cairn.policy.scope import Scope
+from cairn.runtime import neo4j_server
+from cairn.runtime.database import sync_driver
+from cairn.runtime.settings import get_settings
+from cairn.schema.migrate import SCHEMA_VERSION, schema_version
+
+dossier_app = typer.Typer(help="Search and curate dossiers.", no_args_is_help=True)
+console = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+RoleOption = Annotated[
+    str | None, typer.Option("--role", help="read as this role profile (default: operator, unmasked)")
+]
+AsJson = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
+Rationale = Annotated[str | None, typer.Option("--rationale", help="why (kept in the journal)")]
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {escape(message)}")
+    return typer.Exit(code)
+
+
+def _driver() -> Driver:
+    settings = get_settings()
+    if settings.embedded and not neo4j_server.status(settings).running:
+        raise _fail("the embedded Neo4j is not running: start it with `cairn neo4j start`")
+    driver = sync_driver(settings)
+    version = schema_version(driver)
+    if version != SCHEMA_VERSION:
+        driver.close()
+        raise _fail(
+            f"the database schema is v{version}, this code needs v{SCHEMA_VERSION}: run `cairn db migrate`"
+        )
+    return driver
+
+
+def _scope(role: str | None) -> Scope:
+    if role is None:
+        return Scope.system()
+    profile = PolicyRegistry.load(get_settings().policy_file).get(role)
+    if profile is None:
+        raise _fail(f"no role '{role}' in the policy file")
+    if not profile.can_search:
+        raise _fail(f"role '{role}' may not search")
+    return Scope.from_profile(profile)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def _input_error(exc: InputError) -> typer.Exit:
+    for p in exc.problems:
+        err.print(f"  {escape(str(p))}")
+    return _fail(f"{len(exc.problems)} problem(s); nothing was written", code=2)
+
+
+@dossier_app.command("search")
+def search(
+    query: Annotated[str, typer.Argument(help="what to look for")],
+    top_k: Annotated[int, typer.Option("--top-k", min=1, max=50)] = 3,
+    threshold: Annotated[float, typer.Option("--threshold", min=-1.0, max=1.0)] = 0.4,
+    archived: Annotated[bool, typer.Option("--archived", help="include archived dossiers")] = False,
+    role: RoleOption = None,
+    as_json: AsJson = False,
+) -> None:
+    """Dossiers whose facts are nearest the query (cosine >= threshold), best first."""
+    scope = _scope(role)
+    with _driver() as driver:
+        result = retriever.retrieve_relevant_dossiers(
+            driver, scope, query, top_k, threshold, include_archived=archived
+        )
+    if as_json:
+        _print_json({"count": result.total, "dossiers": [d.as_json() for d in result.dossiers]})
+        return
+    table = Table(title=f"{result.total} dossier(s) match; top {len(result.dossiers)}")
+    for col in ("score", "id", "title", "facts", "summary"):
+        table.add_column(col)
+    for d in result.dossiers:
+        table.add_row(f"{d.score or 0:.2f}", d.id, escape(d.title), str(len(d.facts)), escape(d.summary))
+    console.print(table)
+
+
+@dossier_app.command("show")
+def show(
+    dossier_id: Annotated[str, typer.Argument(help="dossier id")],
+    role: RoleOption = None,
+    as_json: AsJson = False,
+) -> None:
+    """One dossier: summary, facts and history."""
+    scope = _scope(role)
+    with _driver() as driver:
+        view = retriever.get_dossier(driver, scope, dossier_id)
+    if view is None:
+        raise _fail("no such dossier")
+    if as_json:
+        _print_json(view.as_json())
+        return
+    console.print(f"[bold]{escape(view.title)}[/] ({view.id}, {view.fields.get('status')})")
+    console.print(f"Summary: {escape(view.summary)}")
+    for f in view.facts:
+        console.print(f"  - {escape(str(f.get('text')))}  [dim]{f.get('added_at')}[/]")
+    console.print("History:")
+    for e in view.history:
+        what = e.get("new_value") or e.get("excerpt") or ""
+        console.print(f"  {e.get('timestamp')}  [cyan]{e.get('op')}[/]  {escape(str(what))}")
+
+
+@dossier_app.command("export")
+def export(
+    dossier_id: Annotated[str, typer.Argument(help="dossier id")],
+    out: Annotated[Path | None, typer.Option("--out", help="write to this file instead of stdout")] = None,
+    role: RoleOption = None,
+) -> None:
+    """The dossier with its facts, history and related dossiers as JSON."""
+    scope = _scope(role)
+    with _driver() as driver:
+        doc = curation.export_dossier(driver, scope, dossier_id)
+    if doc is None:
+        raise _fail("no such dossier")
+    text = json.dumps(doc, indent=2, ensure_ascii=False, default=str)
+    if out is None:
+        print(text)
+    else:
+        out.write_text(text + "\n", encoding="utf-8")
+        console.print(f"exported {dossier_id} to {out}")
+
+
+def _curate(work: Any) -> None:
+    with _driver() as driver:
+        try:
+            result = work(driver)
+        except curation.CurationError as exc:
+            raise _fail(str(exc), code=2) from None
+    done = " (already done)" if result.already_done else ""
+    moved = f", {len(result.moved_facts)} fact(s) moved" if result.moved_facts else ""
+    console.print(f"{result.op}: {', '.join(result.dossier_ids)}{moved}{done}")
+
+
+@dossier_app.command("merge")
+def merge(
+    source: Annotated[str, typer.Argument(help="dossier merged away (kept, marked merged)")],
+    target: Annotated[str, typer.Argument(help="dossier that receives the facts")],
+    rationale: Rationale = None,
+) -> None:
+    """Merge SOURCE into TARGET: facts move, both histories stay, SOURCE is marked merged."""
+    _curate(lambda d: curation.merge_dossiers(d, source, target, rationale))
+
+
+@dossier_app.command("archive")
+def archive(
+    dossier_id: Annotated[str, typer.Argument(help="dossier id")], rationale: Rationale = None
+) -> None:
+    """Archive a dossier: kept with its history, but out of routing and default search."""
+    _curate(lambda d: curation.archive_dossier(d, dossier_id, rationale))
+
+
+@dossier_app.command("link")
+def link(
+    a: Annotated[str, typer.Argument(help="dossier id")],
+    b: Annotated[str, typer.Argument(help="dossier id")],
+    rationale: Rationale = None,
+) -> None:
+    """Record that two dossiers are related (a journal entry about both)."""
+    _curate(lambda d: curation.link_dossiers(d, a, b, rationale))
+
+
+@dossier_app.command("related")
+def related(
+    dossier_id: Annotated[str, typer.Argument(help="dossier id")],
+    top_k: Annotated[int, typer.Option("--top-k", min=1, max=50)] = 5,
+    role: RoleOption = None,
+) -> None:
+    """Linked dossiers, then those whose facts vote for this one's."""
+    scope = _scope(role)
+    with _driver() as driver:
+        _print_json(curation.related_dossiers(driver, scope, dossier_id, top_k))
+
+
+def garden(
+    block_id: Annotated[str | None, typer.Argument(help="the block to garden")] = None,
+    all_blocks: Annotated[bool, typer.Option("--all", help="garden every unprocessed block")] = False,
+) -> None:
+    """Tag a block, route its facts into dossiers and delete its turns; --all migrates every block."""
+    if (block_id is None) == (not all_blocks):
+        raise _fail("give a BLOCK_ID or --all (not both)", code=2)
+    with _driver() as driver:
+        if block_id is not None:
+            try:
+                report = gardener.garden_block(driver, block_id)
+            except gardener.BlockNotFound as exc:
+                raise _fail(str(exc)) from None
+            _print_json(report.as_json())
+            return
+        with _progress() as bar:
+            task = bar.add_task("gardening blocks", total=None)
+
+            def advance(done_id: str, n: int, total: int) -> None:
+                bar.update(task, total=total, completed=n, description=f"gardened {done_id}")
+
+            migration = gardener.garden_all(driver, progress=advance)
+    _print_migration(migration)
+
+
+def _print_migration(m: gardener.MigrationReport) -> None:
+    console.print(f"gardened {len(m.gardened)} block(s), {len(m.failed)} failed")
+    for bid, why in m.failed.items():
+        console.print(f"  [red]failed[/] {bid}: {escape(why)}")
+    console.print(f"Validation: {m.dossiers} dossier(s); {m.facts_embedded}/{m.facts_total} facts embedded")
+    dist = Table(title="facts per dossier")
+    for col in ("id", "title", "status", "facts"):
+        dist.add_column(col)
+    for row in m.fact_distribution:
+        dist.add_row(row["id"], escape(str(row["title"])), str(row["status"]), str(row["facts"]))
+    console.print(dist)
+    prov = Table(title="provenance (journal entries per dossier and op)")
+    for col in ("id", "op", "count"):
+        prov.add_column(col)
+    for row in m.provenance:
+        prov.add_row(row["id"], row["op"], str(row["n"]))
+    console.print(prov)
+
+
+def ingest_packets(
+    path: Annotated[Path, typer.Argument(help="fact packets: JSON lines (or a JSON array)")],
+) -> None:
+    """Route every packet of FILE into dossiers (one transaction per packet; re-runs are no-ops)."""
+    try:
+        packets = files.read_packets(path)
+    except InputError as exc:
+        raise _input_error(exc) from None
+    total_facts = sum(len(p.facts) for p in packets)
+    with _driver() as driver, _progress() as bar:
+        task = bar.add_task("routing facts", total=total_facts)
+        results = governor.ingest_packets(driver, packets, progress=lambda n: bar.advance(task, n))
+    created = sum(r.action == "created" for r in results)
+    appended = sum(r.action == "appended" for r in results)
+    repeated = sum(r.action == "already_applied" for r in results)
+    skipped = sum(len(r.skipped) for r in results)
+    console.print(
+        f"{len(results)} packet(s): {created} created a dossier, {appended} appended, "
+        f"{repeated} already applied; {skipped} duplicate fact(s) skipped"
+    )
+
+
+def ingest_block_file(
+    path: Annotated[Path, typer.Argument(help="blocks with turns and facts: a JSON array or JSON lines")],
+    garden_now: Annotated[bool, typer.Option("--garden", help="garden the blocks right away")] = False,
+) -> None:
+    """Store conversation blocks (turns and extracted facts) for the gardener."""
+    try:
+        parsed = files.read_blocks(path)
+    except InputError as exc:
+        raise _input_error(exc) from None
+    with _driver() as driver:
+        try:
+            reports = blocks.ingest_blocks(driver, parsed)
+        except InputError as exc:
+            raise _input_error(exc) from None
+        console.print(
+            f"stored {len(reports)} block(s), {sum(r.turns for r in reports)} turn(s), "
+            f"{sum(r.facts for r in reports)} fact(s)"
+        )
+        if garden_now:
+            with _progress() as bar:
+                task = bar.add_task("gardening blocks", total=len(reports))
+                for r in reports:
+                    gardener.garden_block(driver, r.block_id)
+                    bar.advance(task)
+            _print_migration(gardener.validation_counts(driver))

@@ -1,0 +1,206 @@
+"""Conversation blocks: storing a block with its turns, and the block's sticky tags (note 001).
+
+A block arrives with its turns and the facts already extracted from them; the facts wait
+on the block (``pending_facts``) until the gardener classifies and routes them. After
+gardening, the ``Block`` node keeps its tags — ``global_tags`` (a list) and
+``section_rules`` (JSON) — stored once per block and referenced by every fact that came
+from it, while the turns themselves are deleted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from neo4j import Driver
+
+from cairn.memory.dossiers.models import Access, BlockInput, InputError, Problem, parse_block
+from cairn.memory.dossiers.retriever import edge_allowed
+from cairn.policy.acl import acl_visible
+from cairn.policy.preselector import mask
+from cairn.policy.scope import Scope
+
+
+def block_node_id(block_id: str) -> str:
+    return f"blk-{block_id}"
+
+
+def turn_node_id(block_id: str, turn_index: int) -> str:
+    return f"turn-{block_id}-{turn_index}"
+
+
+PROCESSED_BLOCKS = """
+UNWIND $block_ids AS bid
+MATCH (b:Block {block_id: bid})
+WHERE b.processed_at IS NOT NULL
+RETURN b.block_id AS block_id
+"""
+
+WRITE_BLOCK = """
+MERGE (b:Entity:Block {id: $id})
+ON CREATE SET b.created_at = datetime($now)
+SET b += $props, b.observed_at = CASE WHEN $observed_at IS NULL THEN null ELSE datetime($observed_at) END
+WITH b
+UNWIND $turns AS t
+MERGE (turn:Entity:Turn {id: t.id})
+ON CREATE SET turn.created_at = datetime($now)
+SET turn += t.props
+MERGE (turn)-[:PART_OF]->(b)
+"""
+
+SAVE_METADATA = """
+MERGE (b:Entity:Block {id: $id})
+ON CREATE SET b.created_at = datetime(), b.block_id = $block_id, b += $access
+SET b.global_tags = $global_tags, b.section_rules = $section_rules
+"""
+
+BLOCK_METADATA = f"""
+MATCH (b:Block {{block_id: $block_id}})
+WHERE {acl_visible("b")}
+OPTIONAL MATCH (t:Turn)-[:PART_OF]->(b)
+WHERE {acl_visible("t")} AND {edge_allowed("PART_OF", "t", "b")}
+WITH b, count(t) AS turns
+OPTIONAL MATCH (f:Fact)-[:FROM_BLOCK]->(b)
+WHERE {acl_visible("f")} AND {edge_allowed("FROM_BLOCK", "f", "b")}
+RETURN properties(b) AS props, turns, count(f) AS facts
+"""
+
+
+@dataclass(frozen=True)
+class BlockMetadata:
+    block_id: str
+    global_tags: list[str]
+    section_rules: list[dict[str, Any]]
+    processed_at: str | None
+    turns: int  # turns still stored (0 once gardened)
+    facts: int  # facts that name this block as their source
+    fields: dict[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "block_id": self.block_id,
+            "global_tags": self.global_tags,
+            "section_rules": self.section_rules,
+            "processed_at": self.processed_at,
+            "turns": self.turns,
+            "facts": self.facts,
+        }
+
+
+@dataclass(frozen=True)
+class BlockIngestReport:
+    block_id: str
+    turns: int
+    facts: int
+
+
+def _as_block(block: BlockInput | Mapping[str, Any], where: str = "") -> BlockInput:
+    return block if isinstance(block, BlockInput) else parse_block(dict(block), where)
+
+
+def _turn_rows(block: BlockInput) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": turn_node_id(block.block_id, int(t.turn_index or 0)),
+            "props": {
+                "turn_index": t.turn_index,
+                "turn_id": t.turn_id,
+                "user_text": t.user_text,
+                "assistant_text": t.assistant_text,
+                **block.access.props(),
+            },
+        }
+        for t in block.numbered_turns
+    ]
+
+
+def processed_block_ids(driver: Driver, block_ids: Iterable[str]) -> set[str]:
+    """Those of ``block_ids`` that were gardened already."""
+    records, _, _ = driver.execute_query(PROCESSED_BLOCKS, block_ids=sorted(set(block_ids)))
+    return {str(r["block_id"]) for r in records}
+
+
+def ingest_blocks(
+    driver: Driver, blocks: Sequence[BlockInput | Mapping[str, Any]]
+) -> list[BlockIngestReport]:
+    """Store blocks with their turns and pending facts; one transaction per block.
+
+    Every block is validated first, and a block that was already gardened is refused (its
+    turns would come back and never be gardened again); on any problem nothing is written.
+    """
+    parsed = [_as_block(b, f"blocks[{i}]: " if len(blocks) > 1 else "") for i, b in enumerate(blocks)]
+    seen: set[str] = set()
+    problems = []
+    for b in parsed:
+        if b.block_id in seen:
+            problems.append(Problem(b.block_id, "block listed twice"))
+        seen.add(b.block_id)
+    problems += [
+        Problem(bid, "already gardened; its turns were deleted")
+        for bid in sorted(processed_block_ids(driver, seen))
+    ]
+    if problems:
+        raise InputError("block", problems)
+    reports = []
+    for b in parsed:
+        props = {
+            "block_id": b.block_id,
+            "pending_facts": json.dumps([f.model_dump(mode="json") for f in b.items]),
+            "last_turn": max((int(t.turn_index or 0) for t in b.numbered_turns), default=None),
+            **b.access.props(),
+        }
+        driver.execute_query(
+            WRITE_BLOCK,
+            id=block_node_id(b.block_id),
+            props=props,
+            observed_at=b.timestamp.isoformat() if b.timestamp else None,
+            turns=_turn_rows(b),
+            now=_now(),
+        )
+        reports.append(BlockIngestReport(b.block_id, len(b.turns), len(b.facts)))
+    return reports
+
+
+def ingest_block(driver: Driver, block: BlockInput | Mapping[str, Any]) -> BlockIngestReport:
+    return ingest_blocks(driver, [block])[0]
+
+
+def save_block_metadata(
+    driver: Driver, block_id: str, global_tags: Sequence[str], section_rules: Sequence[Mapping[str, Any]]
+) -> None:
+    """Store a block's tags once, on the block (creating a bare block with default access if absent)."""
+    driver.execute_query(
+        SAVE_METADATA,
+        id=block_node_id(block_id),
+        block_id=block_id,
+        access=Access().props(),
+        global_tags=list(global_tags),
+        section_rules=json.dumps([dict(r) for r in section_rules]),
+    )
+
+
+def get_block_metadata(driver: Driver, scope: Scope, block_id: str) -> BlockMetadata | None:
+    """The block's tags and counts as the scope may see them; None when absent or hidden."""
+    records, _, _ = driver.execute_query(BLOCK_METADATA, {**scope.cypher_params(), "block_id": block_id})
+    if not records:
+        return None
+    r = records[0]
+    fields, _ = mask("Block", {k: v for k, v in r["props"].items() if k != "pending_facts"}, scope)
+    rules = fields.get("section_rules")
+    processed = fields.get("processed_at")
+    return BlockMetadata(
+        block_id=block_id,
+        global_tags=list(fields.get("global_tags") or []),
+        section_rules=json.loads(rules) if isinstance(rules, str) else [],
+        processed_at=None if processed is None else str(processed),
+        turns=int(r["turns"]),
+        facts=int(r["facts"]),
+        fields=fields,
+    )
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()

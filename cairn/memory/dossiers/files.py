@@ -1,0 +1,85 @@
+"""Reading packets and blocks from files: a JSON array, one JSON object, or JSON lines.
+
+Every record is validated before anything is written, and a problem names its line (JSON
+lines) or array position, so a 10 000-line file with one bad line fails with the line
+number and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from cairn.memory.dossiers.models import (
+    BlockInput,
+    FactPacket,
+    InputError,
+    Problem,
+    parse_block,
+    parse_packet,
+)
+
+T = TypeVar("T")
+
+
+def _records(path: Path) -> list[tuple[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError("file", [Problem(str(path), exc.strerror or str(exc))]) from None
+    stripped = text.lstrip()
+    if stripped.startswith(("[", "{")) and not _is_json_lines(stripped):
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise InputError("file", [Problem(str(path), f"not valid JSON: {exc}")]) from None
+        items = data if isinstance(data, list) else [data]
+        return [(f"{path.name}[{i}]: ", item) for i, item in enumerate(items)]
+    out = []
+    problems = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append((f"{path.name}:{n}: ", json.loads(line)))
+        except ValueError as exc:
+            problems.append(Problem(f"{path.name}:{n}", f"not valid JSON: {exc}"))
+    if problems:
+        raise InputError("file", problems)
+    return out
+
+
+def _is_json_lines(text: str) -> bool:
+    """More than one non-blank line, each a complete JSON value."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) < 2:
+        return False
+    try:
+        for ln in lines[:2]:
+            json.loads(ln)
+    except ValueError:
+        return False
+    return True
+
+
+def _parse_all(path: Path, parse: Callable[[Any, str], T]) -> list[T]:
+    parsed: list[T] = []
+    problems: list[Problem] = []
+    for where, raw in _records(path):
+        try:
+            parsed.append(parse(raw, where))
+        except InputError as exc:
+            problems += exc.problems
+    if problems:
+        raise InputError("file", problems)
+    return parsed
+
+
+def read_packets(path: Path) -> list[FactPacket]:
+    return _parse_all(path, parse_packet)
+
+
+def read_blocks(path: Path) -> list[BlockInput]:
+    return _parse_all(path, parse_block)

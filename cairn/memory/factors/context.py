@@ -1,0 +1,124 @@
+"""Context for an LLM answer about factors, built within a token budget (note 003, "Token Budget").
+
+Items are produced in note 003's priority order — every factor's current state, then every
+factor's latest change, then histories, then dependencies — and admitted strictly in that order
+until the next one does not fit: like the budget gate of the "why" pipeline, the gate only ever
+cuts a tail, so a lower-priority item is never kept while a higher-priority one was dropped.
+Tokens are counted with the embedding model's tokenizer (cairn.runtime.tokens).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from neo4j import Driver
+
+from cairn.memory.factors.journal import factor_state, history
+from cairn.memory.factors.models import FactorError, day, fmt
+from cairn.memory.factors.templates import HIDDEN, quote
+from cairn.memory.factors.traversal import dependents, downstream
+from cairn.policy.scope import Scope
+from cairn.runtime.tokens import count_tokens
+
+Kind = Literal["state", "latest_change", "history", "dependencies"]
+PRIORITY: tuple[Kind, ...] = ("state", "latest_change", "history", "dependencies")
+DEFAULT_MAX_TOKENS = 5000
+EXCERPT_CHARS = 200
+HISTORY_LIMIT = 5
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    kind: Kind
+    factor_id: str
+    text: str
+    tokens: int
+
+
+@dataclass(frozen=True)
+class FactorContext:
+    text: str
+    tokens: int
+    max_tokens: int
+    included: tuple[ContextItem, ...]
+    excluded: tuple[tuple[Kind, str, str], ...]  # (kind, factor id, reason)
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "tokens": self.tokens,
+            "max_tokens": self.max_tokens,
+            "included": [{"kind": i.kind, "factor_id": i.factor_id, "tokens": i.tokens} for i in self.included],
+            "excluded": [{"kind": k, "factor_id": f, "reason": r} for k, f, r in self.excluded],
+        }
+
+
+def _items(
+    driver: Driver, scope: Scope, factor_ids: list[str], include_history: bool, include_dependencies: bool
+) -> list[tuple[Kind, str, str]]:
+    states = {}
+    for fid in factor_ids:
+        try:
+            states[fid] = factor_state(driver, scope, fid)
+        except FactorError:
+            continue  # unknown or not visible: contributes nothing, says nothing
+    chains = {fid: history(driver, scope, fid, limit=HISTORY_LIMIT) for fid in states}
+    out: list[tuple[Kind, str, str]] = []
+    for fid, s in states.items():
+        conf = "n/a" if s.confidence is None else f"{s.confidence:g}"
+        out.append(("state", fid, f"[{s.name}] value {fmt(s.value)} (scale {s.scale}), confidence {conf}, "
+                                   f"status {s.status or 'unassessed'}, last updated {day(s.last_updated)}"))
+    for fid, s in states.items():
+        if chains[fid]:
+            e = chains[fid][0]
+            out.append(("latest_change", fid, f"[{s.name}] latest change {day(e.timestamp)}: "
+                                              f"{quote(e.rationale)}; excerpt: {e.excerpt[:EXCERPT_CHARS].strip()}"))
+    if include_history:
+        for fid, s in states.items():
+            if len(chains[fid]) > 1:
+                steps = "; ".join(
+                    f"{day(e.timestamp)} {fmt(e.previous_value)}→{fmt(e.new_value)} {quote(e.rationale)}"
+                    for e in chains[fid]
+                )
+                out.append(("history", fid, f"[{s.name}] history: {steps}"))
+    if include_dependencies:
+        for fid, s in states.items():
+            graph = downstream(driver, scope, [fid])
+            needs = [
+                f"{graph.nodes[e.target].name} = {fmt(graph.nodes[e.target].value)} (needs {fmt(e.min_value)})"
+                if e.target is not None
+                else HIDDEN
+                for e in graph.out.get(fid, [])
+            ]
+            users = [f"{name} (needs {fmt(t)})" for _, _, name, t in dependents(driver, scope, fid)]
+            if needs or users:
+                out.append(("dependencies", fid, f"[{s.name}] depends on: {', '.join(needs) or 'nothing'}; "
+                                                 f"needed by: {', '.join(users) or 'nothing'}"))
+    order = {k: i for i, k in enumerate(PRIORITY)}
+    return sorted(out, key=lambda item: order[item[0]])  # stable: factor order kept within a kind
+
+
+def build_context(
+    driver: Driver,
+    scope: Scope,
+    factor_ids: list[str],
+    *,
+    include_history: bool = True,
+    include_dependencies: bool = True,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> FactorContext:
+    """Context lines for ``factor_ids`` (as the scope sees them) within ``max_tokens``."""
+    included: list[ContextItem] = []
+    excluded: list[tuple[Kind, str, str]] = []
+    used = 0
+    cut = False
+    for kind, fid, text in _items(driver, scope, factor_ids, include_history, include_dependencies):
+        tokens = count_tokens(text)
+        if cut or used + tokens > max_tokens:
+            cut = True
+            excluded.append((kind, fid, "token_budget"))
+            continue
+        included.append(ContextItem(kind, fid, text, tokens))
+        used += tokens
+    text = "\n".join(i.text for i in included)
+    return FactorContext(text, count_tokens(text), max_tokens, tuple(included), tuple(excluded))

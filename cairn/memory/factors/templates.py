@@ -1,0 +1,209 @@
+"""Templated answers (no LLM) for the factor questions, composed only from the evidence given.
+
+Everything here names nodes by their display name and dates by day; ids never appear, and a
+hidden prerequisite is only ever the fixed phrase ``HIDDEN``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from cairn.memory.factors.models import HIDDEN_PREREQUISITE, FactorState, JournalEntryView, Status, day, fmt
+
+if TYPE_CHECKING:
+    from cairn.memory.factors.questions import (
+        Dependency,
+        Dependent,
+        FactorChange,
+        NodeRef,
+        Prerequisite,
+        StatusChange,
+        Step,
+        StillBlocked,
+    )
+
+HIDDEN = HIDDEN_PREREQUISITE
+QUOTE_MAX = 160
+num = fmt
+
+
+def quote(text: str) -> str:
+    flat = " ".join(text.split())
+    if len(flat) > QUOTE_MAX:
+        flat = flat[: QUOTE_MAX - 1].rstrip() + "…"
+    return f'"{flat}"'
+
+
+def names(items: Sequence[str]) -> str:
+    if not items:
+        return "nothing"
+    if len(items) == 1:
+        return items[0]
+    return ", ".join(items[:-1]) + f" and {items[-1]}"
+
+
+def _entry_line(e: JournalEntryView) -> str:
+    if e.op == "confirm":
+        return f"{day(e.timestamp)} confirmed {fmt(e.new_value)}"
+    if e.previous_value is None:
+        return f"{day(e.timestamp)} set to {fmt(e.new_value)} ({quote(e.rationale)})"
+    return f"{day(e.timestamp)}: {fmt(e.previous_value)} → {fmt(e.new_value)} ({quote(e.rationale)})"
+
+
+def _hidden_sentence(subject: str, hidden_by: Sequence[NodeRef]) -> str:
+    if not hidden_by:
+        return ""
+    needers = sorted({n.name for n in hidden_by} - {subject})
+    count = len(hidden_by)
+    what = HIDDEN if count == 1 else f"{count} prerequisites you cannot see"
+    by = f" (required by {names(needers)})" if needers else ""
+    return f"{subject} also depends on {what}{by}."
+
+
+def why_blocked(
+    subject: str,
+    status: Status,
+    blockers: Sequence[Prerequisite],
+    hidden_by: Sequence[NodeRef],
+    reached: int,
+) -> str:
+    if status == "ready":
+        return f"{subject} is not blocked: all {reached} prerequisite(s) it depends on are met."
+    if status == "undetermined":
+        return (
+            f"No prerequisite of {subject} that you can see is unmet, but {subject} also depends on "
+            f"{HIDDEN}, so whether it is ready cannot be determined from your view."
+        )
+    lines = [f"{subject} is blocked by {len(blockers)} unmet prerequisite(s):"]
+    for i, b in enumerate(blockers, start=1):
+        need = (
+            f"it needs at least {fmt(b.threshold)}"
+            if len(b.via) == 1
+            else f"{b.required_by.name} needs at least {fmt(b.threshold)} "
+            f"({' → '.join(n.name for n in (*b.via, b.factor))})"
+        )
+        line = f"{i}. {b.factor.name} is {fmt(b.value)}; {need}."
+        if b.entries:
+            latest, *earlier = b.entries
+            conf = "" if latest.confidence is None else f" (confidence {latest.confidence:g})"
+            line += f" Last set on {day(latest.timestamp)}: {quote(latest.rationale)}{conf}."
+            if earlier:
+                line += " Earlier: " + "; ".join(_entry_line(e) for e in earlier) + "."
+        else:
+            line += " It has not been assessed yet."
+        lines.append(line)
+    hidden = _hidden_sentence(subject, hidden_by)
+    if hidden:
+        lines.append(hidden)
+    return "\n".join(lines)
+
+
+def why_value(
+    state: FactorState,
+    status: Status,
+    chain: Sequence[JournalEntryView],
+    deps: Sequence[Dependency],
+    hidden: int,
+    ups: Sequence[Dependent],
+) -> str:
+    if state.value is None:
+        head = f"{state.name} has not been assessed yet."
+    else:
+        conf = "" if state.confidence is None else f"confidence {state.confidence:g}, "
+        head = f"{state.name} is {fmt(state.value)} ({conf}{state.status or 'unconfirmed'})"
+        if chain:
+            head += f", last changed on {day(chain[0].timestamp)}: {quote(chain[0].rationale)}"
+        head += "."
+    lines = [head]
+    if deps:
+        composite = any(d.weight for d in deps) and all(d.threshold == 0 for d in deps)
+        lines.append("It is a composite of:" if composite else "It depends on:")
+        for i, d in enumerate(deps, start=1):
+            mark = " (largest drag)" if i == 1 and len(deps) > 1 else ""
+            line = f"{i}. {d.factor.name}: {fmt(d.value)}{mark}"
+            if not composite:
+                line += f", needs at least {fmt(d.threshold)} ({'met' if d.met else 'not met'})"
+            if d.last_entry is not None:
+                line += f". Last assessed {day(d.last_entry.timestamp)}: {quote(d.last_entry.rationale)}"
+            lines.append(line + ".")
+        top = deps[0].drag
+        heavy = [d.factor.name for d in deps if top > 0 and d.drag >= top / 2 and d.value is not None]
+        if heavy:
+            verb = "pulls" if len(heavy) == 1 else "pull"
+            lines.append(f"{names(heavy)} {verb} the value down most.")
+        for d in deps:
+            if d.changed_after_subject and d.last_entry is not None:
+                lines.append(
+                    f"{d.factor.name} changed on {day(d.last_entry.timestamp)}, after {state.name} was "
+                    f"last set, so {state.name} may be out of date."
+                )
+    if hidden:
+        lines.append(f"It also depends on {HIDDEN if hidden == 1 else f'{hidden} prerequisites you cannot see'}.")
+    if status == "blocked":
+        lines.append(f"{state.name} itself is blocked by an unmet prerequisite further down.")
+    if len(chain) > 1:
+        lines.append("History: " + "; ".join(_entry_line(e) for e in chain) + ".")
+    if ups:
+        needed = [f"{u.node.name} (needs {fmt(u.threshold)}, {'met' if u.met else 'not met'})" for u in ups]
+        lines.append("Needed by: " + "; ".join(needed) + ".")
+    return "\n".join(lines)
+
+
+def _blockers_text(still: StillBlocked) -> str:
+    parts = [f"{f.name} ({fmt(v)}, needs {fmt(t)})" for f, v, t in still.blockers]
+    return f"{still.node.name} would still be blocked by {names(parts)}" if parts else (
+        f"{still.node.name} would still depend on {HIDDEN}"
+    )
+
+
+def what_if(
+    name: str,
+    current: float | None,
+    final: float,
+    steps: Sequence[Step],
+    unblocked: Sequence[NodeRef],
+    blocked: Sequence[NodeRef],
+    others: Sequence[StatusChange],
+    still: Sequence[StillBlocked],
+    ladder: bool,
+) -> str:
+    lines: list[str] = []
+    if ladder and len(steps) > 1:
+        lines.append(f"{name} is {fmt(current)} now.")
+        for i, step in enumerate(steps):
+            if step.unblocked:
+                more = " also" if i else ""
+                got = names([n.name for n in step.unblocked])
+                lines.append(f"Raising it to {fmt(step.value)} would{more} unblock {got}.")
+            else:
+                lines.append(f"Raising it to {fmt(step.value)} would unblock {'nothing more' if i else 'nothing yet'}.")
+    else:
+        lines.append(f"If {name} were {fmt(final)} instead of {fmt(current)}:")
+        if unblocked:
+            lines.append(f"{names([n.name for n in unblocked])} would become unblocked.")
+        if blocked:
+            lines.append(f"{names([n.name for n in blocked])} would become blocked.")
+        if not unblocked and not blocked and not others:
+            lines.append("nothing you can see would change its readiness.")
+    for change in others:
+        lines.append(f"{change.node.name} would go from {change.before} to {change.after}.")
+    for s in still:
+        lines.append(f"{_blockers_text(s)}.")
+    lines.append("This is hypothetical; nothing was changed.")
+    return "\n".join(lines)
+
+
+def what_changed(since: datetime, until: datetime | None, changes: Sequence[FactorChange]) -> str:
+    window = f"Since {day(since)}" + (f" (until {day(until)})" if until else "")
+    if not changes:
+        return f"{window}, nothing changed."
+    lines = [f"{window}, {len(changes)} factor(s) changed:"]
+    for c in changes:
+        entries = "; ".join(_entry_line(e) for e in c.entries)
+        lines.append(
+            f"- {c.factor.name}: {fmt(c.before)} → {fmt(c.after)}, in {len(c.entries)} entr"
+            f"{'y' if len(c.entries) == 1 else 'ies'}: {entries}."
+        )
+    return "\n".join(lines)
