@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from cairn.cli import app
 from cairn.ingest.fixtures import FixtureError, FixtureSet, Problem, load_fixture_dir
 from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.runtime.settings import REPO_ROOT
+from cairn.schema.checksum import graph_checksum
 
 ACME = REPO_ROOT / "fixtures" / "acme"
 DESCOPE = "acme-corp-descope-onprem-2024"
@@ -27,31 +27,6 @@ NEW_DECISION = "acme-corp-test-only-new-decision-2026"
 
 
 # --- helpers ---------------------------------------------------------------------------
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "iso_format"):  # neo4j temporal types
-        return value.iso_format()
-    raise TypeError(f"cannot serialise {type(value).__name__}")
-
-
-def _canon(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=_plain, ensure_ascii=False)
-
-
-def graph_checksum(driver: Driver) -> str:
-    """sha256 over every node (labels, properties) and relationship (start, type, end, properties)."""
-    nodes, _, _ = driver.execute_query("MATCH (n) RETURN labels(n) AS labels, properties(n) AS props")
-    rels, _, _ = driver.execute_query(
-        "MATCH (a)-[r]->(b) RETURN a.id AS start, type(r) AS type, b.id AS end, properties(r) AS props"
-    )
-    lines = sorted(_canon([sorted(r["labels"]), r["props"]]) for r in nodes)
-    lines.append("--relationships--")
-    lines += sorted(_canon([r["start"], r["type"], r["end"], r["props"]]) for r in rels)
-    digest = hashlib.sha256()
-    for line in lines:
-        digest.update(line.encode("utf-8") + b"\n")
-    return digest.hexdigest()
 
 
 def label_count(driver: Driver, label: str) -> int:

@@ -130,7 +130,7 @@ def _conf_text(settings: Settings) -> str:
     )
 
 
-def _java_cmd(settings: Settings, main_class: str, *args: str) -> list[str]:
+def java_cmd(settings: Settings, main_class: str, *args: str) -> list[str]:
     java = _require("java", "Install a Java 17+ runtime (Debian: apt-get install openjdk-17-jre-headless).")
     home = settings.neo4j_home
     return [
@@ -160,13 +160,13 @@ def bolt_uri(settings: Settings) -> str:
     return f"bolt://127.0.0.1:{settings.bolt_port}"
 
 
-def _prepare_home(settings: Settings) -> None:
+def prepare_home(settings: Settings) -> None:
     home = settings.neo4j_home
     for sub in ("conf", "data", "logs", "run", "plugins", "import"):
         (home / sub).mkdir(parents=True, exist_ok=True)
     (home / "conf" / "neo4j.conf").write_text(_conf_text(settings))
     if not (home / "data" / "dbms" / "auth.ini").exists():
-        cmd = _java_cmd(settings, ADMIN_CLASS, "dbms", "set-initial-password", password(settings))
+        cmd = java_cmd(settings, ADMIN_CLASS, "dbms", "set-initial-password", password(settings))
         env = {**os.environ, "NEO4J_HOME": str(home), "NEO4J_CONF": str(home / "conf")}
         result = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
         if result.returncode != 0:
@@ -221,12 +221,12 @@ def start(settings: Settings, timeout_s: float = 180.0) -> ServerStatus:
     if _read_pid(settings) is not None:
         return _wait_for_bolt(settings, timeout_s)
     ensure_jars(settings)
-    _prepare_home(settings)
+    prepare_home(settings)
     home = settings.neo4j_home
     log = (home / "logs" / "console.log").open("ab")
     env = {**os.environ, "NEO4J_HOME": str(home), "NEO4J_CONF": str(home / "conf")}
     proc = subprocess.Popen(
-        _java_cmd(
+        java_cmd(
             settings,
             MAIN_CLASS,
             f"--home-dir={home}",

@@ -1,0 +1,67 @@
+"""`cairn ask` (the why pipeline from the shell) and `cairn bench` (run the benchmarks)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from cairn.memory.ask import AskService
+from cairn.policy.passport import headers_for, verify
+from cairn.policy.preselector import AnchorNotVisible
+from cairn.policy.profiles import PolicyRegistry
+from cairn.runtime.database import async_driver
+from cairn.runtime.llm import LLMClient
+from cairn.runtime.settings import REPO_ROOT, get_settings
+
+console = Console()
+
+
+class Mode(StrEnum):
+    ask = "ask"
+    query = "query"
+
+
+def ask(
+    anchor: Annotated[str, typer.Argument(help="decision or event id")],
+    role: Annotated[str, typer.Option(help="role profile to ask as")] = "staff",
+    mode: Annotated[Mode, typer.Option(help="ask = templater; query = LLM when allowed")] = Mode.ask,
+    meta: Annotated[bool, typer.Option(help="print the full audit meta as JSON")] = False,
+) -> None:
+    """Why was ANCHOR decided? Answered as ROLE would see it, with the audit meta on request."""
+    settings = get_settings()
+    registry = PolicyRegistry.load(settings.policy_file)
+    caller = verify(headers_for(registry, role), registry, None)
+
+    async def run() -> Any:
+        driver = async_driver(settings)
+        try:
+            return await AskService(driver, LLMClient(settings), settings.traces).ask(
+                caller, anchor, mode=mode.value
+            )
+        finally:
+            await driver.close()
+
+    try:
+        result = asyncio.run(run())
+    except AnchorNotVisible:
+        console.print(f"no node '{anchor}' visible to role {role}")
+        raise typer.Exit(4) from None
+    if meta:
+        print(json.dumps(result.meta, indent=2))
+        return
+    console.print(result.envelope["text"])
+    console.print(f"[dim]request {caller.request_id}; trace in {settings.traces}[/]")
+
+
+def bench(
+    names: Annotated[list[str] | None, typer.Argument(help="benchmark modules (default: all)")] = None,
+) -> None:
+    """Run the benchmarks in bench/ (results in bench/results/)."""
+    raise typer.Exit(subprocess.call([sys.executable, "-m", "bench", *(names or [])], cwd=REPO_ROOT))
