@@ -7,6 +7,7 @@ no-op, and a run killed mid-way is completed by running it again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,12 @@ FIND_LABELS = """
 UNWIND $ids AS id
 MATCH (n:Entity {id: id})
 RETURN n.id AS id, [l IN labels(n) WHERE l <> 'Entity'][0] AS label
+"""
+
+STORED_EMBEDDINGS = """
+UNWIND $ids AS id
+MATCH (n:Entity {id: id})
+RETURN n.id AS id, n.embedding_model AS model, n.embedding_text_sha AS sha
 """
 
 STORED_CAUSAL = "MATCH (a:Entity)-[:CAUSAL_PRECEDES]->(b:Entity) RETURN a.id AS a, b.id AS b"
@@ -228,11 +235,21 @@ def event_text(e: EventRecord) -> str:
     return f"{e.summary}. {e.description}".strip()
 
 
-def _embed_rows(rows: list[dict[str, Any]], texts: list[str], embedder: Embedder) -> None:
-    """Attach embeddings in one batch per kind; the model name goes with every vector."""
-    for row, vector in zip(rows, embedder.embed(texts), strict=True):
-        row["props"]["embedding"] = [float(x) for x in vector]
-        row["props"]["embedding_model"] = embedder.name
+def _embed_rows(driver: Driver, rows: list[dict[str, Any]], texts: list[str], embedder: Embedder) -> None:
+    """Attach embeddings in one batch per kind, only where the stored one is stale.
+
+    A vector is reused when the node already holds one made by the same model from the same
+    text (sha256 kept in ``embedding_text_sha``): re-running an ingest, or resuming one that
+    was killed, costs a lookup instead of the model.
+    """
+    shas = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+    records, _, _ = driver.execute_query(STORED_EMBEDDINGS, ids=[r["id"] for r in rows])
+    stored = {r["id"]: (r["model"], r["sha"]) for r in records}
+    stale = [i for i, row in enumerate(rows) if stored.get(row["id"]) != (embedder.name, shas[i])]
+    for i, vector in zip(stale, embedder.embed([texts[i] for i in stale]), strict=True):
+        rows[i]["props"]["embedding"] = [float(x) for x in vector]
+        rows[i]["props"]["embedding_model"] = embedder.name
+        rows[i]["props"]["embedding_text_sha"] = shas[i]
 
 
 def write_fixture_set(
@@ -242,8 +259,8 @@ def write_fixture_set(
     validate_against_store(driver, fs)
     decisions, events = decision_rows(fs), event_rows(fs)
     embedder = embedder or get_embedder()
-    _embed_rows(decisions, [decision_text(d) for d in fs.decisions], embedder)
-    _embed_rows(events, [event_text(e) for e in fs.events], embedder)
+    _embed_rows(driver, decisions, [decision_text(d) for d in fs.decisions], embedder)
+    _embed_rows(driver, events, [event_text(e) for e in fs.events], embedder)
     causal, aliases = causal_rows(fs), alias_rows(fs)
     _write(driver, UPSERT_DECISIONS, decisions, "decisions", progress)
     _write(driver, UPSERT_EVENTS, events, "events", progress)
