@@ -240,7 +240,7 @@ def main() -> None:
     table = [
         "# ask latency vs raw Cypher (k=1)",
         "",
-        "| nodes | raw p50 | raw p95 | ask staff p50 | p95 | ratio p50 | ask director p50 | p95 | ratio p50 |",
+        "| nodes | raw p50 | raw p95 | staff p50 | p95 | ratio p50 | director p50 | p95 | ratio p50 |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for n, row in sizes.items():
