@@ -2,6 +2,8 @@
 
 The service uses the async driver; the CLI, ingest and tests use the sync one. Both read
 the same connection facts so that a user switching to Aura or a cluster changes only env.
+Server notifications (e.g. "property key does not exist" on a fresh database) are off:
+they are advice for query authors, not events for operators.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ def connection(settings: Settings) -> tuple[str, tuple[str, str]]:
 
 def sync_driver(settings: Settings) -> Driver:
     uri, auth = connection(settings)
-    return GraphDatabase.driver(uri, auth=auth, max_connection_pool_size=16)
+    return GraphDatabase.driver(uri, auth=auth, max_connection_pool_size=16, notifications_min_severity="OFF")
 
 
 def async_driver(settings: Settings) -> AsyncDriver:
     uri, auth = connection(settings)
-    return AsyncGraphDatabase.driver(uri, auth=auth, max_connection_pool_size=64)
+    return AsyncGraphDatabase.driver(
+        uri, auth=auth, max_connection_pool_size=64, notifications_min_severity="OFF"
+    )
