@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from neo4j import Driver
 
+from cairn.ingest.correspondence.demo import load_demo_correspondence
+from cairn.ingest.factors import load_demo_factors
 from cairn.ingest.org_memory import ingest_fixture_dir
+from cairn.memory.dossiers.demo import load_demo_dossiers
 from cairn.runtime.settings import REPO_ROOT
 from cairn.schema.migrate import migrate
 
@@ -12,6 +15,9 @@ FIXTURES = REPO_ROOT / "fixtures"
 
 
 def load_demo(driver: Driver) -> None:
-    """Migrate, then load the acme org memory (safe to run on every start)."""
+    """Migrate, then load the org memory, dossiers, factors and correspondence (safe on every start)."""
     migrate(driver)
     ingest_fixture_dir(driver, FIXTURES / "acme")
+    load_demo_dossiers(driver)
+    load_demo_factors(driver)
+    load_demo_correspondence(driver)

@@ -152,7 +152,9 @@ def _records_in(path: Path) -> Iterator[tuple[Path, int | None, Any]]:
         except json.JSONDecodeError as exc:
             yield file, None, ValueError(f"malformed JSON at line {exc.lineno} col {exc.colno}: {exc.msg}")
             continue
-        if isinstance(data, list):
+        if isinstance(data, list) and not data:
+            yield file, None, ValueError("an empty list: the file holds no records")
+        elif isinstance(data, list):
             for i, item in enumerate(data):
                 yield file, i, item
         else:
@@ -214,6 +216,8 @@ def parse_fixture_dir(root: Path) -> tuple[FixtureSet, list[Problem]]:
         for file, index, raw in _records_in(root / folder):
             name = str(file.relative_to(root)) + (f"[{index}]" if index is not None else "")
             _collect(fs, folder, name, raw, problems)
+    if not problems and not fs.origin:
+        problems.append(Problem(str(root), None, None, "no records found"))
     return fs, problems
 
 

@@ -106,7 +106,7 @@ def verify(headers: Mapping[str, str], registry: PolicyRegistry, secret: str | N
             raise _malformed(name, "is malformed")
     if secret is not None:
         given = _get(headers, SIGNATURE) or ""
-        if not hmac.compare_digest(given, sign(headers, secret)):
+        if not _same(given, sign(headers, secret)):
             raise PassportError("PASSPORT_BAD_SIGNATURE", "passport signature is missing or wrong", SIGNATURE)
 
     roles = _list(values["X-User-Roles"], "X-User-Roles", _NAME)
@@ -117,7 +117,7 @@ def verify(headers: Mapping[str, str], registry: PolicyRegistry, secret: str | N
         raise PassportError("POLICY_UNKNOWN_ROLE", "X-User-Roles names no known role", "X-User-Roles")
     if values["X-Policy-Version"] != registry.version:
         raise PassportError("POLICY_STALE", "X-Policy-Version is not the server's", "X-Policy-Version")
-    if not hmac.compare_digest(values["X-Policy-Key"], profile.policy_key):
+    if not _same(values["X-Policy-Key"], profile.policy_key):
         raise PassportError("POLICY_STALE", "X-Policy-Key does not match the role profile", "X-Policy-Key")
     namespaces = _list(values["X-User-Namespaces"], "X-User-Namespaces", _NAME)
 
@@ -138,6 +138,11 @@ def verify(headers: Mapping[str, str], registry: PolicyRegistry, secret: str | N
         request_id=values["X-Request-Id"],
         trace_id=values["X-Trace-Id"],
     )
+
+
+def _same(given: str, expected: str) -> bool:
+    """Constant-time comparison that accepts any text a client may send."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected.encode())
 
 
 def _malformed(header: str, why: str) -> PassportError:
