@@ -30,7 +30,10 @@ ASK = """query($id: ID!, $mode: AskMode!, $budget: Int) {
   }
 }"""
 NODE = "query($id: ID!) { node(id: $id) { id label fields masked } }"
-HOOD = "query($id: ID!, $hops: Int!) { neighbourhood(id: $id, hops: $hops) { anchor { id } nodes { id hop fields } edges { source target type } } }"
+HOOD = (
+    "query($id: ID!, $hops: Int!) { neighbourhood(id: $id, hops: $hops) "
+    "{ anchor { id } nodes { id hop fields } edges { source target type } } }"
+)
 
 STAFF_ANCHOR = "acme-prod-sunset-onprem-connectors-2024"
 ALIAS_EVENT = "acme-e-alias-unify-cloud-2022"
@@ -235,31 +238,35 @@ def test_staff_ask_flow(client: TestClient, registry: PolicyRegistry) -> None:
 
 
 def test_director_query_flow_uses_the_llm(acme: Driver, settings: Settings, registry: PolicyRegistry) -> None:
-    with running_llm_server() as url:
-        with TestClient(create_app(settings.model_copy(update={"llm_base_url": url}))) as c:
-            headers = passport(registry, "director")
-            ask = gql(c, ASK, headers, id=STAFF_ANCHOR, mode="QUERY", budget=None)["data"]["ask"]
-            meta = ask["meta"]
-            assert ask["response"]["mode"] == "llm"
-            completion = ask["response"]["llm_completion"]
-            assert completion["text"].startswith("Answer based on")
-            assert completion["token_usage"]["prompt"] > 0 and completion["token_usage"]["completion"] > 0
-            assert ask["envelope"]["permissionsNote"] is None
-            assert meta["evidence_sets"]["payload_excluded_ids"] == []
-            assert meta["runtime"]["fallback_used"] is False
-            rid = meta["request"]["request_id"]
-            full = c.get(f"/bundles/{rid}/bundle_full", headers=headers)
-            assert full.status_code == 200
-            with zipfile.ZipFile(io.BytesIO(full.content)) as zf:
-                assert "llm_raw.json" in zf.namelist() and "_meta_audit.json" in zf.namelist()
+    with (
+        running_llm_server() as url,
+        TestClient(create_app(settings.model_copy(update={"llm_base_url": url}))) as c,
+    ):
+        headers = passport(registry, "director")
+        ask = gql(c, ASK, headers, id=STAFF_ANCHOR, mode="QUERY", budget=None)["data"]["ask"]
+        meta = ask["meta"]
+        assert ask["response"]["mode"] == "llm"
+        completion = ask["response"]["llm_completion"]
+        assert completion["text"].startswith("Answer based on")
+        assert completion["token_usage"]["prompt"] > 0 and completion["token_usage"]["completion"] > 0
+        assert ask["envelope"]["permissionsNote"] is None
+        assert meta["evidence_sets"]["payload_excluded_ids"] == []
+        assert meta["runtime"]["fallback_used"] is False
+        rid = meta["request"]["request_id"]
+        full = c.get(f"/bundles/{rid}/bundle_full", headers=headers)
+        assert full.status_code == 200
+        with zipfile.ZipFile(io.BytesIO(full.content)) as zf:
+            assert "llm_raw.json" in zf.namelist() and "_meta_audit.json" in zf.namelist()
 
 
 def test_query_falls_back_to_the_templater_when_no_llm_answers(
     acme: Driver, settings: Settings, registry: PolicyRegistry
 ) -> None:
-    with running_llm_server(fail_with=500) as url:
-        with TestClient(create_app(settings.model_copy(update={"llm_base_url": url}))) as c:
-            ask = gql(c, ASK, passport(registry, "director"), id=STAFF_ANCHOR, mode="QUERY", budget=None)
+    with (
+        running_llm_server(fail_with=500) as url,
+        TestClient(create_app(settings.model_copy(update={"llm_base_url": url}))) as c,
+    ):
+        ask = gql(c, ASK, passport(registry, "director"), id=STAFF_ANCHOR, mode="QUERY", budget=None)
     meta = ask["data"]["ask"]["meta"]
     assert meta["response"]["mode"] == "templater"
     assert meta["runtime"]["fallback_used"] is True and "500" in meta["runtime"]["fallback_reason"]
@@ -389,7 +396,10 @@ def test_ask_costs_one_round_trip_per_hop(
 
 
 def test_search_is_filtered_before_ranking(client: TestClient, registry: PolicyRegistry) -> None:
-    q = "query($q: String!) { search(query: $q, k: 50, threshold: -1) { total hits { node { id domain } score } } }"
+    q = (
+        "query($q: String!) { search(query: $q, k: 50, threshold: -1) "
+        "{ total hits { node { id domain } score } } }"
+    )
     staff = gql(client, q, passport(registry, "staff"), q="GPU platform for AI inference")["data"]["search"]
     director = gql(client, q, passport(registry, "director"), q="GPU platform for AI inference")["data"][
         "search"

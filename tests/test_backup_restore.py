@@ -41,5 +41,5 @@ def test_backup_wipe_restore_round_trip(driver: Driver, settings: Settings, tmp_
 def test_restore_without_a_dump_is_refused(settings: Settings, tmp_path: Path) -> None:
     if not settings.embedded:
         pytest.skip("embedded only")
-    with pytest.raises(neo4j_server.Neo4jProcessError, match="no neo4j.dump"):
+    with pytest.raises(neo4j_server.Neo4jProcessError, match=r"no neo4j\.dump"):
         restore(settings, tmp_path)

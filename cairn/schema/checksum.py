@@ -13,7 +13,9 @@ from typing import Any
 from neo4j import Driver
 
 ALL_NODES = "MATCH (n) RETURN labels(n) AS labels, properties(n) AS props"
-ALL_RELATIONSHIPS = "MATCH (a)-[r]->(b) RETURN a.id AS start, type(r) AS type, b.id AS end, properties(r) AS props"
+ALL_RELATIONSHIPS = (
+    "MATCH (a)-[r]->(b) RETURN a.id AS start, type(r) AS type, b.id AS end, properties(r) AS props"
+)
 
 
 def _plain(value: Any) -> Any:
