@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install jars demo serve test lint bench clean
+.PHONY: install jars demo serve test lint bench web-vendor clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -37,6 +37,17 @@ lint: $(STAMP)
 
 bench: $(STAMP) jars
 	$(BIN)/python -m bench
+
+CYTOSCAPE_VERSION := 3.34.4
+
+## Refresh the vendored graph library in web/vendor/ from npm (the UI itself needs no build step).
+web-vendor:
+	tmp=$$(mktemp -d) && \
+	  (cd $$tmp && npm pack --silent cytoscape@$(CYTOSCAPE_VERSION) >/dev/null && tar xzf cytoscape-$(CYTOSCAPE_VERSION).tgz) && \
+	  cp $$tmp/package/dist/cytoscape.min.js web/vendor/cytoscape.min.js && \
+	  cp $$tmp/package/LICENSE web/vendor/cytoscape.LICENSE && \
+	  rm -rf $$tmp
+	sha256sum web/vendor/cytoscape.min.js
 
 clean:
 	rm -rf $(VENV) var neo4j/lib
