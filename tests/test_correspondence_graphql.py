@@ -11,6 +11,7 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
+from cairn.ingest.correspondence.collisions import default_log_path
 from cairn.ingest.correspondence.demo import DEMO_FILE, load_demo_correspondence
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
@@ -35,11 +36,22 @@ SYNC = """mutation($source: String!, $md: String!) {
 }"""
 
 
-@pytest.fixture
-def letters(driver: Driver, settings: Settings) -> Driver:
+def reload(driver: Driver, settings: Settings) -> Driver:
+    """The demo letters alone, with a fresh collision log (it lives in the test data dir)."""
     wipe(driver)
+    default_log_path(settings).unlink(missing_ok=True)
     load_demo_correspondence(driver, settings)
     return driver
+
+
+@pytest.fixture(scope="module")
+def letters(driver: Driver, settings: Settings) -> Driver:
+    return reload(driver, settings)
+
+
+@pytest.fixture
+def fresh_letters(driver: Driver, settings: Settings) -> Driver:
+    return reload(driver, settings)
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +146,7 @@ def test_bad_arguments_have_stable_codes(
 
 
 def test_sync_mutation_for_writers_only(
-    letters: Driver, client: TestClient, registry: PolicyRegistry
+    fresh_letters: Driver, client: TestClient, registry: PolicyRegistry
 ) -> None:
     text = DEMO_FILE.read_text(encoding="utf-8")
     appended = text + "\n---\n\n## XLIII — A late letter\n\n*Dana Okafor · 2026-03-20*\n\nOne more thing.\n"
@@ -159,7 +171,7 @@ def test_sync_mutation_for_writers_only(
 
 
 def test_sync_mutation_refuses_bad_input(
-    letters: Driver, client: TestClient, registry: PolicyRegistry
+    fresh_letters: Driver, client: TestClient, registry: PolicyRegistry
 ) -> None:
     body = gql(client, registry, "writer", SYNC, source="notes", md="## I — Only a heading\n")
     assert codes(body) == ["INVALID_INPUT"]

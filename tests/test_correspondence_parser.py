@@ -231,7 +231,9 @@ def test_access_defaults_preamble_and_section_override() -> None:
         "## II — Closed\n\n*B · 2026-01-02*\n\n"
         "*Access: sensitivity=high; namespaces=confidential*\n\nSecret.\n"
     )
-    first, second = parse(text).sections
+    parsed = parse(text)
+    assert parsed.defaults.namespaces == ("internal", "public")
+    first, second = parsed.sections
     assert first.access.namespaces == ("internal", "public")
     assert first.access.roles_allowed == ("staff", "external")
     assert (second.access.sensitivity, second.access.namespaces) == ("high", ("confidential",))

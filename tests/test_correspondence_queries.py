@@ -21,7 +21,7 @@ from cairn.memory.correspondence import (
     linear_tail,
     semantic_search,
 )
-from cairn.policy.profiles import SENSITIVITY_RANK, PolicyRegistry
+from cairn.policy.profiles import SENSITIVITY_RANK, FieldRule, PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
 from cairn.runtime.settings import Settings
@@ -137,6 +137,32 @@ def test_bad_arguments_are_refused(letters: Driver, readers: dict[str, Reader]) 
         with pytest.raises(CorrespondenceRefused) as info:
             call()
         assert info.value.code == "INVALID_ARGUMENT"
+
+
+def test_a_filter_on_a_field_the_role_cannot_see_is_refused(
+    letters: Driver, readers: dict[str, Reader]
+) -> None:
+    staff = readers["staff"].scope
+    titles_only = Scope(
+        role="staff",
+        domains=staff.domains,
+        ceiling=staff.ceiling,
+        namespaces=staff.namespaces,
+        max_hops=1,
+        edges=(),
+        fields={"Section": (FieldRule(domains=("*",), fields=("id", "section_number", "title")),)},
+    )
+    reader = Reader(titles_only, True)
+    hits = semantic_search(letters, reader, "pricing", 3).hits
+    assert hits and all(set(h.fields) <= {"id", "section_number", "title"} for h in hits)
+    for call in (
+        lambda: semantic_search(letters, reader, "pricing", 3, Filters(authors=("Atlas",))),
+        lambda: semantic_search(letters, reader, "pricing", 3, Filters(date_from="2026-01-01")),
+        lambda: being_divergence(letters, reader, "pricing", ["Atlas"]),
+    ):
+        with pytest.raises(CorrespondenceRefused) as info:
+            call()
+        assert info.value.code == "FILTER_NOT_ALLOWED"
 
 
 # --- ranking ---------------------------------------------------------------------------------

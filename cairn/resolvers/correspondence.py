@@ -8,7 +8,7 @@ only, FORBIDDEN_WRITE, FILTER_NOT_ALLOWED, INVALID_ARGUMENT, INVALID_INPUT).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio
 import strawberry
@@ -225,16 +225,22 @@ class CorrespondenceMutation:
         permission_classes=WRITE,
         description="Sync a correspondence file's full text under a source name (append-only, idempotent).",
     )
-    async def sync_correspondence(self, info: Ctx, source: str, markdown: str) -> CorrespondenceSyncSummary:
+    async def sync_correspondence(
+        self,
+        info: Ctx,
+        # named `source` in GraphQL; a Python parameter `source` would clash with strawberry's resolver chain
+        source_name: Annotated[str, strawberry.argument(name="source", description="the source's slug")],
+        markdown: str,
+    ) -> CorrespondenceSyncSummary:
         services = info.context.services
         try:
-            check_source(source)
+            check_source(source_name)
         except ValueError as exc:
             raise GraphQLError(str(exc), extensions={"code": "INVALID_ARGUMENT"}) from None
         log = default_log_path(services.settings)
 
         def work() -> SyncReport:
-            return sync_bytes(services.sync_driver, markdown.encode("utf-8"), source, collision_log=log)
+            return sync_bytes(services.sync_driver, markdown.encode("utf-8"), source_name, collision_log=log)
 
         try:
             report = await anyio.to_thread.run_sync(work)

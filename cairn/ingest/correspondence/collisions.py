@@ -23,27 +23,35 @@ def default_log_path(settings: Settings) -> Path:
     return settings.data_dir / "correspondence" / LOG_NAME
 
 
-def logged_ids(path: Path) -> set[str]:
-    """Section ids the log already records (lines that are not JSON objects are skipped)."""
+Key = tuple[str, str, int]
+
+
+def _key(entry: dict[str, Any]) -> Key:
+    """One collision: which section, filed as what, numbered what."""
+    return (str(entry.get("section_id")), str(entry.get("filed_id")), int(entry.get("canonical_number") or 0))
+
+
+def logged(path: Path) -> set[Key]:
+    """The collisions the log already records (lines that are not JSON objects are skipped)."""
     if not path.exists():
         return set()
-    ids: set[str] = set()
+    keys: set[Key] = set()
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if isinstance(entry, dict) and isinstance(entry.get("section_id"), str):
-            ids.add(entry["section_id"])
-    return ids
+        if isinstance(entry, dict):
+            keys.add(_key(entry))
+    return keys
 
 
 def record(path: Path, collided: list[dict[str, Any]]) -> int:
     """Append the collided sections not yet logged; return how many lines were written."""
     if not collided:
         return 0
-    known = logged_ids(path)
-    fresh = [c for c in collided if c["section_id"] not in known]
+    known = logged(path)
+    fresh = [c for c in collided if _key(c) not in known]
     if not fresh:
         return 0
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -278,8 +278,7 @@ class _Numbered:
 class _Reader:
     """One pass over one file's lines; collects warnings and fatal problems."""
 
-    def __init__(self, source: str, lines: list[str], defaults: Access) -> None:
-        self.source = source
+    def __init__(self, lines: list[str], defaults: Access) -> None:
         self.lines = lines
         self.defaults = defaults
         self.warnings: list[Issue] = []
@@ -599,7 +598,7 @@ def parse_bytes(data: bytes, source: str, defaults: Access = DEFAULT_ACCESS) -> 
     """Parse the file's bytes; raise CorrespondenceError listing every fatal problem."""
     text = _decode(data, source)
     lines = [line.rstrip("\r") for line in text.split("\n")]
-    reader = _Reader(source, lines, defaults)
+    reader = _Reader(lines, defaults)
     starts = reader.section_starts()
     if not starts:
         raise CorrespondenceError(
