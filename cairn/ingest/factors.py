@@ -13,6 +13,7 @@ newest stored entry, so re-loading the demo after live updates never rolls a fac
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -167,7 +168,9 @@ def _parse_document(fs: FactorSet, name: str, data: Any, problems: list[Problem]
         return
     for key in data:
         if key not in SECTIONS:
-            problems.append(Problem(name, None, str(key), f"unknown section (expected {', '.join(SECTIONS)})"))
+            problems.append(
+                Problem(name, None, str(key), f"unknown section (expected {', '.join(SECTIONS)})")
+            )
     defaults = data.get("defaults") or {}
     if not isinstance(defaults, dict):
         problems.append(Problem(name, None, "defaults", "must be a mapping of access fields"))
@@ -226,7 +229,8 @@ def parse_factor_payload(payload: Any) -> tuple[FactorSet, list[Problem]]:
 STORED_NODES = """
 UNWIND $ids AS id
 MATCH (n:Entity {id: id})
-RETURN n.id AS id, [l IN labels(n) WHERE l <> 'Entity'][0] AS label, n.scale AS scale
+RETURN n.id AS id, [l IN labels(n) WHERE l <> 'Entity'][0] AS label, n.scale AS scale,
+       n.embedding_source AS source, n.embedding_model AS model
 """
 STORED_EDGES = "MATCH (a:Entity)-[:DEPENDS_ON]->(b:Entity) RETURN a.id AS source, b.id AS target"
 STORED_LATEST = """
@@ -243,10 +247,12 @@ class _Stored:
     edges: list[tuple[str, str]]
     latest: dict[str, datetime]
     entry_ids: set[str]
+    embedded: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (text hash, model)
 
 
 def _stored(driver: Driver, fs: FactorSet) -> _Stored:
-    ids = {r.id for r in [*fs.factors, *fs.options, *fs.sessions, *fs.journal]}
+    ids = {f.id for f in fs.factors} | {o.id for o in fs.options}
+    ids |= {s.id for s in fs.sessions} | {j.id for j in fs.journal}
     ids |= {d.source for d in fs.depends_on} | {d.target for d in fs.depends_on}
     ids |= {j.factor for j in fs.journal} | {j.session for j in fs.journal}
     ids |= {i for j in fs.journal for i in j.influenced_by}
@@ -258,7 +264,10 @@ def _stored(driver: Driver, fs: FactorSet) -> _Stored:
     latest_rows, _, _ = driver.execute_query(STORED_LATEST, factors=factors)
     latest = {str(r["factor"]): r["latest"].to_native() for r in latest_rows if r["latest"] is not None}
     entry_ids = {str(i) for r in latest_rows for i in r["ids"]}
-    return _Stored(labels, scales, [(str(r["source"]), str(r["target"])) for r in edge_rows], latest, entry_ids)
+    embedded = {str(r["id"]): (str(r["source"]), str(r["model"])) for r in records if r["source"]}
+    return _Stored(
+        labels, scales, [(str(r["source"]), str(r["target"])) for r in edge_rows], latest, entry_ids, embedded
+    )
 
 
 def check_factor_set(fs: FactorSet, stored: _Stored | None = None) -> list[Problem]:
@@ -266,16 +275,21 @@ def check_factor_set(fs: FactorSet, stored: _Stored | None = None) -> list[Probl
     stored = stored or _Stored({}, {}, [], {}, set())
     problems: list[Problem] = []
     own: dict[str, str] = {}
-    for section, label in (("factors", "Factor"), ("options", "Option"), ("sessions", "Session"),
-                           ("journal", "JournalEntry")):
-        for record in getattr(fs, section):
-            rid = record.id
-            where = _where(fs, section, record)
-            if rid in own:
-                problems.append(Problem(where, rid, "id", f"duplicate id (already a {own[rid]} in this set)"))
-            elif rid in stored.labels and stored.labels[rid] != label:
-                problems.append(Problem(where, rid, "id", f"already stored as a {stored.labels[rid]}, not a {label}"))
-            own[rid] = label
+    identified: list[tuple[str, str, _Record, str]] = [
+        *(("factors", "Factor", r, r.id) for r in fs.factors),
+        *(("options", "Option", r, r.id) for r in fs.options),
+        *(("sessions", "Session", r, r.id) for r in fs.sessions),
+        *(("journal", "JournalEntry", r, r.id) for r in fs.journal),
+    ]
+    for section, kind, record, rid in identified:
+        where = _where(fs, section, record)
+        if rid in own:
+            problems.append(Problem(where, rid, "id", f"duplicate id (already a {own[rid]} in this set)"))
+        elif rid in stored.labels and stored.labels[rid] != kind:
+            problems.append(
+                Problem(where, rid, "id", f"already stored as a {stored.labels[rid]}, not a {kind}")
+            )
+        own[rid] = kind
     label = {**stored.labels, **own}
     scales = {**stored.scales, **{f.id: f.scale for f in fs.factors}}
     problems += _check_edges(fs, label, scales)
@@ -297,7 +311,9 @@ def _check_edges(fs: FactorSet, label: dict[str, str], scales: dict[str, str]) -
             problems.append(Problem(where, rid, "target", f"'{d.target}' is not a known factor"))
         elif not Scale.parse(scales[d.target]).contains(d.min_value):
             problems.append(
-                Problem(where, rid, "min_value", f"{fmt(d.min_value)} is outside the scale {scales[d.target]}")
+                Problem(
+                    where, rid, "min_value", f"{fmt(d.min_value)} is outside the scale {scales[d.target]}"
+                )
             )
         if d.source == d.target:
             problems.append(Problem(where, rid, "target", "a node cannot depend on itself"))
@@ -307,26 +323,37 @@ def _check_edges(fs: FactorSet, label: dict[str, str], scales: dict[str, str]) -
     return problems
 
 
-def _check_journal(fs: FactorSet, label: dict[str, str], scales: dict[str, str], stored: _Stored) -> list[Problem]:
+def _check_journal(
+    fs: FactorSet, label: dict[str, str], scales: dict[str, str], stored: _Stored
+) -> list[Problem]:
     problems: list[Problem] = []
     for j in fs.journal:
         where = _where(fs, "journal", j)
         if label.get(j.factor) != "Factor":
             problems.append(Problem(where, j.id, "factor", f"'{j.factor}' is not a known factor"))
         elif not Scale.parse(scales[j.factor]).contains(j.value):
-            problems.append(Problem(where, j.id, "value", f"{fmt(j.value)} is outside the scale {scales[j.factor]}"))
+            problems.append(
+                Problem(where, j.id, "value", f"{fmt(j.value)} is outside the scale {scales[j.factor]}")
+            )
         if label.get(j.session) != "Session":
             problems.append(Problem(where, j.id, "session", f"'{j.session}' is not a known session"))
         for ref in j.influenced_by:
             if label.get(ref) != "Factor":
                 problems.append(Problem(where, j.id, "influenced_by", f"'{ref}' is not a known factor"))
             elif ref == j.factor:
-                problems.append(Problem(where, j.id, "influenced_by", "a factor cannot be influenced by itself"))
+                problems.append(
+                    Problem(where, j.id, "influenced_by", "a factor cannot be influenced by itself")
+                )
         latest = stored.latest.get(j.factor)
         if j.id not in stored.entry_ids and latest is not None and j.timestamp < latest:
             problems.append(
-                Problem(where, j.id, "timestamp",
-                        f"predates the factor's newest stored entry ({latest.isoformat()}); the journal is append-only")
+                Problem(
+                    where,
+                    j.id,
+                    "timestamp",
+                    f"predates the factor's newest stored entry ({latest.isoformat()}); "
+                    "the journal is append-only",
+                )
             )
     return problems
 
@@ -409,23 +436,65 @@ def _factor_text(name: str, description: str, aliases: list[str]) -> str:
     return f"{name}. {description}{also}".strip()
 
 
-def _rows(fs: FactorSet, embedder: Embedder) -> dict[str, list[dict[str, Any]]]:
+def _texts(fs: FactorSet) -> dict[str, str]:
+    """What each embedded node is embedded from (names, descriptions and aliases; entry evidence)."""
     names = {f.id: f.name for f in fs.factors}
-    vectors = embedder.embed(
-        [_factor_text(f.name, f.description, f.aliases) for f in fs.factors]
-        + [_factor_text(o.name, o.description, o.aliases) for o in fs.options]
-        + [f"{names.get(j.factor, j.factor)}: {j.rationale}. {j.excerpt}".strip() for j in fs.journal]
-    )
-    vec = iter([float(x) for x in v] for v in vectors)
+    texts = {f.id: _factor_text(f.name, f.description, f.aliases) for f in fs.factors}
+    texts |= {o.id: _factor_text(o.name, o.description, o.aliases) for o in fs.options}
+    texts |= {
+        j.id: f"{names.get(j.factor, j.factor)}: {j.rationale}. {j.excerpt}".strip() for j in fs.journal
+    }
+    return texts
+
+
+def _embeddings(
+    fs: FactorSet, embedder: Embedder, stored: dict[str, tuple[str, str]]
+) -> dict[str, dict[str, Any]]:
+    """Embedding properties for nodes whose text or model changed; an unchanged node keeps its vector."""
+    texts = _texts(fs)
+    source = {rid: hashlib.sha256(text.encode("utf-8")).hexdigest()[:16] for rid, text in texts.items()}
+    stale = [rid for rid in texts if stored.get(rid) != (source[rid], embedder.name)]
+    vectors = embedder.embed([texts[rid] for rid in stale])
+    return {
+        rid: {
+            "embedding": [float(x) for x in v],
+            "embedding_model": embedder.name,
+            "embedding_source": source[rid],
+        }
+        for rid, v in zip(stale, vectors, strict=True)
+    }
+
+
+def _rows(
+    fs: FactorSet, embedder: Embedder, stored: dict[str, tuple[str, str]]
+) -> dict[str, list[dict[str, Any]]]:
+    vectors = _embeddings(fs, embedder, stored)
     factors = [
-        {"id": f.id, "props": {**f.access(), "name": f.name, "category": f.category, "scale": f.scale,
-                               "description": f.description, "aliases": f.aliases,
-                               "embedding": next(vec), "embedding_model": embedder.name}}
+        {
+            "id": f.id,
+            "props": {
+                **f.access(),
+                "name": f.name,
+                "category": f.category,
+                "scale": f.scale,
+                "description": f.description,
+                "aliases": f.aliases,
+                **vectors.get(f.id, {}),
+            },
+        }
         for f in fs.factors
     ]
     options = [
-        {"id": o.id, "props": {**o.access(), "name": o.name, "description": o.description, "aliases": o.aliases,
-                               "embedding": next(vec), "embedding_model": embedder.name}}
+        {
+            "id": o.id,
+            "props": {
+                **o.access(),
+                "name": o.name,
+                "description": o.description,
+                "aliases": o.aliases,
+                **vectors.get(o.id, {}),
+            },
+        }
         for o in fs.options
     ]
     return {
@@ -436,15 +505,15 @@ def _rows(fs: FactorSet, embedder: Embedder) -> dict[str, list[dict[str, Any]]]:
             for d in fs.depends_on
         ],
         "sessions": [
-            {"id": s.id, "started_at": s.started_at, "props": {**s.access(), "title": s.title}} for s in fs.sessions
+            {"id": s.id, "started_at": s.started_at, "props": {**s.access(), "title": s.title}}
+            for s in fs.sessions
         ],
-        "journal": _entry_rows(fs, vec, embedder.name),
+        "journal": _entry_rows(fs, vectors),
     }
 
 
-def _entry_rows(fs: FactorSet, vectors: Iterable[list[float]], model: str) -> list[dict[str, Any]]:
+def _entry_rows(fs: FactorSet, vectors: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Entries in journal order per factor, each with the value before it and its sequence number."""
-    vec = dict(zip((j.id for j in fs.journal), vectors, strict=True))
     by_factor: dict[str, list[JournalRecord]] = defaultdict(list)
     for j in fs.journal:
         by_factor[j.factor].append(j)
@@ -452,30 +521,31 @@ def _entry_rows(fs: FactorSet, vectors: Iterable[list[float]], model: str) -> li
     for factor, entries in sorted(by_factor.items()):
         previous: tuple[float, float] | None = None
         for seq, j in enumerate(sorted(entries, key=lambda e: (e.timestamp, e.id)), start=1):
-            rows.append({
-                "id": j.id,
-                "factor": factor,
-                "session": j.session,
-                "timestamp": j.timestamp,
-                "influenced_by": list(dict.fromkeys(j.influenced_by)),
-                "props": {
-                    "op": j.op,
-                    "previous_value": None if previous is None else fmt(previous[0]),
-                    "new_value": fmt(j.value),
-                    "previous_number": None if previous is None else previous[0],
-                    "new_number": j.value,
-                    "previous_confidence": None if previous is None else previous[1],
-                    "rationale": j.rationale,
-                    "excerpt": j.excerpt,
-                    "confidence": j.confidence,
-                    "session_id": j.session,
-                    "inference_status": j.status,
-                    "details": json.dumps({}),
-                    "seq": seq,
-                    "embedding": vec[j.id],
-                    "embedding_model": model,
-                },
-            })
+            rows.append(
+                {
+                    "id": j.id,
+                    "factor": factor,
+                    "session": j.session,
+                    "timestamp": j.timestamp,
+                    "influenced_by": list(dict.fromkeys(j.influenced_by)),
+                    "props": {
+                        "op": j.op,
+                        "previous_value": None if previous is None else fmt(previous[0]),
+                        "new_value": fmt(j.value),
+                        "previous_number": None if previous is None else previous[0],
+                        "new_number": j.value,
+                        "previous_confidence": None if previous is None else previous[1],
+                        "rationale": j.rationale,
+                        "excerpt": j.excerpt,
+                        "confidence": j.confidence,
+                        "session_id": j.session,
+                        "inference_status": j.status,
+                        "details": json.dumps({}),
+                        "seq": seq,
+                        **vectors.get(j.id, {}),
+                    },
+                }
+            )
             previous = (j.value, j.confidence)
     return rows
 
@@ -484,10 +554,11 @@ def write_factor_set(
     driver: Driver, fs: FactorSet, progress: Progress | None = None, embedder: Embedder | None = None
 ) -> FactorIngestReport:
     """Check against the store, then write everything in one transaction."""
-    problems = check_factor_set(fs, _stored(driver, fs))
+    stored = _stored(driver, fs)
+    problems = check_factor_set(fs, stored)
     if problems:
         raise FixtureError(problems)
-    rows = _rows(fs, embedder or get_embedder())
+    rows = _rows(fs, embedder or get_embedder(), stored.embedded)
     steps = (
         ("factors", UPSERT_FACTORS),
         ("options", UPSERT_OPTIONS),
@@ -511,7 +582,9 @@ def write_factor_set(
     return FactorIngestReport(*(len(rows[s]) for s, _ in steps))
 
 
-def ingest_factor_payload(driver: Driver, payload: Any, embedder: Embedder | None = None) -> FactorIngestReport:
+def ingest_factor_payload(
+    driver: Driver, payload: Any, embedder: Embedder | None = None
+) -> FactorIngestReport:
     fs, problems = parse_factor_payload(payload)
     if problems:
         raise FixtureError(problems)

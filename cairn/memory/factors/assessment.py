@@ -40,7 +40,8 @@ WITH coalesce(f.category, 'uncategorised') AS category, f
 RETURN category,
        count(f) AS total,
        count(f.current_value) AS assessed,
-       sum(CASE WHEN f.current_value IS NULL THEN 0.0 ELSE coalesce(f.current_confidence, 0.0) END) AS confidence_sum,
+       sum(CASE WHEN f.current_value IS NULL THEN 0.0
+                ELSE coalesce(f.current_confidence, 0.0) END) AS confidence_sum,
        max(f.last_updated) AS last_updated
 ORDER BY category
 """
@@ -110,13 +111,13 @@ class Overall:
 
 @dataclass(frozen=True)
 class Unlock:
-    """An option not ready yet, with what stands in the way (hidden prerequisites only counted)."""
+    """An option not ready yet, with what stands in the way (hidden prerequisites only flagged)."""
 
     id: str
     name: str
     status: str
     missing: tuple[tuple[str, float | None, float], ...]  # (factor name, value, threshold)
-    hidden: int
+    has_hidden: bool  # whether it also needs something the caller cannot see, never how many
 
     def evidence(self) -> dict[str, Any]:
         return {
@@ -124,7 +125,7 @@ class Unlock:
             "name": self.name,
             "status": self.status,
             "missing": [{"factor": n, "value": v, "threshold": t} for n, v, t in self.missing],
-            "hidden_prerequisites": self.hidden,
+            "has_hidden_prerequisites": self.has_hidden,
         }
 
 
@@ -167,7 +168,9 @@ class Assessment:
                 "can_evaluate": [{"id": i, "name": n} for i, n in self.can_evaluate],
                 "cannot_evaluate_yet": [u.evidence() for u in self.next_unlocks],
             },
-            "last_conversation": None if self.last_conversation is None else self.last_conversation.evidence(),
+            "last_conversation": None
+            if self.last_conversation is None
+            else self.last_conversation.evidence(),
             "unconfirmed_inferences": [u.evidence() for u in self.unconfirmed],
         }
 
@@ -225,9 +228,17 @@ def capabilities(driver: Driver, scope: Scope) -> tuple[tuple[tuple[str, str], .
         missing = tuple(
             (graph.nodes[b.edge.target].name, b.value, b.edge.min_value) for b in found if b.edge.target
         )
-        gap = sum(_shortfall(graph.nodes[b.edge.target], b.value, b.edge.min_value) for b in found if b.edge.target)
-        pending.append((len(missing), gap, graph.nodes[o].name, Unlock(o, graph.nodes[o].name, statuses[o],
-                                                                      missing, len(hidden))))
+        gap = sum(
+            _shortfall(graph.nodes[b.edge.target], b.value, b.edge.min_value) for b in found if b.edge.target
+        )
+        pending.append(
+            (
+                len(missing),
+                gap,
+                graph.nodes[o].name,
+                Unlock(o, graph.nodes[o].name, statuses[o], missing, bool(hidden)),
+            )
+        )
     pending.sort(key=lambda p: (p[0], p[1], p[2]))
     return ready, tuple(p[3] for p in pending[:NEXT_UNLOCKS])
 
@@ -235,7 +246,9 @@ def capabilities(driver: Driver, scope: Scope) -> tuple[tuple[tuple[str, str], .
 def _shortfall(node: DepNode, value: float | None, threshold: float) -> float:
     """How far below its threshold a prerequisite is, as a fraction of its scale."""
     span = node.scale.span if node.scale is not None else 100.0
-    return max(0.0, threshold - (value if value is not None else (node.scale.low if node.scale else 0.0))) / span
+    return (
+        max(0.0, threshold - (value if value is not None else (node.scale.low if node.scale else 0.0))) / span
+    )
 
 
 def last_conversation(driver: Driver, scope: Scope) -> LastConversation | None:
@@ -271,8 +284,8 @@ def assessment_summary(driver: Driver, scope: Scope) -> Assessment:
 
 def _unlock_text(u: Unlock) -> str:
     parts = [f"{n} ≥ {fmt(t)}, now {fmt(v)}" for n, v, t in u.missing]
-    if u.hidden:
-        parts.append(HIDDEN if u.hidden == 1 else f"{u.hidden} prerequisites you cannot see")
+    if u.has_hidden:
+        parts.append(HIDDEN)
     return f"{u.name} (needs {'; '.join(parts)})" if parts else u.name
 
 
@@ -299,7 +312,9 @@ def status_text(a: Assessment) -> str:
     if o.decision_tier == "exploratory":
         lines.append("Next step: continue mapping factors to unlock pilot decisions.")
     elif o.decision_tier == "low_risk":
-        lines.append("Next step: continue mapping and confirming to unlock medium-risk decisions (€25k-€100k).")
+        lines.append(
+            "Next step: continue mapping and confirming to unlock medium-risk decisions (€25k-€100k)."
+        )
     return "\n".join(lines)
 
 

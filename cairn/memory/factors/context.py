@@ -48,9 +48,15 @@ class FactorContext:
         return {
             "tokens": self.tokens,
             "max_tokens": self.max_tokens,
-            "included": [{"kind": i.kind, "factor_id": i.factor_id, "tokens": i.tokens} for i in self.included],
+            "included": [
+                {"kind": i.kind, "factor_id": i.factor_id, "tokens": i.tokens} for i in self.included
+            ],
             "excluded": [{"kind": k, "factor_id": f, "reason": r} for k, f, r in self.excluded],
         }
+
+
+def _requirement(name: str, value: float | None, threshold: float) -> str:
+    return f"{name} = {fmt(value)} (needs {fmt(threshold)})"
 
 
 def _items(
@@ -66,13 +72,25 @@ def _items(
     out: list[tuple[Kind, str, str]] = []
     for fid, s in states.items():
         conf = "n/a" if s.confidence is None else f"{s.confidence:g}"
-        out.append(("state", fid, f"[{s.name}] value {fmt(s.value)} (scale {s.scale}), confidence {conf}, "
-                                   f"status {s.status or 'unassessed'}, last updated {day(s.last_updated)}"))
+        out.append(
+            (
+                "state",
+                fid,
+                f"[{s.name}] value {fmt(s.value)} (scale {s.scale}), confidence {conf}, "
+                f"status {s.status or 'unassessed'}, last updated {day(s.last_updated)}",
+            )
+        )
     for fid, s in states.items():
         if chains[fid]:
             e = chains[fid][0]
-            out.append(("latest_change", fid, f"[{s.name}] latest change {day(e.timestamp)}: "
-                                              f"{quote(e.rationale)}; excerpt: {e.excerpt[:EXCERPT_CHARS].strip()}"))
+            out.append(
+                (
+                    "latest_change",
+                    fid,
+                    f"[{s.name}] latest change {day(e.timestamp)}: "
+                    f"{quote(e.rationale)}; excerpt: {e.excerpt[:EXCERPT_CHARS].strip()}",
+                )
+            )
     if include_history:
         for fid, s in states.items():
             if len(chains[fid]) > 1:
@@ -84,16 +102,24 @@ def _items(
     if include_dependencies:
         for fid, s in states.items():
             graph = downstream(driver, scope, [fid])
+            edges = graph.out.get(fid, [])
             needs = [
-                f"{graph.nodes[e.target].name} = {fmt(graph.nodes[e.target].value)} (needs {fmt(e.min_value)})"
+                _requirement(graph.nodes[e.target].name, graph.nodes[e.target].value, e.min_value)
+                for e in edges
                 if e.target is not None
-                else HIDDEN
-                for e in graph.out.get(fid, [])
             ]
+            if any(e.target is None for e in edges):
+                needs.append(HIDDEN)  # once, however many: the model must not learn the number
             users = [f"{name} (needs {fmt(t)})" for _, _, name, t in dependents(driver, scope, fid)]
             if needs or users:
-                out.append(("dependencies", fid, f"[{s.name}] depends on: {', '.join(needs) or 'nothing'}; "
-                                                 f"needed by: {', '.join(users) or 'nothing'}"))
+                out.append(
+                    (
+                        "dependencies",
+                        fid,
+                        f"[{s.name}] depends on: {', '.join(needs) or 'nothing'}; "
+                        f"needed by: {', '.join(users) or 'nothing'}",
+                    )
+                )
     order = {k: i for i, k in enumerate(PRIORITY)}
     return sorted(out, key=lambda item: order[item[0]])  # stable: factor order kept within a kind
 

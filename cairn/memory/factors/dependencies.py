@@ -11,8 +11,10 @@ The rule (one definition, used by why-blocked, what-if and capabilities):
 
 So readiness is transitive (a factor whose own prerequisites fail cannot carry an option), and a
 hidden node never changes an answer: the three-valued verdict deliberately does not depend on
-anything behind the ACL. The evaluation is a monotone flag propagation, which terminates on any
-input — including a cyclic one that the loader would have refused.
+anything behind the ACL. Nor does how many hidden prerequisites a node has: the graph keeps at
+most one anonymous edge per node, so nothing built on it can count them. The evaluation is a
+monotone flag propagation, which terminates on any input — including a cyclic one that the
+loader would have refused.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ class Blocker:
 
 @dataclass(frozen=True)
 class HiddenRequirement:
-    """A visible node that requires something the caller cannot see."""
+    """A visible node that requires something the caller cannot see (one per node, however many)."""
 
     source: str
     path: tuple[str, ...]
@@ -64,17 +66,27 @@ Values = Mapping[str, float | None]
 
 
 class DepGraph:
-    """Visible nodes and the DEPENDS_ON edges leaving them (hidden targets kept as anonymous leaves)."""
+    """Visible nodes and the DEPENDS_ON edges leaving them.
+
+    Hidden targets are kept as anonymous leaves, at most one per source node: an anonymous edge
+    says only that the node needs something the caller cannot see.
+    """
 
     def __init__(self, nodes: Iterable[DepNode], edges: Iterable[DepEdge]) -> None:
         self.nodes: dict[str, DepNode] = {n.id: n for n in nodes}
         self.out: dict[str, list[DepEdge]] = {nid: [] for nid in self.nodes}
         self.incoming: dict[str, list[DepEdge]] = {nid: [] for nid in self.nodes}
+        needs_hidden: set[str] = set()
         for e in sorted(edges, key=lambda e: (e.source, e.target or "", e.min_value)):
             if e.source not in self.nodes:
                 continue
+            if e.target is None:
+                if e.source not in needs_hidden:  # nothing about a hidden edge is kept
+                    needs_hidden.add(e.source)
+                    self.out[e.source].append(DepEdge(e.source, None, 0.0))
+                continue
             self.out[e.source].append(e)
-            if e.target is not None and e.target in self.incoming:
+            if e.target in self.incoming:
                 self.incoming[e.target].append(e)
 
     def value(self, node_id: str, overrides: Values) -> float | None:
@@ -90,7 +102,9 @@ class DepGraph:
         return value is not None and value >= edge.min_value
 
     def _children(self, node_id: str) -> list[str]:
-        return [e.target for e in self.out.get(node_id, ()) if e.target is not None and e.target in self.nodes]
+        return [
+            e.target for e in self.out.get(node_id, ()) if e.target is not None and e.target in self.nodes
+        ]
 
     def _post_order(self) -> list[str]:
         """Children before parents (back edges of a cycle are simply not followed)."""
@@ -115,7 +129,10 @@ class DepGraph:
     def statuses(self, overrides: Values | None = None) -> dict[str, Status]:
         """Status of every node; ``overrides`` replaces factor values (a what-if), nothing else changes."""
         overrides = overrides or {}
-        unmet = {n: any(e.target is not None and not self.met(e, overrides) for e in self.out[n]) for n in self.nodes}
+        unmet = {
+            n: any(e.target is not None and not self.met(e, overrides) for e in self.out[n])
+            for n in self.nodes
+        }
         hidden = {n: any(e.target is None for e in self.out[n]) for n in self.nodes}
         order = self._post_order()
         changed = True
@@ -127,9 +144,7 @@ class DepGraph:
                         unmet[node] = changed = True
                     if hidden[child] and not hidden[node]:
                         hidden[node] = changed = True
-        return {
-            n: "blocked" if unmet[n] else "undetermined" if hidden[n] else "ready" for n in self.nodes
-        }
+        return {n: "blocked" if unmet[n] else "undetermined" if hidden[n] else "ready" for n in self.nodes}
 
     def reach(self, start: str) -> dict[str, tuple[str, ...]]:
         """Breadth-first from ``start`` through visible nodes: each reached node with its shortest path."""
@@ -146,7 +161,7 @@ class DepGraph:
     def blockers(
         self, start: str, overrides: Values | None = None
     ) -> tuple[list[Blocker], list[HiddenRequirement]]:
-        """Every unmet edge reachable from ``start`` and every visible node that needs a hidden one."""
+        """Every unmet edge reachable from ``start``, and once each reached node that needs a hidden one."""
         overrides = overrides or {}
         paths = self.reach(start)
         found: list[Blocker] = []

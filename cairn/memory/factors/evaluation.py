@@ -48,10 +48,16 @@ class Miss:
     def evidence(self) -> dict[str, Any]:
         return {
             "text": self.question.text,
-            "expected": {"intent": self.question.intent, "entities": self.question.entities,
-                         "value": self.question.value},
-            "got": {"intent": self.route.intent, "entities": [e.id for e in self.route.entities],
-                    "value": self.route.value},
+            "expected": {
+                "intent": self.question.intent,
+                "entities": self.question.entities,
+                "value": self.question.value,
+            },
+            "got": {
+                "intent": self.route.intent,
+                "entities": [e.id for e in self.route.entities],
+                "value": self.route.value,
+            },
         }
 
 
@@ -77,9 +83,7 @@ def load_labelled(path: Path = LABELLED_QUESTIONS) -> LabelledSet:
     return LabelledSet.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
 
 
-def evaluate(
-    router: Router, scope: Scope, questions: list[LabelledQuestion], now: datetime
-) -> RouterReport:
+def evaluate(router: Router, scope: Scope, questions: list[LabelledQuestion], now: datetime) -> RouterReport:
     """Route every question as ``scope`` at ``now`` and score it against its labels."""
     intents = entities = joint = 0
     misses = []

@@ -7,8 +7,9 @@ first takes the factor's write lock, so two concurrent updates cannot both read 
 "previous" value. The journal is append-only: an entry older than the factor's newest one is
 refused, which keeps ``previous_value`` and the as-of reconstruction consistent.
 
-Reads take the caller's Scope and filter in Cypher; an influencing factor the caller cannot see
-is counted (``hidden_influences``), never named.
+Reads take the caller's Scope and filter in Cypher; of the influencing factors the caller cannot
+see, only whether there are any leaves the database (``has_hidden_influences``): never an id, a
+name or how many.
 """
 
 from __future__ import annotations
@@ -51,16 +52,19 @@ CONFIRM_BOOST = 0.1
 CORRECTION_CONFIDENCE = 0.95
 EXCERPT_MAX = 2000
 
-# Projection of an entry ``e`` about factor ``f`` with its visible influences ('' = hidden).
+# Projection of an entry ``e`` about factor ``f``: its visible influences, and only a flag for
+# the hidden ones ('' marks a hidden one inside the subquery; the flag is all that is returned).
 ENTRY_COLUMNS = f"""
 CALL (e) {{
   OPTIONAL MATCH (e)-[:INFLUENCED_BY]->(g:Entity)
-  RETURN collect(CASE WHEN g IS NULL THEN null WHEN {VIS_G} THEN g.id ELSE '' END) AS influence
+  WITH CASE WHEN g IS NULL THEN null WHEN {VIS_G} THEN g.id ELSE '' END AS seen
+  WITH collect(seen) AS seen
+  RETURN [i IN seen WHERE i <> ''] AS influence, '' IN seen AS hidden_influence
 }}
 RETURN f.id AS factor_id,
        e {{.id, .op, .timestamp, .previous_number, .new_number, .rationale, .excerpt, .confidence,
            .session_id, .inference_status, .details, .seq}} AS entry,
-       influence
+       influence, hidden_influence
 """
 
 FACTOR_QUERY = f"""
@@ -112,6 +116,11 @@ ENTRY_BY_ID_QUERY = f"""
 MATCH (e:JournalEntry {{id: $entry}})-[:ABOUT]->(f:Factor)
 WHERE {VIS_E} AND {VIS_F}
 {ENTRY_COLUMNS}
+"""
+
+NODE_LABEL = """
+MATCH (n:Entity {id: $id})
+RETURN [l IN labels(n) WHERE l <> 'Entity'][0] AS label
 """
 
 VISIBLE_FACTOR_IDS = f"""
@@ -176,7 +185,9 @@ def native(value: Any) -> Any:
     return value.to_native() if hasattr(value, "to_native") else value
 
 
-def entry_from_row(factor_id: str, entry: dict[str, Any], influence: Sequence[str]) -> JournalEntryView:
+def entry_from_row(
+    factor_id: str, entry: dict[str, Any], influence: Sequence[str], hidden_influence: bool
+) -> JournalEntryView:
     details = entry.get("details")
     return JournalEntryView(
         id=entry["id"],
@@ -190,14 +201,17 @@ def entry_from_row(factor_id: str, entry: dict[str, Any], influence: Sequence[st
         confidence=entry.get("confidence"),
         session_id=entry.get("session_id"),
         inference_status=entry.get("inference_status"),
-        influenced_by=tuple(sorted(i for i in influence if i)),
-        hidden_influences=sum(1 for i in influence if not i),
+        influenced_by=tuple(sorted(set(influence))),
+        has_hidden_influences=bool(hidden_influence),
         details=json.loads(details) if isinstance(details, str) and details else {},
     )
 
 
 def _entries(records: Sequence[Any]) -> list[JournalEntryView]:
-    return [entry_from_row(r["factor_id"], dict(r["entry"]), r["influence"]) for r in records]
+    return [
+        entry_from_row(r["factor_id"], dict(r["entry"]), r["influence"], r["hidden_influence"])
+        for r in records
+    ]
 
 
 def _state(factor: dict[str, Any], entry: JournalEntryView | None, as_of: datetime | None) -> FactorState:
@@ -342,7 +356,7 @@ class _Write:
     influenced_by: tuple[str, ...]
     session_id: str
     session_title: str
-    timestamp: datetime
+    timestamp: datetime | None  # None: now, read under the factor's lock
     details: dict[str, Any]
 
 
@@ -387,6 +401,12 @@ def _check_inputs(
         raise FactorError("INVALID_INPUT", f"excerpt is longer than {EXCERPT_MAX} characters", "excerpt")
     if session_id is not None and not SESSION_ID.match(session_id):
         raise FactorError("INVALID_INPUT", "session_id is malformed", "session_id")
+    if session_id is not None:
+        records, _, _ = driver.execute_query(NODE_LABEL, id=session_id)
+        if records and records[0]["label"] != "Session":
+            raise FactorError(
+                "INVALID_INPUT", "session_id names something that is not a session", "session_id"
+            )
     wanted = list(dict.fromkeys(influenced_by))
     if factor_id in wanted:
         raise FactorError("INVALID_INPUT", "a factor cannot be influenced by itself", "influenced_by")
@@ -416,10 +436,12 @@ def _write_entry(
             raise _not_found(write.factor_id)
         factor = dict(row["factor"])
         last = native(factor.get("last_updated"))
-        if last is not None and write.timestamp < last:
+        # "now" is read under the lock, so concurrent writers get ordered timestamps.
+        when = write.timestamp or max(datetime.now(UTC), last or datetime.now(UTC))
+        if last is not None and when < last:
             raise FactorError(
                 "INVALID_INPUT",
-                f"timestamp {write.timestamp.isoformat()} predates the factor's latest entry "
+                f"timestamp {when.isoformat()} predates the factor's latest entry "
                 f"({last.isoformat()}); the journal is append-only",
                 "timestamp",
             )
@@ -446,7 +468,7 @@ def _write_entry(
             factor=write.factor_id,
             entry_id=entry_id,
             props=props,
-            timestamp=write.timestamp,
+            timestamp=when,
             session_id=write.session_id,
             session_title=write.session_title,
             influenced_by=list(write.influenced_by),
@@ -487,9 +509,19 @@ def update_factor(
             Nothing is written in either case.
     """
     name = _check_inputs(
-        driver, scope, factor_id, float(value), confidence, rationale, excerpt, status, influenced_by, session_id
+        driver,
+        scope,
+        factor_id,
+        float(value),
+        confidence,
+        rationale,
+        excerpt,
+        status,
+        influenced_by,
+        session_id,
     )
-    when = _aware(timestamp, "timestamp") if timestamp is not None else datetime.now(UTC)
+    when = _aware(timestamp, "timestamp") if timestamp is not None else None
+    stamp = when or datetime.now(UTC)
     write = _Write(
         factor_id=factor_id,
         op=op,
@@ -499,7 +531,7 @@ def update_factor(
         excerpt=excerpt,
         status=status,
         influenced_by=tuple(dict.fromkeys(influenced_by)),
-        session_id=session_id or f"session-{when:%Y%m%d%H%M%S}-{uuid.uuid4().hex[:6]}",
+        session_id=session_id or f"session-{stamp:%Y%m%d%H%M%S}-{uuid.uuid4().hex[:6]}",
         session_title=session_title or "ad-hoc update",
         timestamp=when,
         details=details or {},
@@ -608,9 +640,23 @@ def recalculate_factor(
     ]
     result = synthesise(evidence, state.scale)
     if result is None:
-        return Recalculation(factor_id, state.value, state.confidence, state.value, state.confidence, 0, {}, (),
-                             None, f"{state.name} has no journalled evidence to recalculate from.")
-    changed = state.value != result.value or state.confidence is None or abs(state.confidence - result.confidence) >= 0.001
+        return Recalculation(
+            factor_id,
+            state.value,
+            state.confidence,
+            state.value,
+            state.confidence,
+            0,
+            {},
+            (),
+            None,
+            f"{state.name} has no journalled evidence to recalculate from.",
+        )
+    changed = (
+        state.value != result.value
+        or state.confidence is None
+        or abs(state.confidence - result.confidence) >= 0.001
+    )
     contradiction_text = (
         f" {len(result.contradictions)} contradicting pair(s) lowered confidence."
         if result.contradictions

@@ -15,7 +15,10 @@ from typing import Any, Literal
 Status = Literal["ready", "blocked", "undetermined"]
 InferenceStatus = Literal["unconfirmed", "confirmed", "user_provided"]
 INFERENCE_STATUSES: tuple[str, ...] = ("unconfirmed", "confirmed", "user_provided")
-HIDDEN_PREREQUISITE = "a prerequisite you cannot see"
+# What a caller is told about prerequisites it cannot see: whether there are any, never how many.
+# Both phrases are fixed (plural whatever the number), so no answer varies with the hidden count.
+HIDDEN_PREREQUISITES = "prerequisites you cannot see"
+HIDDEN_NOTICE = "Some prerequisites are not visible to you"
 
 _SCALE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:-|\.\.|to)\s*(-?\d+(?:\.\d+)?)\s*$")
 
@@ -90,7 +93,7 @@ class JournalEntryView:
     session_id: str | None
     inference_status: str | None
     influenced_by: tuple[str, ...] = ()
-    hidden_influences: int = 0
+    has_hidden_influences: bool = False  # whether, never how many
     details: dict[str, Any] = field(default_factory=dict)
 
     def evidence(self) -> dict[str, Any]:
@@ -107,7 +110,7 @@ class JournalEntryView:
             "session_id": self.session_id,
             "inference_status": self.inference_status,
             "influenced_by": list(self.influenced_by),
-            "hidden_influences": self.hidden_influences,
+            "has_hidden_influences": self.has_hidden_influences,
             "details": self.details,
         }
 

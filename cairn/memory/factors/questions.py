@@ -9,10 +9,11 @@
   option whose readiness changes, transitively;
 * ``what_changed`` — journal entries in a window, grouped by factor, with the value before and after.
 
-Policy: everything is read under the caller's scope. A prerequisite the caller cannot see is
-reported as "a prerequisite you cannot see" attached to the visible node that needs it — no id,
-name, value or threshold, and never as met or unmet (see dependencies.py: hidden nodes cannot
-change a verdict). Hidden influences and dependents are left out.
+Policy: everything is read under the caller's scope. Of the prerequisites the caller cannot see,
+an answer says only whether there are any, once per visible node that needs them — no id, name,
+value or threshold, never met or unmet (see dependencies.py: hidden nodes cannot change a
+verdict), and never how many: one hidden prerequisite or ten give byte-identical answers.
+Hidden influences are a flag; hidden dependents are left out.
 """
 
 from __future__ import annotations
@@ -97,18 +98,21 @@ class WhyBlocked:
     subject: NodeRef
     status: Status
     blockers: tuple[Prerequisite, ...]
-    hidden_required_by: tuple[NodeRef, ...]  # visible nodes that need something the caller cannot see
-    prerequisites_reached: int
+    hidden_required_by: tuple[NodeRef, ...]  # each visible node that needs something hidden, once
+    prerequisites_reached: int  # visible prerequisite edges reached
     answer: str
+
+    @property
+    def has_hidden_prerequisites(self) -> bool:
+        return bool(self.hidden_required_by)
 
     def evidence(self) -> dict[str, Any]:
         return {
             "subject": self.subject.evidence(),
             "status": self.status,
             "blockers": [b.evidence() for b in self.blockers],
-            "hidden_prerequisites": [
-                {"required_by": n.evidence(), "prerequisite": templates.HIDDEN} for n in self.hidden_required_by
-            ],
+            "has_hidden_prerequisites": self.has_hidden_prerequisites,
+            "hidden_required_by": [n.evidence() for n in self.hidden_required_by],
             "prerequisites_reached": self.prerequisites_reached,
         }
 
@@ -138,7 +142,7 @@ def why_blocked(driver: Driver, scope: Scope, node_id: str, entries_per_factor: 
         if b.edge.target is not None
     )
     hidden_by = tuple(ref[h.source] for h in hidden)
-    reached = sum(len(graph.out[n]) for n in graph.reach(node_id))
+    reached = sum(1 for n in graph.reach(node_id) for e in graph.out[n] if e.target is not None)
     subject = ref[node_id]
     return WhyBlocked(
         subject=subject,
@@ -194,7 +198,7 @@ class WhyValue:
     factor: FactorState
     history: tuple[JournalEntryView, ...]
     dependencies: tuple[Dependency, ...]  # ranked, largest drag first
-    hidden_dependencies: int
+    has_hidden_dependencies: bool  # whether it also depends on something hidden, never how many
     dependents: tuple[Dependent, ...]
     answer: str
 
@@ -203,7 +207,7 @@ class WhyValue:
             "factor": self.factor.evidence(),
             "history": [e.evidence() for e in self.history],
             "dependencies": [d.evidence() for d in self.dependencies],
-            "hidden_dependencies": self.hidden_dependencies,
+            "has_hidden_dependencies": self.has_hidden_dependencies,
             "dependents": [d.evidence() for d in self.dependents],
         }
 
@@ -222,7 +226,9 @@ def why_value(driver: Driver, scope: Scope, factor_id: str, history_limit: int =
     edges = graph.out.get(factor_id, [])
     visible = [e for e in edges if e.target is not None]
     stated = [e.weight for e in visible if e.weight is not None]
-    default_weight = (1.0 - sum(stated)) / max(1, len(visible) - len(stated)) if len(stated) < len(visible) else 0.0
+    default_weight = (
+        (1.0 - sum(stated)) / max(1, len(visible) - len(stated)) if len(stated) < len(visible) else 0.0
+    )
     last = latest_entries(driver, scope, [e.target for e in visible if e.target], 1)
     deps = []
     for e in visible:
@@ -230,7 +236,8 @@ def why_value(driver: Driver, scope: Scope, factor_id: str, history_limit: int =
             continue
         node = graph.nodes[e.target]
         weight = e.weight if e.weight is not None else max(default_weight, 0.0)
-        entry = (last.get(e.target) or [None])[0]
+        found_entries = last.get(e.target) or []
+        entry = found_entries[0] if found_entries else None
         deps.append(
             Dependency(
                 factor=NodeRef.of(node),
@@ -255,14 +262,14 @@ def why_value(driver: Driver, scope: Scope, factor_id: str, history_limit: int =
         Dependent(NodeRef(i, label, name), threshold, state.value is not None and state.value >= threshold)
         for i, label, name, threshold in dependents(driver, scope, factor_id)
     )
-    hidden = sum(1 for e in edges if e.target is None)
+    needs_hidden = any(e.target is None for e in edges)
     return WhyValue(
         factor=state,
         history=chain,
         dependencies=tuple(deps),
-        hidden_dependencies=hidden,
+        has_hidden_dependencies=needs_hidden,
         dependents=ups,
-        answer=templates.why_value(state, statuses.get(factor_id, "ready"), chain, deps, hidden, ups),
+        answer=templates.why_value(state, statuses.get(factor_id, "ready"), chain, deps, needs_hidden, ups),
     )
 
 
@@ -302,9 +309,7 @@ class StillBlocked:
         return {
             "node": self.node.evidence(),
             "threshold": self.threshold,
-            "blockers": [
-                {"factor": f.evidence(), "value": v, "threshold": t} for f, v, t in self.blockers
-            ],
+            "blockers": [{"factor": f.evidence(), "value": v, "threshold": t} for f, v, t in self.blockers],
         }
 
 
@@ -347,7 +352,9 @@ def _levels(graph: DepGraph, factor_id: str, value: float | None, direction: Dir
     if direction == "lower":
         return [scale_low]
     current = node.value
-    unmet = sorted({e.min_value for e in graph.incoming[factor_id] if current is None or e.min_value > current})
+    unmet = sorted(
+        {e.min_value for e in graph.incoming[factor_id] if current is None or e.min_value > current}
+    )
     return unmet or [scale_high]
 
 
@@ -501,7 +508,7 @@ def what_changed(
     records, _, _ = driver.execute_query(WINDOW_QUERY, params)
     grouped: dict[str, list[JournalEntryView]] = {}
     for r in records:
-        entry = entry_from_row(r["factor_id"], dict(r["entry"]), r["influence"])
+        entry = entry_from_row(r["factor_id"], dict(r["entry"]), r["influence"], r["hidden_influence"])
         grouped.setdefault(entry.factor_id, []).append(entry)
     before_rows, _, _ = driver.execute_query(
         BEFORE_QUERY, {**scope.cypher_params(), "since": since, "factors": sorted(grouped)}
@@ -519,4 +526,3 @@ def what_changed(
     ]
     changes.sort(key=lambda c: (-c.entries[-1].timestamp.timestamp(), c.factor.name))
     return WhatChanged(since, until, tuple(changes), templates.what_changed(since, until, changes))
-

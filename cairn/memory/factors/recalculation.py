@@ -53,10 +53,18 @@ class Contradiction:
 
     def evidence(self) -> dict[str, Any]:
         return {
-            "older": {"entry_id": self.older.entry_id, "timestamp": iso(self.older.timestamp),
-                      "value": self.older.value, "excerpt": self.older.excerpt},
-            "newer": {"entry_id": self.newer.entry_id, "timestamp": iso(self.newer.timestamp),
-                      "value": self.newer.value, "excerpt": self.newer.excerpt},
+            "older": {
+                "entry_id": self.older.entry_id,
+                "timestamp": iso(self.older.timestamp),
+                "value": self.older.value,
+                "excerpt": self.older.excerpt,
+            },
+            "newer": {
+                "entry_id": self.newer.entry_id,
+                "timestamp": iso(self.newer.timestamp),
+                "value": self.newer.value,
+                "excerpt": self.newer.excerpt,
+            },
             "difference": self.difference,
         }
 

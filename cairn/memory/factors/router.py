@@ -36,7 +36,14 @@ from cairn.runtime.embedder import Embedder
 from cairn.runtime.llm import LLMClient, LLMUnavailable
 
 Intent = Literal["why_blocker", "why_value", "what_if", "what_changed", "status", "where_were_we"]
-INTENTS: tuple[Intent, ...] = ("why_blocker", "why_value", "what_if", "what_changed", "status", "where_were_we")
+INTENTS: tuple[Intent, ...] = (
+    "why_blocker",
+    "why_value",
+    "what_if",
+    "what_changed",
+    "status",
+    "where_were_we",
+)
 # Cosine of the question remainder with a node (name, description, aliases) or with a journal
 # entry (rationale, excerpt): MiniLM gives ~0.55-0.65 to unrelated text of this domain, so a link
 # needs 0.70 — calibrated on the labelled set, where true links score 0.72-0.87.
@@ -46,43 +53,184 @@ NO_ENTITY_INTENTS = ("status", "where_were_we")
 
 _P = re.compile
 INTENT_PATTERNS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
-    ("what_if", _P(r"\bwhat\s+if\b|\bsuppos(?:e|ing)\b|\bhypothetical|\bwhat\s+(?:would|could)\s+(?:we\s+)?"
-                   r"(?:unlock|gain)\b|\bbecomes?\s+possible\b|\bwould\s+(?:it|that|this)\s+unlock\b|"
-                   r"\bopens?\s+up\b|\bby\s+(?:raising|improving|increasing|boosting|lowering)\b|"
-                   r"\bif\s+(?:we|our|the)\b.*\b(?:improve[sd]?|raise[sd]?|increase[sd]?|boost(?:ed)?|"
-                   r"reach(?:ed|es)?|hit|got|get|had|were|was|went|go(?:es)?|drop(?:ped|s)?|lower(?:ed)?|"
-                   r"fell|fall|lose|lost|double[sd]?|invest(?:ed)?|hire[sd]?)\b", re.I)),
-    ("where_were_we", _P(r"\bwhere\s+(?:were|did)\s+we\b|\bpick\s+up\s+where\b|\bleft\s+off\b|"
-                         r"\blast\s+(?:time|session|conversation|call|meeting)\b|"
-                         r"\bprevious\s+(?:session|conversation|call|meeting)\b|\bremind\s+me\b|\brecap\b|"
-                         r"\bwhat\s+were\s+we\s+(?:talking|discussing)\b", re.I)),
-    ("what_changed", _P(r"\bchanged?\b|\bchanges\b|\bwhat(?:'s|\s+is)\s+new\b|\bupdates?\b|\bevolved?\b|"
-                        r"\brevis(?:e|ed|ions?)\b|\bdifferent\s+(?:since|from)\b", re.I)),
-    ("status", _P(r"\bwhere\s+(?:are|do)\s+we\b|\bstatus\b|\boverview\b|\bsummar(?:y|ise|ize)\b|"
-                  r"\bhow\s+far\s+along\b|\bprogress\b|\bdecision\s+tier\b|\bmedium[- ]risk\b|"
-                  r"\bwhat\s+can\s+we\s+(?:evaluate|do|start)\s+(?:now|right\s+now|already|today)\b|"
-                  r"\bhow\s+ready\s+are\s+we\b", re.I)),
-    ("why_blocker", _P(r"\bwhy\s+(?:can'?t|cannot|can\s+not|couldn'?t|aren'?t|isn'?t|won'?t|don'?t)\s+we\b|"
-                       r"\bwhat(?:'s|\s+is|\s+are)?\s+(?:blocking|stopping|holding|preventing|keeping)\b|"
-                       r"\bprevents?\b|\boff\s+the\s+table\b|\bnot\s+(?:possible|ready)\b|\bout\s+of\s+reach\b|"
-                       r"\bprerequisites?\b|\brequirements?\b|\bwhat\s+do\s+we\s+(?:still\s+)?need\b|"
-                       r"\bwhat\s+stands\s+between\b|\bblock(?:er|ers|ing|ed)?\b|\bwhy\s+aren'?t\s+we\b", re.I)),
-    ("why_value", _P(r"\bwhy\b|\bhow\s+did\s+we\s+(?:arrive|get|come)\b|\bcome\s+from\b|\bexplain\b|"
-                     r"\breasoning\b|\bjustif", re.I)),
+    (
+        "what_if",
+        _P(
+            r"\bwhat\s+if\b|\bsuppos(?:e|ing)\b|\bhypothetical|\bwhat\s+(?:would|could)\s+(?:we\s+)?"
+            r"(?:unlock|gain)\b|\bbecomes?\s+possible\b|\bwould\s+(?:it|that|this)\s+unlock\b|"
+            r"\bopens?\s+up\b|\bby\s+(?:raising|improving|increasing|boosting|lowering)\b|"
+            r"\bif\b.*\b(?:improve[sd]?|raise[sd]?|increase[sd]?|boost(?:ed)?|"
+            r"reach(?:ed|es)?|hit|got|get|had|were|was|went|go(?:es)?|drop(?:ped|s)?|lower(?:ed)?|"
+            r"fell|fall|lose|lost|double[sd]?|invest(?:ed)?|hire[sd]?)\b",
+            re.I,
+        ),
+    ),
+    (
+        "where_were_we",
+        _P(
+            r"\bwhere\s+(?:were|did)\s+we\b|\bpick\s+up\s+where\b|\bleft\s+off\b|"
+            r"\blast\s+(?:time|session|conversation|call|meeting)\b|"
+            r"\bprevious\s+(?:session|conversation|call|meeting)\b|\bremind\s+me\b|\brecap\b|"
+            r"\bwhat\s+were\s+we\s+(?:talking|discussing)\b",
+            re.I,
+        ),
+    ),
+    (
+        "what_changed",
+        _P(
+            r"\bchanged?\b|\bchanges\b|\bwhat(?:'s|\s+is)\s+new\b|\bupdate[sd]?\b|\bevolved?\b|"
+            r"\brevis(?:e|ed|ions?)\b|\bdifferent\s+(?:since|from)\b",
+            re.I,
+        ),
+    ),
+    (
+        "status",
+        _P(
+            r"\bwhere\s+(?:are|do)\s+we\b|\bstatus\b|\boverview\b|\bsummar(?:y|ise|ize)\b|"
+            r"\bhow\s+far\s+along\b|\bprogress\b|\bdecision\s+tier\b|\bmedium[- ]risk\b|"
+            r"\bwhat\s+can\s+we\s+(?:evaluate|do|start)\s+(?:now|right\s+now|already|today)\b|"
+            r"\bhow\s+ready\s+are\s+we\b",
+            re.I,
+        ),
+    ),
+    (
+        "why_blocker",
+        _P(
+            r"\bwhy\s+(?:can'?t|cannot|can\s+not|couldn'?t|aren'?t|isn'?t|won'?t|don'?t)\s+we\b|"
+            r"\bwhat(?:'s|\s+is|\s+are)?\s+(?:blocking|stopping|holding|preventing|keeping)\b|"
+            r"\bprevents?\b|\boff\s+the\s+table\b|\bnot\s+(?:possible|ready)\b|\bout\s+of\s+reach\b|"
+            r"\bprerequisites?\b|\brequirements?\b|\bwhat\s+do\s+we\s+(?:still\s+)?need\b|"
+            r"\bwhat\s+stands\s+between\b|\bblock(?:er|ers|ing|ed)?\b|\bwhy\s+aren'?t\s+we\b",
+            re.I,
+        ),
+    ),
+    (
+        "why_value",
+        _P(
+            r"\bwhy\b|\bhow\s+did\s+we\s+(?:arrive|get|come)\b|\bcome\s+from\b|\bexplain\b|"
+            r"\breasoning\b|\bjustif",
+            re.I,
+        ),
+    ),
 )
 
 _VALUE = _P(r"\b(?:to|reach(?:ed|es)?|hits?|at|were|was|of|=)\s+(\d+(?:\.\d+)?)\s*(?:%|percent)?", re.I)
-_LOWER = _P(r"\b(?:drop(?:ped|s)?|lower(?:ed)?|decrease[sd]?|fell|fall(?:s)?|lose|lost|worse|cut|reduce[sd]?|"
-            r"break|down)\b", re.I)
-_TIME_WORDS = _P(r"\b(?:since|from|after|in|over|during|within|the|last|past|this|next|ago|recently|lately|"
-                 r"yesterday|today|week|weeks|month|months|year|years|day|days|\d{4}-\d{2}-\d{2}|\d+(?:st|nd|rd|th)?|"
-                 r"january|february|march|april|june|july|august|september|october|november|december)\b", re.I)
+_LOWER = _P(
+    r"\b(?:drop(?:ped|s)?|lower(?:ed)?|decrease[sd]?|fell|fall(?:s)?|lose|lost|worse|cut|reduce[sd]?|"
+    r"break|down)\b",
+    re.I,
+)
+_TIME_WORDS = _P(
+    r"\b(?:since|from|after|in|over|during|within|the|last|past|this|next|ago|recently|lately|"
+    r"yesterday|today|week|weeks|month|months|year|years|day|days|\d{4}-\d{2}-\d{2}|\d+(?:st|nd|rd|th)?|"
+    r"january|february|march|april|june|july|august|september|october|november|december)\b",
+    re.I,
+)
 STOPWORDS = frozenset(
-    "a an and any are as at be been being by can cannot can't could did do does doing don't for from get go goes "
-    "going had has have how i if in is isn't it its just let's me more most my now of on only or our ours please "
-    "really right show so some still tell than that the their them then there these they this to too us very was "
-    "we were what what's when where which who why will with would yet you your off table possible anything "
-    "something things thing about think become becomes happen happened happens".split()
+    [
+        "a",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "being",
+        "by",
+        "can",
+        "cannot",
+        "can't",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "don't",
+        "for",
+        "from",
+        "get",
+        "go",
+        "goes",
+        "going",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "is",
+        "isn't",
+        "it",
+        "its",
+        "just",
+        "let's",
+        "me",
+        "more",
+        "most",
+        "my",
+        "now",
+        "of",
+        "on",
+        "only",
+        "or",
+        "our",
+        "ours",
+        "please",
+        "really",
+        "right",
+        "show",
+        "so",
+        "some",
+        "still",
+        "tell",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "too",
+        "us",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "what's",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "would",
+        "yet",
+        "you",
+        "your",
+        "off",
+        "table",
+        "possible",
+        "anything",
+        "something",
+        "things",
+        "thing",
+        "about",
+        "think",
+        "become",
+        "becomes",
+        "happen",
+        "happened",
+        "happens",
+    ]
 )
 
 ENTITY_QUERY = f"""
@@ -114,8 +262,13 @@ class LinkedEntity:
     method: Literal["lexical", "vector", "journal", "llm"]
 
     def evidence(self) -> dict[str, Any]:
-        return {"id": self.id, "label": self.label, "name": self.name, "score": round(self.score, 4),
-                "method": self.method}
+        return {
+            "id": self.id,
+            "label": self.label,
+            "name": self.name,
+            "score": round(self.score, 4),
+            "method": self.method,
+        }
 
 
 @dataclass(frozen=True)
@@ -205,7 +358,12 @@ def _lexical(question: str, candidates: list[_Candidate]) -> list[LinkedEntity]:
 
 
 def _preferred(intent: Intent) -> str | None:
-    return {"why_blocker": "Option", "why_value": "Factor", "what_if": "Factor", "what_changed": "Factor"}.get(intent)
+    return {
+        "why_blocker": "Option",
+        "why_value": "Factor",
+        "what_if": "Factor",
+        "what_changed": "Factor",
+    }.get(intent)
 
 
 class PatternRouter:
@@ -221,8 +379,15 @@ class PatternRouter:
         for r in records:
             forms = {tuple(tokens(str(r["name"] or ""))), tuple(tokens(str(r["id"]).replace("_", " ")))}
             forms |= {tuple(tokens(str(a))) for a in r["aliases"]}
-            out.append(_Candidate(str(r["id"]), str(r["label"]), str(r["name"] or r["id"]),
-                                  tuple(f for f in forms if f), float(r["score"])))
+            out.append(
+                _Candidate(
+                    str(r["id"]),
+                    str(r["label"]),
+                    str(r["name"] or r["id"]),
+                    tuple(f for f in forms if f),
+                    float(r["score"]),
+                )
+            )
         return out
 
     def link(self, question: str, scope: Scope, intent: Intent) -> list[LinkedEntity]:
@@ -244,14 +409,18 @@ class PatternRouter:
         )
         for r in records:
             if best is None or float(r["score"]) > best.score:
-                best = LinkedEntity(str(r["id"]), "Factor", str(r["name"] or r["id"]), float(r["score"]), "journal")
+                best = LinkedEntity(
+                    str(r["id"]), "Factor", str(r["name"] or r["id"]), float(r["score"]), "journal"
+                )
         return [best] if best is not None and best.score >= ENTITY_THRESHOLD else []
 
     def route(self, question: str, scope: Scope, now: datetime) -> Route:
         intent = detect_intent(question)
         entities = self.link(question, scope, intent or "why_value")
         if intent is None:  # no wording matched: let what the question names decide
-            intent = "status" if not entities else "why_blocker" if entities[0].label == "Option" else "why_value"
+            intent = (
+                "status" if not entities else "why_blocker" if entities[0].label == "Option" else "why_value"
+            )
         if intent in NO_ENTITY_INTENTS:
             entities = []
         value = None
@@ -294,7 +463,9 @@ class LLMRouter:
 
 def parse_llm_route(
     text: str, candidates: dict[str, _Candidate]
-) -> tuple[Intent, tuple[LinkedEntity, ...], float | None, Literal["improve", "lower"], datetime | None] | None:
+) -> (
+    tuple[Intent, tuple[LinkedEntity, ...], float | None, Literal["improve", "lower"], datetime | None] | None
+):
     """The model's JSON as a route, or None if it is not one (unknown intent, ids it may not see)."""
     match = re.search(r"\{.*\}", text, re.S)
     if match is None:
@@ -312,7 +483,7 @@ def parse_llm_route(
         LinkedEntity(i, candidates[i].label, candidates[i].name, 1.0, "llm") for i in dict.fromkeys(ids)
     )
     value = data.get("value")
-    direction = "lower" if data.get("direction") == "lower" else "improve"
+    direction: Literal["improve", "lower"] = "lower" if data.get("direction") == "lower" else "improve"
     since = None
     if isinstance(data.get("since"), str):
         try:

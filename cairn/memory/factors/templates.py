@@ -1,7 +1,9 @@
 """Templated answers (no LLM) for the factor questions, composed only from the evidence given.
 
-Everything here names nodes by their display name and dates by day; ids never appear, and a
-hidden prerequisite is only ever the fixed phrase ``HIDDEN``.
+Everything here names nodes by their display name and dates by day; ids never appear. What the
+caller cannot see is only ever one of two fixed phrases, ``HIDDEN_NOTICE`` (a sentence) or
+``HIDDEN`` (inline), optionally with the names of the visible nodes that need it: an answer says
+whether something is withheld, and never reads differently for one hidden prerequisite or many.
 """
 
 from __future__ import annotations
@@ -10,7 +12,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from cairn.memory.factors.models import HIDDEN_PREREQUISITE, FactorState, JournalEntryView, Status, day, fmt
+from cairn.memory.factors.models import (
+    HIDDEN_NOTICE,
+    HIDDEN_PREREQUISITES,
+    FactorState,
+    JournalEntryView,
+    Status,
+    day,
+    fmt,
+)
 
 if TYPE_CHECKING:
     from cairn.memory.factors.questions import (
@@ -24,7 +34,7 @@ if TYPE_CHECKING:
         StillBlocked,
     )
 
-HIDDEN = HIDDEN_PREREQUISITE
+HIDDEN = HIDDEN_PREREQUISITES
 QUOTE_MAX = 160
 num = fmt
 
@@ -52,14 +62,10 @@ def _entry_line(e: JournalEntryView) -> str:
     return f"{day(e.timestamp)}: {fmt(e.previous_value)} → {fmt(e.new_value)} ({quote(e.rationale)})"
 
 
-def _hidden_sentence(subject: str, hidden_by: Sequence[NodeRef]) -> str:
-    if not hidden_by:
-        return ""
-    needers = sorted({n.name for n in hidden_by} - {subject})
-    count = len(hidden_by)
-    what = HIDDEN if count == 1 else f"{count} prerequisites you cannot see"
-    by = f" (required by {names(needers)})" if needers else ""
-    return f"{subject} also depends on {what}{by}."
+def _hidden_sentence(hidden_by: Sequence[NodeRef]) -> str:
+    """The fixed notice, naming the visible nodes that need something hidden (each once)."""
+    needers = sorted({n.name for n in hidden_by})
+    return f"{HIDDEN_NOTICE} (required by {names(needers)})." if needers else ""
 
 
 def why_blocked(
@@ -73,8 +79,8 @@ def why_blocked(
         return f"{subject} is not blocked: all {reached} prerequisite(s) it depends on are met."
     if status == "undetermined":
         return (
-            f"No prerequisite of {subject} that you can see is unmet, but {subject} also depends on "
-            f"{HIDDEN}, so whether it is ready cannot be determined from your view."
+            f"No prerequisite of {subject} that you can see is unmet, but whether it is ready cannot "
+            f"be determined from your view. {_hidden_sentence(hidden_by)}"
         )
     lines = [f"{subject} is blocked by {len(blockers)} unmet prerequisite(s):"]
     for i, b in enumerate(blockers, start=1):
@@ -94,7 +100,7 @@ def why_blocked(
         else:
             line += " It has not been assessed yet."
         lines.append(line)
-    hidden = _hidden_sentence(subject, hidden_by)
+    hidden = _hidden_sentence(hidden_by)
     if hidden:
         lines.append(hidden)
     return "\n".join(lines)
@@ -105,7 +111,7 @@ def why_value(
     status: Status,
     chain: Sequence[JournalEntryView],
     deps: Sequence[Dependency],
-    hidden: int,
+    needs_hidden: bool,
     ups: Sequence[Dependent],
 ) -> str:
     if state.value is None:
@@ -139,8 +145,8 @@ def why_value(
                     f"{d.factor.name} changed on {day(d.last_entry.timestamp)}, after {state.name} was "
                     f"last set, so {state.name} may be out of date."
                 )
-    if hidden:
-        lines.append(f"It also depends on {HIDDEN if hidden == 1 else f'{hidden} prerequisites you cannot see'}.")
+    if needs_hidden:
+        lines.append(f"{HIDDEN_NOTICE}.")
     if status == "blocked":
         lines.append(f"{state.name} itself is blocked by an unmet prerequisite further down.")
     if len(chain) > 1:
@@ -153,8 +159,10 @@ def why_value(
 
 def _blockers_text(still: StillBlocked) -> str:
     parts = [f"{f.name} ({fmt(v)}, needs {fmt(t)})" for f, v, t in still.blockers]
-    return f"{still.node.name} would still be blocked by {names(parts)}" if parts else (
-        f"{still.node.name} would still depend on {HIDDEN}"
+    return (
+        f"{still.node.name} would still be blocked by {names(parts)}"
+        if parts
+        else (f"{still.node.name} would still depend on {HIDDEN}")
     )
 
 
@@ -178,7 +186,9 @@ def what_if(
                 got = names([n.name for n in step.unblocked])
                 lines.append(f"Raising it to {fmt(step.value)} would{more} unblock {got}.")
             else:
-                lines.append(f"Raising it to {fmt(step.value)} would unblock {'nothing more' if i else 'nothing yet'}.")
+                lines.append(
+                    f"Raising it to {fmt(step.value)} would unblock {'nothing more' if i else 'nothing yet'}."
+                )
     else:
         lines.append(f"If {name} were {fmt(final)} instead of {fmt(current)}:")
         if unblocked:

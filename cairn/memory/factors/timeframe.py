@@ -14,8 +14,22 @@ from datetime import UTC, datetime, timedelta
 DEFAULT_WINDOW = timedelta(days=30)
 RECENT = timedelta(days=14)
 NUMBERS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3,
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "couple of": 2,
+    "few": 3,
 }
 MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
@@ -29,7 +43,9 @@ _SINCE_LAST = re.compile(rf"\b(?:since|from)\s+(?:the\s+)?last\s+{_UNIT}\b", re.
 _LAST_UNIT = re.compile(rf"\b(?:the\s+)?(?:last|past)\s+{_UNIT}\b", re.I)
 _THIS = re.compile(r"\bthis\s+(week|month|year)\b", re.I)
 _MONTH_DAY = re.compile(r"\b(?:since|from|after)\s+(?:the\s+)?([a-z]+)\s+(\d{1,2})(?:st|nd|rd|th)?\b", re.I)
-_DAY_MONTH = re.compile(r"\b(?:since|from|after)\s+(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]+)\b", re.I)
+_DAY_MONTH = re.compile(
+    r"\b(?:since|from|after)\s+(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]+)\b", re.I
+)
 _SINCE_MONTH = re.compile(r"\b(?:since|from|after)\s+([a-z]+)\b", re.I)
 
 
@@ -87,11 +103,10 @@ def parse_since(text: str, now: datetime) -> datetime | None:
         return (now - timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
     if re.search(r"\btoday\b", text, re.I):
         return now.replace(hour=0, minute=0, second=0, microsecond=0)
-    if m := _MONTH_DAY.search(text):
-        if (month := MONTHS.get(m.group(1).lower())) and (when := _month_date(month, int(m.group(2)), now)):
-            return when
-    if m := _DAY_MONTH.search(text):
-        if (month := MONTHS.get(m.group(2).lower())) and (when := _month_date(month, int(m.group(1)), now)):
+    for pattern, month_at, day_at in ((_MONTH_DAY, 1, 2), (_DAY_MONTH, 2, 1)):
+        m = pattern.search(text)
+        month = MONTHS.get(m.group(month_at).lower()) if m else None
+        if m and month and (when := _month_date(month, int(m.group(day_at)), now)):
             return when
     if (m := _SINCE_MONTH.search(text)) and (month := MONTHS.get(m.group(1).lower())):
         return _month_date(month, 1, now)

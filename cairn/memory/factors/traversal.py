@@ -3,7 +3,8 @@
 Each query walks with a quantified path pattern whose every step must land on a node the
 caller may see; with ``DISTINCT`` endpoints Neo4j plans it as a pruning breadth-first
 expansion, so the work is linear in the part of the graph reached, not in the number of
-paths. A hidden prerequisite comes back only as an edge with no target (no id, no value).
+paths. Of the prerequisites a reached node has that the caller cannot see, only whether there
+are any comes back (``needs_hidden``): no id, no value, no threshold, and not how many.
 """
 
 from __future__ import annotations
@@ -22,17 +23,19 @@ VIS_S = acl_visible("s")
 VIS_M = acl_visible("m")
 VIS_Y = acl_visible("y")
 
-# The closure rows: every reached node with its outgoing edges; hidden targets stay anonymous.
+# The closure rows: every reached node with its edges to visible nodes, and a flag (never a
+# count) for whether it also depends on something the caller cannot see.
 _CLOSURE_TAIL = f"""
 WITH DISTINCT x
 OPTIONAL MATCH (x)-[r:DEPENDS_ON]->(y:Entity)
-WITH x, r, y, {VIS_Y} AS y_visible
+WITH x, r, y, r IS NOT NULL AND {VIS_Y} AS y_visible
 RETURN x.id AS id, CASE WHEN x:Option THEN 'Option' ELSE 'Factor' END AS label,
        x.name AS name, x.category AS category, x.current_value AS value,
        x.current_confidence AS confidence, x.scale AS scale,
-       collect(CASE WHEN r IS NULL THEN null
-                    ELSE {{target: CASE WHEN y_visible THEN y.id END,
-                          min_value: coalesce(r.min_value, 0.0), weight: r.weight}} END) AS edges
+       collect(CASE WHEN y_visible
+                    THEN {{target: y.id, min_value: coalesce(r.min_value, 0.0), weight: r.weight}}
+               END) AS edges,
+       count(CASE WHEN r IS NOT NULL AND NOT y_visible THEN 1 END) > 0 AS needs_hidden
 """
 
 DOWNSTREAM_QUERY = f"""
@@ -80,12 +83,14 @@ def _graph(rows: Iterable[Any]) -> DepGraph:
             )
         )
         for e in row["edges"]:
-            if e is None:
-                continue
             weight = e["weight"]
             edges.append(
-                DepEdge(row["id"], e["target"], float(e["min_value"]), None if weight is None else float(weight))
+                DepEdge(
+                    row["id"], e["target"], float(e["min_value"]), None if weight is None else float(weight)
+                )
             )
+        if row["needs_hidden"]:
+            edges.append(DepEdge(row["id"], None, 0.0))  # one anonymous edge, however many are hidden
     return DepGraph(nodes, edges)
 
 
@@ -120,4 +125,6 @@ ORDER BY id
 def dependents(driver: Driver, scope: Scope, factor_id: str) -> list[tuple[str, str, str, float]]:
     """Visible nodes that need ``factor_id`` directly: (id, label, name, threshold)."""
     records, _, _ = driver.execute_query(DEPENDENTS_QUERY, {**scope.cypher_params(), "factor": factor_id})
-    return [(str(r["id"]), str(r["label"]), str(r["name"] or r["id"]), float(r["min_value"])) for r in records]
+    return [
+        (str(r["id"]), str(r["label"]), str(r["name"] or r["id"]), float(r["min_value"])) for r in records
+    ]

@@ -1,0 +1,317 @@
+"""`cairn factor show|history|assessment|why-blocked|why-value|what-if|what-changed|ask|update|confirm|
+recalculate|router-eval` and `cairn ingest factors PATH`.
+
+Reads run as the operator (everything) unless ``--role`` names a role profile, in which case they
+see exactly what that role would see through GraphQL. Writes refuse bad input before anything is
+written. ``--json`` prints the structured evidence instead of the templated answer.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from neo4j import Driver
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import Progress, TaskID
+from rich.table import Table
+
+from cairn.ingest.factors import DEMO_DIR, ingest_factor_dir
+from cairn.ingest.fixtures import FixtureError
+from cairn.memory.factors import questions
+from cairn.memory.factors.ask import answer_question
+from cairn.memory.factors.assessment import assessment_summary
+from cairn.memory.factors.evaluation import evaluate, load_labelled
+from cairn.memory.factors.journal import (
+    confirm_factor,
+    factor_state,
+    history,
+    recalculate_factor,
+    update_factor,
+)
+from cairn.memory.factors.models import FactorError, day, fmt
+from cairn.memory.factors.router import PatternRouter
+from cairn.policy.profiles import PolicyRegistry
+from cairn.policy.scope import Scope
+from cairn.runtime import neo4j_server
+from cairn.runtime.database import sync_driver
+from cairn.runtime.embedder import get_embedder
+from cairn.runtime.settings import get_settings
+from cairn.schema.migrate import SCHEMA_VERSION, schema_version
+
+factor_app = typer.Typer(help="The factor journal: why, what if, what changed.", no_args_is_help=True)
+console = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+RoleOption = Annotated[
+    str | None, typer.Option("--role", help="act as this role profile (default: operator, sees everything)")
+]
+AsJson = Annotated[bool, typer.Option("--json", help="print the structured evidence as JSON")]
+Moment = Annotated[datetime | None, typer.Option(help="ISO time (UTC if no zone given)")]
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {escape(message)}")
+    return typer.Exit(code)
+
+
+def _driver() -> Driver:
+    settings = get_settings()
+    if settings.embedded and not neo4j_server.status(settings).running:
+        raise _fail("the embedded Neo4j is not running: start it with `cairn neo4j start`")
+    driver = sync_driver(settings)
+    version = schema_version(driver)
+    if version != SCHEMA_VERSION:
+        driver.close()
+        raise _fail(
+            f"the database schema is v{version}, this code needs v{SCHEMA_VERSION}: run `cairn db migrate`"
+        )
+    return driver
+
+
+def _scope(role: str | None, write: bool = False) -> Scope:
+    if role is None:
+        return Scope.system()
+    profile = PolicyRegistry.load(get_settings().policy_file).get(role)
+    if profile is None:
+        raise _fail(f"no role '{role}' in the policy file")
+    if write and not profile.can_write:
+        raise _fail(f"role '{role}' may not write")
+    return Scope.from_profile(profile)
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=UTC)
+
+
+def _emit(answer: str, evidence: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(evidence, indent=2, default=str))
+    else:
+        console.print(escape(answer))
+
+
+def _guard(work: Any) -> Any:
+    try:
+        return work()
+    except FactorError as exc:
+        raise _fail(str(exc), code=2) from None
+
+
+@factor_app.command("show")
+def show(factor_id: str, as_of: Moment = None, role: RoleOption = None, as_json: AsJson = False) -> None:
+    """A factor now, or as of a past moment (from the journal)."""
+    with _driver() as driver:
+        state = _guard(lambda: factor_state(driver, _scope(role), factor_id, _aware(as_of)))
+    when = f" as of {day(state.as_of)}" if state.as_of else ""
+    conf = "n/a" if state.confidence is None else f"{state.confidence:g}"
+    text = (
+        f"{state.name}{when}: {fmt(state.value)} (scale {state.scale}), confidence {conf}, "
+        f"{state.status or 'unassessed'}, last updated {day(state.last_updated)}"
+    )
+    _emit(text, state.evidence(), as_json)
+
+
+@factor_app.command("history")
+def show_history(factor_id: str, limit: int = 20, role: RoleOption = None, as_json: AsJson = False) -> None:
+    """A factor's journal, newest first."""
+    with _driver() as driver:
+        entries = _guard(lambda: history(driver, _scope(role), factor_id, limit=limit))
+    if as_json:
+        print(json.dumps([e.evidence() for e in entries], indent=2, default=str))
+        return
+    table = Table("when", "op", "value", "confidence", "rationale", "session")
+    for e in entries:
+        table.add_row(
+            e.timestamp.isoformat(timespec="minutes"),
+            e.op,
+            f"{fmt(e.previous_value)} → {fmt(e.new_value)}",
+            "" if e.confidence is None else f"{e.confidence:g}",
+            escape(e.rationale),
+            e.session_id or "",
+        )
+    console.print(table)
+
+
+@factor_app.command("assessment")
+def show_assessment(role: RoleOption = None, as_json: AsJson = False) -> None:
+    """Where are we: completeness and confidence per category, tier, capabilities."""
+    with _driver() as driver:
+        a = assessment_summary(driver, _scope(role))
+    _emit(a.status_answer, a.evidence(), as_json)
+
+
+@factor_app.command("why-blocked")
+def why_blocked(node_id: str, role: RoleOption = None, as_json: AsJson = False) -> None:
+    """Why an option (or factor) is blocked: its unmet prerequisites, transitively."""
+    with _driver() as driver:
+        result = _guard(lambda: questions.why_blocked(driver, _scope(role), node_id))
+    _emit(result.answer, result.evidence(), as_json)
+
+
+@factor_app.command("why-value")
+def why_value(factor_id: str, role: RoleOption = None, as_json: AsJson = False) -> None:
+    """How a factor got its value: history and what it depends on."""
+    with _driver() as driver:
+        result = _guard(lambda: questions.why_value(driver, _scope(role), factor_id))
+    _emit(result.answer, result.evidence(), as_json)
+
+
+@factor_app.command("what-if")
+def what_if(
+    factor_id: str,
+    value: Annotated[
+        float | None, typer.Option(help="hypothetical value (default: each unmet threshold)")
+    ] = None,
+    lower: Annotated[bool, typer.Option(help="without --value: try the bottom of the scale")] = False,
+    role: RoleOption = None,
+    as_json: AsJson = False,
+) -> None:
+    """Hypothetically set a factor (nothing is written): what becomes unblocked or blocked."""
+    with _driver() as driver:
+        result = _guard(
+            lambda: questions.what_if(driver, _scope(role), factor_id, value, "lower" if lower else "improve")
+        )
+    _emit(result.answer, result.evidence(), as_json)
+
+
+@factor_app.command("what-changed")
+def what_changed(
+    since: Annotated[datetime, typer.Option(help="start of the window (ISO)")],
+    until: Moment = None,
+    factor: Annotated[list[str] | None, typer.Option(help="only these factors (repeatable)")] = None,
+    role: RoleOption = None,
+    as_json: AsJson = False,
+) -> None:
+    """Journal entries since a moment, grouped by factor."""
+    start = since if since.tzinfo is not None else since.replace(tzinfo=UTC)
+    with _driver() as driver:
+        result = _guard(lambda: questions.what_changed(driver, _scope(role), start, _aware(until), factor))
+    _emit(result.answer, result.evidence(), as_json)
+
+
+@factor_app.command("ask")
+def ask(question: str, now: Moment = None, role: RoleOption = None, as_json: AsJson = False) -> None:
+    """A free-text question, routed without an LLM and answered from the graph."""
+    with _driver() as driver:
+        router = PatternRouter(driver, get_embedder())
+        result = _guard(
+            lambda: answer_question(driver, _scope(role), question, router=router, now=_aware(now))
+        )
+    route = result.route
+    entities = ", ".join(e.name for e in route.entities) or "none"
+    if not as_json:
+        err.print(f"[dim]intent {route.intent}; entities {escape(entities)}[/]")
+    _emit(result.answer, {"route": route.evidence(), "evidence": result.evidence}, as_json)
+
+
+@factor_app.command("update")
+def update(
+    factor_id: str,
+    value: float,
+    rationale: Annotated[str, typer.Option(help="why the value changed (required)")],
+    confidence: Annotated[float, typer.Option(help="0-1")],
+    excerpt: Annotated[str, typer.Option(help="the conversation excerpt")] = "",
+    influenced_by: Annotated[list[str] | None, typer.Option(help="influencing factor (repeatable)")] = None,
+    session: Annotated[str | None, typer.Option(help="session id (created if new)")] = None,
+    role: RoleOption = None,
+) -> None:
+    """Journal a new value for a factor (moves its current state)."""
+    with _driver() as driver:
+        entry = _guard(
+            lambda: update_factor(
+                driver,
+                _scope(role, write=True),
+                factor_id,
+                value,
+                rationale=rationale,
+                confidence=confidence,
+                excerpt=excerpt,
+                influenced_by=influenced_by or [],
+                session_id=session,
+            )
+        )
+    console.print(f"{factor_id}: {fmt(entry.previous_value)} → {fmt(entry.new_value)} (entry {entry.id})")
+
+
+@factor_app.command("confirm")
+def confirm(
+    factor_id: str,
+    value: Annotated[float | None, typer.Option(help="the corrected value, if it differs")] = None,
+    session: Annotated[str | None, typer.Option(help="session id")] = None,
+    role: RoleOption = None,
+) -> None:
+    """Confirm a factor's inferred value, or correct it."""
+    with _driver() as driver:
+        entry = _guard(
+            lambda: confirm_factor(driver, _scope(role, write=True), factor_id, value, session_id=session)
+        )
+    console.print(f"{factor_id}: {entry.op} {fmt(entry.new_value)}, confidence {entry.confidence:g}")
+
+
+@factor_app.command("recalculate")
+def recalculate(factor_id: str, role: RoleOption = None, as_json: AsJson = False) -> None:
+    """Re-derive value and confidence from all journal evidence (reports contradictions)."""
+    with _driver() as driver:
+        result = _guard(lambda: recalculate_factor(driver, _scope(role, write=True), factor_id))
+    _emit(result.answer, result.evidence(), as_json)
+
+
+@factor_app.command("router-eval")
+def router_eval(as_json: AsJson = False) -> None:
+    """Accuracy of the pattern router on the labelled questions (development set and holdout)."""
+    labelled = load_labelled()
+    with _driver() as driver:
+        router = PatternRouter(driver, get_embedder())
+        scope = _scope(labelled.role)
+        reports = {
+            "development": evaluate(router, scope, labelled.questions, labelled.now),
+            "holdout": evaluate(router, scope, labelled.holdout, labelled.now),
+        }
+    if as_json:
+        print(json.dumps({k: r.evidence() for k, r in reports.items()}, indent=2))
+        return
+    table = Table("set", "questions", "intent", "entities", "joint")
+    for name, r in reports.items():
+        table.add_row(
+            name,
+            str(r.total),
+            f"{r.intent_accuracy:.1%}",
+            f"{r.entity_accuracy:.1%}",
+            f"{r.joint_accuracy:.1%}",
+        )
+    console.print(table)
+    for name, r in reports.items():
+        for miss in r.misses:
+            got = miss.evidence()["got"]
+            console.print(f"[dim]{name} miss:[/] {escape(miss.question.text)} → {escape(json.dumps(got))}")
+
+
+def ingest_factors(
+    path: Annotated[
+        Path, typer.Argument(help="a folder of factor YAML files, e.g. fixtures/factors")
+    ] = DEMO_DIR,
+) -> None:
+    """Validate the factor domain (factors, options, DEPENDS_ON, sessions, journal), then write it whole."""
+    with _driver() as driver, Progress(console=console, transient=True) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def advance(stage: str, n: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=None)
+            bar.advance(tasks[stage], n)
+
+        try:
+            report = ingest_factor_dir(driver, path, advance)
+        except FixtureError as exc:
+            raise _fail(str(exc), code=2) from None
+    console.print(
+        f"ingested {report.factors} factors, {report.options} options, {report.depends_on} DEPENDS_ON edges, "
+        f"{report.sessions} sessions and {report.journal} journal entries from {path}"
+    )

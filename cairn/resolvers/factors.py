@@ -1,0 +1,469 @@
+"""Factor journal over GraphQL: thin resolvers over cairn.memory.factors, every field behind the passport.
+
+Domain services are synchronous (they take the sync driver) and run in a worker thread. Each
+answer type carries the templated ``answer`` and the structured ``evidence`` (JSON) the answer
+was composed from; the most used parts are typed as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, TypeVar, cast
+
+import anyio
+import strawberry
+from graphql import GraphQLError
+from strawberry.permission import BasePermission
+from strawberry.scalars import JSON
+from strawberry.types import Info
+
+from cairn.memory.factors import questions
+from cairn.memory.factors.ask import answer_question
+from cairn.memory.factors.assessment import Assessment, assessment_summary
+from cairn.memory.factors.journal import (
+    Recalculation,
+    confirm_factor,
+    factor_state,
+    history,
+    recalculate_factor,
+    update_factor,
+)
+from cairn.memory.factors.models import FactorError, FactorState, JournalEntryView, iso
+from cairn.memory.factors.router import PatternRouter
+from cairn.policy.passport import Caller
+from cairn.resolvers.context import RequestContext
+from cairn.resolvers.permissions import CanWrite, PassportRequired, caller_of
+from cairn.runtime.embedder import get_embedder
+from cairn.runtime.llm import LLMClient
+
+Ctx = Info[RequestContext, Any]
+READ: list[type[BasePermission]] = [PassportRequired]
+WRITE: list[type[BasePermission]] = [PassportRequired, CanWrite]
+T = TypeVar("T")
+
+
+async def _run(info: Ctx, work: Callable[[Caller], T]) -> T:
+    """Run a domain call for the verified caller off the event loop; map refusals to stable codes."""
+    caller = caller_of(info)
+    try:
+        return await anyio.to_thread.run_sync(lambda: work(caller))
+    except FactorError as exc:
+        raise GraphQLError(str(exc), extensions={"code": exc.code, "field": exc.field}) from None
+
+
+@strawberry.type
+class FactorJournalEntry:
+    id: strawberry.ID
+    factor_id: str
+    op: str
+    timestamp: str
+    previous_value: float | None
+    new_value: float | None
+    rationale: str
+    excerpt: str
+    confidence: float | None
+    session_id: str | None
+    inference_status: str | None
+    influenced_by: list[str]
+    has_hidden_influences: bool = strawberry.field(
+        description="Whether influencing factors you cannot see exist (never how many)."
+    )
+
+    @classmethod
+    def of(cls, e: JournalEntryView) -> FactorJournalEntry:
+        return cls(
+            id=strawberry.ID(e.id),
+            factor_id=e.factor_id,
+            op=e.op,
+            timestamp=e.timestamp.isoformat(),
+            previous_value=e.previous_value,
+            new_value=e.new_value,
+            rationale=e.rationale,
+            excerpt=e.excerpt,
+            confidence=e.confidence,
+            session_id=e.session_id,
+            inference_status=e.inference_status,
+            influenced_by=list(e.influenced_by),
+            has_hidden_influences=e.has_hidden_influences,
+        )
+
+
+@strawberry.type
+class Factor:
+    id: strawberry.ID
+    name: str
+    category: str
+    scale: str
+    aliases: list[str]
+    value: float | None
+    confidence: float | None
+    inference_status: str | None
+    last_updated: str | None
+    as_of: str | None
+    current_entry: FactorJournalEntry | None
+
+    @classmethod
+    def of(cls, s: FactorState) -> Factor:
+        return cls(
+            id=strawberry.ID(s.id),
+            name=s.name,
+            category=s.category,
+            scale=str(s.scale),
+            aliases=list(s.aliases),
+            value=s.value,
+            confidence=s.confidence,
+            inference_status=s.status,
+            last_updated=iso(s.last_updated),
+            as_of=iso(s.as_of),
+            current_entry=FactorJournalEntry.of(s.entry) if s.entry else None,
+        )
+
+
+@strawberry.type
+class FactorNodeRef:
+    id: strawberry.ID
+    label: str
+    name: str
+
+    @classmethod
+    def of(cls, n: questions.NodeRef) -> FactorNodeRef:
+        return cls(id=strawberry.ID(n.id), label=n.label, name=n.name)
+
+
+@strawberry.type
+class AssessmentCategory:
+    category: str
+    completeness: float
+    avg_confidence: float
+    factor_count: int
+    total_factors: int
+    last_updated: str | None
+
+
+@strawberry.type
+class AssessmentSummary:
+    categories: list[AssessmentCategory]
+    total_factors_assessed: int
+    total_factors: int
+    completeness: float
+    avg_confidence: float
+    decision_tier: str
+    can_evaluate: list[FactorNodeRef]
+    answer: str = strawberry.field(description="The templated 'where are we?' answer.")
+    continuity: str = strawberry.field(description="The templated 'where were we?' answer.")
+    evidence: JSON
+
+    @classmethod
+    def of(cls, a: Assessment) -> AssessmentSummary:
+        o = a.overall
+        return cls(
+            categories=[
+                AssessmentCategory(
+                    category=c.category,
+                    completeness=c.completeness,
+                    avg_confidence=c.avg_confidence,
+                    factor_count=c.factor_count,
+                    total_factors=c.total_factors,
+                    last_updated=iso(c.last_updated),
+                )
+                for c in a.categories
+            ],
+            total_factors_assessed=o.total_factors_assessed,
+            total_factors=o.total_factors,
+            completeness=o.completeness,
+            avg_confidence=o.avg_confidence,
+            decision_tier=o.decision_tier,
+            can_evaluate=[
+                FactorNodeRef(id=strawberry.ID(i), label="Option", name=n) for i, n in a.can_evaluate
+            ],
+            answer=a.status_answer,
+            continuity=a.continuity_answer,
+            evidence=cast(JSON, a.evidence()),
+        )
+
+
+@strawberry.type
+class FactorBlocker:
+    factor: FactorNodeRef
+    value: float | None
+    threshold: float
+    required_by: FactorNodeRef
+    last_set: str | None
+
+
+@strawberry.type
+class WhyBlockedAnswer:
+    subject: FactorNodeRef
+    status: str
+    blockers: list[FactorBlocker]
+    has_hidden_prerequisites: bool = strawberry.field(
+        description="Whether prerequisites you cannot see are also required (never how many)."
+    )
+    answer: str
+    evidence: JSON
+
+
+@strawberry.type
+class WhyValueAnswer:
+    factor: Factor
+    history: list[FactorJournalEntry]
+    answer: str
+    evidence: JSON
+
+
+@strawberry.type
+class WhatIfAnswer:
+    factor: FactorNodeRef
+    current: float | None
+    value: float
+    unblocked: list[FactorNodeRef]
+    blocked: list[FactorNodeRef]
+    answer: str
+    evidence: JSON
+
+
+@strawberry.type
+class WhatChangedAnswer:
+    since: str
+    factors: list[FactorNodeRef]
+    entries: int
+    answer: str
+    evidence: JSON
+
+
+@strawberry.type
+class FactorQuestionAnswer:
+    intent: str
+    entities: list[FactorNodeRef]
+    router: str
+    answer: str
+    llm_used: bool
+    fallback_reason: str | None
+    context_tokens: int | None
+    evidence: JSON
+    route: JSON
+
+
+@strawberry.type
+class RecalculationAnswer:
+    value: float | None
+    confidence: float | None
+    contradictions: int
+    written: bool
+    answer: str
+    evidence: JSON
+
+    @classmethod
+    def of(cls, r: Recalculation) -> RecalculationAnswer:
+        return cls(
+            value=r.value,
+            confidence=r.confidence,
+            contradictions=len(r.contradictions),
+            written=r.entry is not None,
+            answer=r.answer,
+            evidence=cast(JSON, r.evidence()),
+        )
+
+
+@strawberry.input
+class FactorUpdateInput:
+    factor_id: strawberry.ID
+    value: float
+    rationale: str
+    confidence: float
+    excerpt: str = ""
+    influenced_by: list[strawberry.ID] = strawberry.field(default_factory=list)
+    session_id: str | None = None
+    inference_status: str = "unconfirmed"
+
+
+def _blocked(b: questions.WhyBlocked) -> WhyBlockedAnswer:
+    return WhyBlockedAnswer(
+        subject=FactorNodeRef.of(b.subject),
+        status=b.status,
+        blockers=[
+            FactorBlocker(
+                factor=FactorNodeRef.of(p.factor),
+                value=p.value,
+                threshold=p.threshold,
+                required_by=FactorNodeRef.of(p.required_by),
+                last_set=p.entries[0].timestamp.isoformat() if p.entries else None,
+            )
+            for p in b.blockers
+        ],
+        has_hidden_prerequisites=b.has_hidden_prerequisites,
+        answer=b.answer,
+        evidence=cast(JSON, b.evidence()),
+    )
+
+
+@strawberry.type
+class FactorQuery:
+    @strawberry.field(permission_classes=READ, description="A factor now, or as the journal had it at asOf.")
+    async def factor(self, info: Ctx, id: strawberry.ID, as_of: datetime | None = None) -> Factor | None:
+        driver = info.context.services.sync_driver
+        try:
+            state = await _run(info, lambda c: factor_state(driver, c.scope, str(id), as_of))
+        except GraphQLError as exc:
+            if exc.extensions and exc.extensions.get("code") == "NOT_FOUND":
+                return None
+            raise
+        return Factor.of(state)
+
+    @strawberry.field(permission_classes=READ, description="A factor's journal, newest first.")
+    async def journal(
+        self, info: Ctx, factor_id: strawberry.ID, limit: int = 20, since: datetime | None = None
+    ) -> list[FactorJournalEntry]:
+        driver = info.context.services.sync_driver
+        entries = await _run(
+            info,
+            lambda c: history(driver, c.scope, str(factor_id), limit=max(0, min(limit, 500)), since=since),
+        )
+        return [FactorJournalEntry.of(e) for e in entries]
+
+    @strawberry.field(permission_classes=READ, description="Completeness, confidence, tier and capabilities.")
+    async def assessment(self, info: Ctx) -> AssessmentSummary:
+        driver = info.context.services.sync_driver
+        return AssessmentSummary.of(await _run(info, lambda c: assessment_summary(driver, c.scope)))
+
+    @strawberry.field(permission_classes=READ, description="Unmet prerequisites of an option, transitively.")
+    async def why_blocked(self, info: Ctx, id: strawberry.ID) -> WhyBlockedAnswer:
+        driver = info.context.services.sync_driver
+        return _blocked(await _run(info, lambda c: questions.why_blocked(driver, c.scope, str(id))))
+
+    @strawberry.field(permission_classes=READ, description="A factor's history and what it rests on.")
+    async def why_value(self, info: Ctx, id: strawberry.ID) -> WhyValueAnswer:
+        driver = info.context.services.sync_driver
+        result = await _run(info, lambda c: questions.why_value(driver, c.scope, str(id)))
+        return WhyValueAnswer(
+            factor=Factor.of(result.factor),
+            history=[FactorJournalEntry.of(e) for e in result.history],
+            answer=result.answer,
+            evidence=cast(JSON, result.evidence()),
+        )
+
+    @strawberry.field(
+        permission_classes=READ, description="Hypothetically set a factor (nothing is written): what changes."
+    )
+    async def what_if(
+        self, info: Ctx, factor_id: strawberry.ID, value: float | None = None, lower: bool = False
+    ) -> WhatIfAnswer:
+        driver = info.context.services.sync_driver
+        result = await _run(
+            info,
+            lambda c: questions.what_if(
+                driver, c.scope, str(factor_id), value, "lower" if lower else "improve"
+            ),
+        )
+        return WhatIfAnswer(
+            factor=FactorNodeRef.of(result.factor),
+            current=result.current,
+            value=result.value,
+            unblocked=[FactorNodeRef.of(n) for n in result.unblocked],
+            blocked=[FactorNodeRef.of(n) for n in result.blocked],
+            answer=result.answer,
+            evidence=cast(JSON, result.evidence()),
+        )
+
+    @strawberry.field(
+        permission_classes=READ, description="Journal entries since a moment, grouped by factor."
+    )
+    async def what_changed(
+        self,
+        info: Ctx,
+        since: datetime,
+        until: datetime | None = None,
+        factor_ids: list[strawberry.ID] | None = None,
+    ) -> WhatChangedAnswer:
+        driver = info.context.services.sync_driver
+        ids = None if factor_ids is None else [str(i) for i in factor_ids]
+        result = await _run(info, lambda c: questions.what_changed(driver, c.scope, since, until, ids))
+        return WhatChangedAnswer(
+            since=since.isoformat(),
+            factors=[FactorNodeRef.of(ch.factor) for ch in result.changes],
+            entries=sum(len(ch.entries) for ch in result.changes),
+            answer=result.answer,
+            evidence=cast(JSON, result.evidence()),
+        )
+
+    @strawberry.field(permission_classes=READ, description="A free-text question, routed and answered.")
+    async def question(
+        self, info: Ctx, text: str, now: datetime | None = None, use_llm: bool = False
+    ) -> FactorQuestionAnswer:
+        services = info.context.services
+        llm = LLMClient(services.settings)
+
+        def work(c: Caller) -> Any:
+            # Built in the worker thread: the first use loads the embedding model (seconds).
+            router = PatternRouter(services.sync_driver, get_embedder())
+            allowed = llm if use_llm and c.profile.can_use_llm else None
+            return answer_question(
+                services.sync_driver, c.scope, text[:1000], router=router, now=now, llm=allowed
+            )
+
+        result = await _run(info, work)
+        return FactorQuestionAnswer(
+            intent=result.route.intent,
+            entities=[
+                FactorNodeRef(id=strawberry.ID(e.id), label=e.label, name=e.name)
+                for e in result.route.entities
+            ],
+            router=result.route.router,
+            answer=result.answer,
+            llm_used=result.llm_used,
+            fallback_reason=result.fallback_reason or result.route.fallback_reason,
+            context_tokens=None if result.context is None else result.context.tokens,
+            evidence=cast(JSON, result.evidence),
+            route=cast(JSON, result.route.evidence()),
+        )
+
+
+@strawberry.type
+class FactorMutation:
+    @strawberry.mutation(permission_classes=WRITE, description="Journal a new value for a factor.")
+    async def update_factor(self, info: Ctx, input: FactorUpdateInput) -> FactorJournalEntry:
+        driver = info.context.services.sync_driver
+        entry = await _run(
+            info,
+            lambda c: update_factor(
+                driver,
+                c.scope,
+                str(input.factor_id),
+                input.value,
+                rationale=input.rationale,
+                confidence=input.confidence,
+                excerpt=input.excerpt,
+                influenced_by=[str(i) for i in input.influenced_by],
+                session_id=input.session_id,
+                status=input.inference_status,
+            ),
+        )
+        return FactorJournalEntry.of(entry)
+
+    @strawberry.mutation(permission_classes=WRITE, description="Confirm a factor's value, or correct it.")
+    async def confirm_factor(
+        self,
+        info: Ctx,
+        factor_id: strawberry.ID,
+        value: float | None = None,
+        excerpt: str = "",
+        session_id: str | None = None,
+    ) -> FactorJournalEntry:
+        driver = info.context.services.sync_driver
+        entry = await _run(
+            info,
+            lambda c: confirm_factor(
+                driver, c.scope, str(factor_id), value, excerpt=excerpt, session_id=session_id
+            ),
+        )
+        return FactorJournalEntry.of(entry)
+
+    @strawberry.mutation(
+        permission_classes=WRITE, description="Re-derive value and confidence from all journal evidence."
+    )
+    async def recalculate_factor(self, info: Ctx, factor_id: strawberry.ID) -> RecalculationAnswer:
+        driver = info.context.services.sync_driver
+        return RecalculationAnswer.of(
+            await _run(info, lambda c: recalculate_factor(driver, c.scope, str(factor_id)))
+        )
