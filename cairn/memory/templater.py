@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from cairn.memory.selector import headline, node_timestamp
 from cairn.policy.preselector import CandidateNode, CandidateSet
@@ -99,11 +100,16 @@ def scrub_ids(text: str, ids: Iterable[str]) -> str:
     ``x`` cannot eat into ordinary words. Edges that are punctuation need no boundary: otherwise
     replacing a neighbour could turn a glued occurrence into a free-standing one after the pass.
     """
-    known = sorted({i for i in ids if i}, key=lambda i: (-len(i), i))
+    known = tuple(sorted({i for i in ids if i}, key=lambda i: (-len(i), i)))
     if not known:
         return text
-    pattern = re.compile("|".join(_bounded(i) for i in known), re.IGNORECASE)
-    return pattern.sub(REDACTED, text)
+    return _scrubber(known).sub(REDACTED, text)
+
+
+@lru_cache(maxsize=1024)
+def _scrubber(known: tuple[str, ...]) -> re.Pattern[str]:
+    """One compiled alternation per id set: an ask scrubs many strings against the same ids."""
+    return re.compile("|".join(_bounded(i) for i in known), re.IGNORECASE)
 
 
 def _bounded(node_id: str) -> str:

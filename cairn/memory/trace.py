@@ -39,12 +39,15 @@ def _folder(root: Path, user_id: str, request_id: str) -> Path:
 
 
 def write_trace(root: Path, user_id: str, request_id: str, files: dict[str, Any]) -> Path:
-    """Write each file as pretty JSON (atomically: temp file then rename)."""
+    """Write each file as compact JSON (atomically: temp file then rename).
+
+    Compact on purpose: ``indent`` switches json to its pure-Python encoder, which made the
+    trace the most expensive stage of an ask."""
     folder = _folder(root, user_id, request_id)
     folder.mkdir(parents=True, exist_ok=True)
     for name, content in files.items():
         tmp = folder / f".{name}.tmp"
-        tmp.write_text(json.dumps(content, indent=2, sort_keys=True, default=str), encoding="utf-8")
+        tmp.write_text(json.dumps(content, separators=(",", ":"), default=str), encoding="utf-8")
         tmp.replace(folder / name)
     return folder
 
