@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from neo4j import Driver
+from neo4j.exceptions import ServiceUnavailable, SessionExpired
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -57,10 +59,31 @@ def driver(neo4j_running: Settings) -> Iterator[Driver]:
     drv.close()
 
 
+@retry(
+    retry=retry_if_exception_type((ServiceUnavailable, SessionExpired)),
+    stop=stop_after_attempt(5),
+    wait=wait_fixed(0.5),
+    reraise=True,
+)
 def wipe(driver: Driver) -> None:
-    """Delete every Cairn node (the schema and its version node stay)."""
+    """Delete every Cairn node (the schema and its version node stay).
+
+    Retried: after a test restarts the server, pooled connections fail once each."""
     with driver.session() as session:
         session.run("MATCH (n:Entity) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS").consume()
+
+
+# Modules that stop, kill or restore the server run last, so no other module meets a pool of
+# connections to a server that has since restarted.
+RESTARTING_MODULES = ("test_neo4j_lifecycle", "test_backup_restore", "test_crash_safety")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(
+        key=lambda item: (
+            item.module.__name__.rsplit(".", 1)[-1] in RESTARTING_MODULES if item.module else False
+        )
+    )
 
 
 @pytest.fixture
