@@ -18,13 +18,19 @@ from rich.progress import Progress, TaskID
 from cairn.app import create_app, is_loopback
 from cairn.commands.correspondence import correspondence_app, ingest_correspondence
 from cairn.commands.dossiers import dossier_app, garden, ingest_block_file, ingest_packets
+from cairn.commands.factors import factor_app, ingest_factors
+from cairn.commands.org import ask as ask_command
+from cairn.commands.org import bench as bench_command
+from cairn.ingest.demo import FIXTURES, load_demo
 from cairn.ingest.fixtures import FixtureError
 from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
+from cairn.runtime.backup import backup, restore
 from cairn.runtime.database import connection, sync_driver
-from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
+from cairn.runtime.settings import Settings, get_settings
+from cairn.schema.checksum import graph_checksum
 from cairn.schema.migrate import SCHEMA_VERSION, migrate, schema_version
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -35,6 +41,8 @@ neo4j_app = typer.Typer(help="Manage the embedded local Neo4j server.", no_args_
 db_app = typer.Typer(help="Schema management.", no_args_is_help=True)
 ingest_app = typer.Typer(help="Load data into the graph.", no_args_is_help=True)
 app.add_typer(neo4j_app, name="neo4j")
+app.command("ask")(ask_command)
+app.command("bench")(bench_command)
 app.add_typer(db_app, name="db")
 app.add_typer(ingest_app, name="ingest")
 app.add_typer(correspondence_app, name="correspondence")
@@ -43,6 +51,8 @@ app.add_typer(dossier_app, name="dossier")
 app.command("garden")(garden)
 ingest_app.command("packets")(ingest_packets)
 ingest_app.command("blocks")(ingest_block_file)
+app.add_typer(factor_app, name="factor")
+ingest_app.command("factors")(ingest_factors)
 
 console = Console()
 err = Console(stderr=True)
@@ -129,18 +139,15 @@ def ingest_fixtures(
     )
 
 
-DEMO_FIXTURES = REPO_ROOT / "fixtures" / "acme"
-
-
 def _check_database(settings: Settings, demo: bool) -> None:
     """Fail early and plainly: unreachable server, wrong password, or an old schema."""
     try:
         with sync_driver(settings) as driver:
             driver.verify_connectivity()
             if demo:
-                migrate(driver)
-                ingest_fixture_dir(driver, DEMO_FIXTURES)
-                console.print(f"demo data loaded from {DEMO_FIXTURES}")
+                with console.status("loading the demo data (first run embeds every text)…"):
+                    load_demo(driver)
+                console.print(f"demo data loaded from {FIXTURES}")
             version = schema_version(driver)
     except AuthError:
         _fail("Neo4j refused the credentials (check NEO4J_USER / NEO4J_PASSWORD)")
@@ -190,6 +197,42 @@ def passport(
         print(" ".join(f"-H '{k}: {v}'" for k, v in headers.items()))
     else:
         print(json.dumps(headers, indent=2))
+
+
+@app.command("backup")
+def backup_command(path: Annotated[Path, typer.Argument(help="folder for neo4j.dump")]) -> None:
+    """Offline dump of the embedded Neo4j (stopped and restarted around the dump)."""
+    settings = get_settings()
+    with console.status("dumping (Neo4j is stopped meanwhile)…"):
+        try:
+            dump = backup(settings, path)
+        except neo4j_server.Neo4jProcessError as exc:
+            _fail(str(exc))
+            return
+    console.print(f"backup written to {dump}")
+    _print_checksum(settings)
+
+
+@app.command("restore")
+def restore_command(
+    path: Annotated[Path, typer.Argument(help="folder holding neo4j.dump, or the dump file")],
+) -> None:
+    """Replace the embedded database with a dump (Neo4j is stopped and restarted)."""
+    settings = get_settings()
+    with console.status("loading (Neo4j is stopped meanwhile)…"):
+        try:
+            restore(settings, path)
+        except neo4j_server.Neo4jProcessError as exc:
+            _fail(str(exc))
+            return
+    console.print(f"restored from {path}")
+    _print_checksum(settings)
+
+
+def _print_checksum(settings: Settings) -> None:
+    if neo4j_server.status(settings).running:
+        with sync_driver(settings) as driver:
+            console.print(f"graph checksum sha256:{graph_checksum(driver)}")
 
 
 def main() -> None:  # pragma: no cover - console script shim

@@ -297,9 +297,11 @@ def ingest_block_file(
             f"{sum(r.facts for r in reports)} fact(s)"
         )
         if garden_now:
+            report = gardener.MigrationReport()
             with _progress() as bar:
                 task = bar.add_task("gardening blocks", total=len(reports))
                 for r in reports:
                     gardener.garden_block(driver, r.block_id)
+                    report.gardened.append(r.block_id)
                     bar.advance(task)
-            _print_migration(gardener.validation_counts(driver))
+            _print_migration(gardener.validation_counts(driver, report))

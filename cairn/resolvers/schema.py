@@ -30,6 +30,7 @@ from cairn.policy.preselector import AnchorNotVisible, preselect
 from cairn.resolvers.context import RequestContext
 from cairn.resolvers.correspondence import CorrespondenceMutation, CorrespondenceQuery
 from cairn.resolvers.dossiers import DossierMutation, DossierQuery
+from cairn.resolvers.factors import FactorMutation, FactorQuery
 from cairn.resolvers.permissions import CanSearch, CanWrite, PassportRequired, caller_of
 from cairn.resolvers.types import (
     AskMode,
@@ -189,8 +190,8 @@ def _should_mask(error: GraphQLError) -> bool:
 
 
 # Each capability contributes its own Query / Mutation part (one module per capability).
-QUERY_PARTS: tuple[type, ...] = (OrgQuery, CorrespondenceQuery, DossierQuery)
-MUTATION_PARTS: tuple[type, ...] = (OrgMutation, CorrespondenceMutation, DossierMutation)
+QUERY_PARTS: tuple[type, ...] = (OrgQuery, CorrespondenceQuery, DossierQuery, FactorQuery)
+MUTATION_PARTS: tuple[type, ...] = (OrgMutation, CorrespondenceMutation, DossierMutation, FactorMutation)
 Query = merge_types("Query", QUERY_PARTS)
 Mutation = merge_types("Mutation", MUTATION_PARTS)
 

@@ -98,7 +98,7 @@ class BlockIngestReport:
 
 
 def _as_block(block: BlockInput | Mapping[str, Any], where: str = "") -> BlockInput:
-    return block if isinstance(block, BlockInput) else parse_block(dict(block), where)
+    return block if isinstance(block, BlockInput) else parse_block(block, where)
 
 
 def _turn_rows(block: BlockInput) -> list[dict[str, Any]]:

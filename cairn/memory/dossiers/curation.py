@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
 from neo4j import Driver, ManagedTransaction
 
-from cairn.memory.dossiers.journal import Entry, applied_to, write_entries
-from cairn.memory.dossiers.lock import RoutingLock, ensure_lock_schema
+from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
+from cairn.memory.dossiers.lock import ensure_lock_schema, take_lock
 from cairn.memory.dossiers.models import Access
 from cairn.memory.dossiers.retriever import edge_allowed, get_dossier
-from cairn.memory.dossiers.summary import extractive_summary
+from cairn.memory.dossiers.summary import CENTRAL_FACTS, CENTROID_FROM_FACTS, SUMMARY_TEXT
 from cairn.memory.dossiers.voting import VOTE_THRESHOLD, index_score
 from cairn.policy.acl import acl_visible
 from cairn.policy.scope import Scope
@@ -30,7 +29,7 @@ from cairn.policy.scope import Scope
 LOAD = """
 UNWIND $ids AS did
 MATCH (d:Dossier {id: did})
-RETURN d.id AS id, d.status AS status, d.summary AS summary, d.merged_into AS merged_into,
+RETURN d.id AS id, d.status AS status, d.merged_into AS merged_into,
        d.domain AS domain, d.sensitivity AS sensitivity, d.namespaces AS namespaces,
        d.roles_allowed AS roles_allowed
 """
@@ -43,15 +42,23 @@ DELETE r
 RETURN f.id AS id
 """
 
-ALL_FACTS = """
-MATCH (:Dossier {id: $id})-[:HAS_FACT]->(f:Fact)
-RETURN f.text AS text, f.embedding AS embedding ORDER BY f.added_at, f.id
-"""
-
-MARK_MERGED = """
-MATCH (s:Dossier {id: $source}), (t:Dossier {id: $target})
+# After the move: the target's centroid and summary recomputed from all its facts.
+MARK_MERGED = f"""
+MATCH (s:Dossier {{id: $source}}), (d:Dossier {{id: $target}})
 SET s.status = 'merged', s.merged_into = $target, s.last_updated = datetime($now),
-    t.summary = $summary, t.last_updated = datetime($now)
+    d.last_updated = datetime($now)
+WITH d, d.summary AS previous
+CALL (d) {{
+  {CENTROID_FROM_FACTS}
+}}
+SET d.centroid_sum = centroid_sum
+WITH d, previous
+CALL (d) {{
+  {CENTRAL_FACTS}
+}}
+WITH d, previous, {SUMMARY_TEXT} AS summary
+SET d.summary = summary
+RETURN previous, summary
 """
 
 MARK_ARCHIVED = """
@@ -138,9 +145,8 @@ def _write(driver: Driver, work: Any, *args: Any) -> CurationResult:
 
 
 def _merge(tx: ManagedTransaction, source: str, target: str, rationale: str | None) -> CurationResult:
-    RoutingLock(tx)
     key = _key("merge", source, target)
-    if applied_to(tx, key) is not None:
+    if take_lock(tx, entry_id(key, 0)) is not None:
         return CurationResult("merged", (target, source), already_done=True)
     rows = _load(tx, [source, target])
     for did in (source, target):
@@ -148,13 +154,9 @@ def _merge(tx: ManagedTransaction, source: str, target: str, rationale: str | No
             raise CurationError(f"dossier {did!r} is {rows[did]['status']}, not active")
     access = _same_access(rows[source], rows[target], "merge")
     moved = [r["id"] for r in tx.run(MOVE_FACTS, source=source, target=target)]
-    facts = list(tx.run(ALL_FACTS, id=target))
-    summary = extractive_summary(
-        [f["text"] for f in facts],
-        np.asarray([f["embedding"] for f in facts], dtype=np.float32).reshape(len(facts), -1),
-    )
     now = datetime.now(UTC).isoformat()
-    tx.run(MARK_MERGED, source=source, target=target, summary=summary, now=now).consume()
+    record = tx.run(MARK_MERGED, source=source, target=target, now=now).single(strict=True)
+    previous, summary = record["previous"] or "", record["summary"]
     entries = [
         Entry(
             "merged",
@@ -165,12 +167,12 @@ def _merge(tx: ManagedTransaction, source: str, target: str, rationale: str | No
             details={"source": source, "target": target, "moved_fact_ids": moved},
         )
     ]
-    if summary != (rows[target]["summary"] or ""):
+    if summary != previous:
         entries.append(
             Entry(
                 "summary_updated",
                 (target,),
-                previous_value=rows[target]["summary"],
+                previous_value=previous,
                 new_value=summary,
                 rationale=f"{len(moved)} fact(s) merged in",
             )
@@ -189,7 +191,7 @@ def merge_dossiers(
 
 
 def _archive(tx: ManagedTransaction, dossier_id: str, rationale: str | None) -> CurationResult:
-    RoutingLock(tx)
+    take_lock(tx)
     row = _load(tx, [dossier_id])[dossier_id]
     if row["status"] == "archived":
         return CurationResult("archived", (dossier_id,), already_done=True)
@@ -210,10 +212,9 @@ def archive_dossier(driver: Driver, dossier_id: str, rationale: str | None = Non
 
 
 def _link(tx: ManagedTransaction, a: str, b: str, rationale: str | None) -> CurationResult:
-    RoutingLock(tx)
     first, second = sorted((a, b))
     key = _key("link", first, second)
-    if applied_to(tx, key) is not None:
+    if take_lock(tx, entry_id(key, 0)) is not None:
         return CurationResult("linked", (first, second), already_done=True)
     rows = _load(tx, [first, second])
     access = _same_access(rows[first], rows[second], "link")

@@ -37,17 +37,14 @@ def _records(path: Path) -> list[tuple[str, Any]]:
             raise InputError("file", [Problem(str(path), f"not valid JSON: {exc}")]) from None
         items = data if isinstance(data, list) else [data]
         return [(f"{path.name}[{i}]: ", item) for i, item in enumerate(items)]
-    out = []
-    problems = []
+    out: list[tuple[str, Any]] = []
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             out.append((f"{path.name}:{n}: ", json.loads(line)))
         except ValueError as exc:
-            problems.append(Problem(f"{path.name}:{n}", f"not valid JSON: {exc}"))
-    if problems:
-        raise InputError("file", problems)
+            out.append((f"{path.name}:{n}: ", Problem(f"{path.name}:{n}", f"not valid JSON: {exc}")))
     return out
 
 
@@ -68,6 +65,9 @@ def _parse_all(path: Path, parse: Callable[[Any, str], T]) -> list[T]:
     parsed: list[T] = []
     problems: list[Problem] = []
     for where, raw in _records(path):
+        if isinstance(raw, Problem):
+            problems.append(raw)
+            continue
         try:
             parsed.append(parse(raw, where))
         except InputError as exc:

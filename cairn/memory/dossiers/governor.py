@@ -1,19 +1,26 @@
 """The dossier governor (note 000 Phase 3): route a fact packet into a dossier, whole or not at all.
 
 ``process_fact_packet`` embeds the packet's facts in one batch, then runs ONE write
-transaction that: takes the routing lock (see ``lock``), checks whether this packet was
-applied before (its idempotency key), votes with every fact in one round trip (see
-``voting``), applies the append-or-create rule (optionally an LLM adjudicator's verdict),
-drops near-duplicates of facts already in the target dossier, writes the dossier and its
-facts, recomputes the extractive summary and journals every change. A failure anywhere
-rolls all of it back.
+transaction of four statements:
+
+1. take the routing lock (see ``lock``) and check whether this packet was applied before
+   (its idempotency key ``packet.key``);
+2. vote with every fact in one round trip (see ``voting``) and apply the append-or-create
+   rule (or an adjudicator's verdict);
+3. write the dossier and the facts that are not near-duplicates (cosine >= 0.92) of a fact
+   already in it or earlier in the packet, advance its centroid and re-choose its
+   extractive summary (see ``summary``) — computed inside Neo4j, so no stored vector is
+   read back;
+4. journal every change (created / fact_skipped / summary_updated / fact_added).
+
+A failure anywhere rolls all of it back: the dossier and its facts appear whole or not at all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -22,38 +29,76 @@ from neo4j import Driver, ManagedTransaction
 from numpy.typing import NDArray
 
 from cairn.memory.dossiers.adjudicator import Adjudicator
-from cairn.memory.dossiers.journal import Entry, applied_to, write_entries
-from cairn.memory.dossiers.lock import RoutingLock, ensure_lock_schema
+from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
+from cairn.memory.dossiers.lock import ensure_lock_schema, take_lock
 from cairn.memory.dossiers.models import FactPacket, InputError, Problem, parse_packet
-from cairn.memory.dossiers.summary import extractive_summary
-from cairn.memory.dossiers.voting import Candidate, Decision, decide, run_vote, tally
+from cairn.memory.dossiers.summary import CENTRAL_FACTS, CENTROID_FROM_FACTS, SUMMARY_TEXT
+from cairn.memory.dossiers.voting import (
+    Candidate,
+    Decision,
+    decide,
+    index_score,
+    plain_cosine,
+    run_vote,
+    tally,
+)
 from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
 
 DEDUP_COSINE = 0.92  # at or above this a fact restates one already in the dossier
 EMBED_CHUNK = 256  # facts embedded per batch when ingesting many packets
 
-TARGET_FACTS = """
-MATCH (d:Dossier {id: $id})
-OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
-WITH d, f ORDER BY f.added_at, f.id
-RETURN d.summary AS summary,
-       collect(CASE WHEN f IS NULL THEN null ELSE {id: f.id, text: f.text, embedding: f.embedding} END)
-         AS facts
-"""
-
-WRITE_DOSSIER_AND_FACTS = """
-MERGE (d:Entity:Dossier {id: $dossier_id})
-ON CREATE SET d += $create_props, d.created_at = datetime($now)
-SET d.summary = $summary, d.last_updated = datetime($now)
-WITH d
-OPTIONAL MATCH (b:Block {block_id: $block_id})
-WITH d, b
-UNWIND $facts AS row
-MERGE (f:Entity:Fact {id: row.id})
-ON CREATE SET f.created_at = datetime($now)
-SET f += row.props, f.added_at = datetime($now), f.observed_at = datetime($observed_at)
-MERGE (d)-[:HAS_FACT]->(f)
-FOREACH (_ IN CASE WHEN b IS NULL THEN [] ELSE [1] END | MERGE (f)-[:FROM_BLOCK]->(b))
+# The packet's facts into their dossier, in one statement and without reading any vector
+# back: each fact is first compared (exact cosine) with the facts already in the dossier and
+# left out if it restates one; the rest are written; the running centroid is advanced by the
+# written facts (computed from the stored facts once, for a dossier that has none yet); and
+# the summary is re-chosen around it. Returns what was kept, what was a duplicate of what, and
+# the summary before and after.
+WRITE_PACKET = f"""
+MERGE (d:Entity:Dossier {{id: $dossier_id}})
+ON CREATE SET d += $create_props, d.created_at = datetime($now), d.last_updated = datetime($now),
+              d.summary = ''
+WITH d, d.summary AS previous
+OPTIONAL CALL (d) {{
+  WITH d WHERE d.centroid_sum IS NULL
+  {CENTROID_FROM_FACTS}
+}}
+WITH d, previous, coalesce(d.centroid_sum, centroid_sum) AS base
+CALL (d) {{
+  UNWIND $facts AS row
+  OPTIONAL CALL (d, row) {{
+    MATCH (d)-[:HAS_FACT]->(old:Fact)
+    WHERE old.embedding IS NOT NULL
+    WITH old, vector.similarity.cosine(old.embedding, row.props.embedding) AS score
+    ORDER BY score DESC, old.id
+    LIMIT 1
+    RETURN old.id AS dup_id, score AS dup_score
+  }}
+  RETURN collect({{id: row.id, dup_id: dup_id, dup_score: dup_score}}) AS nearest
+}}
+WITH d, previous, base,
+     [n IN nearest WHERE n.dup_score >= $dedup_score] AS duplicates,
+     [n IN nearest WHERE n.dup_score IS NULL OR n.dup_score < $dedup_score | n.id] AS keep
+WITH d, previous, base, duplicates, keep, [row IN $facts WHERE row.id IN keep] AS rows
+OPTIONAL MATCH (b:Block {{block_id: $block_id}})
+CALL (d, b, rows) {{
+  UNWIND rows AS row
+  MERGE (f:Entity:Fact {{id: row.id}})
+  ON CREATE SET f.created_at = datetime($now)
+  SET f += row.props, f.added_at = datetime($now), f.observed_at = datetime($observed_at)
+  MERGE (d)-[:HAS_FACT]->(f)
+  FOREACH (_ IN CASE WHEN b IS NULL THEN [] ELSE [1] END | MERGE (f)-[:FROM_BLOCK]->(b))
+}}
+WITH d, previous, duplicates, keep, [row IN rows | row.props.embedding] AS added, base
+SET d.centroid_sum = reduce(acc = coalesce(base, [x IN added[0] | 0.0]), e IN added |
+                              [i IN range(0, size(e) - 1) | acc[i] + e[i]]),
+    d.last_updated = CASE WHEN size(keep) > 0 THEN datetime($now) ELSE d.last_updated END
+WITH d, previous, duplicates, keep
+CALL (d) {{
+  {CENTRAL_FACTS}
+}}
+WITH d, previous, duplicates, keep, {SUMMARY_TEXT} AS summary
+SET d.summary = summary
+RETURN previous, summary, keep, duplicates
 """
 
 
@@ -89,14 +134,10 @@ class RoutingResult:
         }
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Target:
     dossier_id: str
     created: bool
-    summary: str = ""
-    ids: list[str] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)
-    vectors: list[NDArray[np.float32]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -108,7 +149,7 @@ class _Preset:
 
 
 def fact_id(key: str, index: int) -> str:
-    return f"fact-{key}-{index}"
+    return f"fact-{key}-{index:03d}"  # zero-padded: ids sort in packet order
 
 
 def dossier_id_for(key: str) -> str:
@@ -116,7 +157,7 @@ def dossier_id_for(key: str) -> str:
 
 
 def _as_packet(packet: FactPacket | Mapping[str, Any]) -> FactPacket:
-    return packet if isinstance(packet, FactPacket) else parse_packet(dict(packet))
+    return packet if isinstance(packet, FactPacket) else parse_packet(packet)
 
 
 def _checked_vectors(packet: FactPacket, vectors: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -133,7 +174,7 @@ def _checked_vectors(packet: FactPacket, vectors: NDArray[np.float32]) -> NDArra
     return arr
 
 
-def _read_vote(tx: ManagedTransaction, vectors: NDArray[np.float32], packet: FactPacket) -> list[Candidate]:
+def read_vote(tx: ManagedTransaction, vectors: NDArray[np.float32], packet: FactPacket) -> list[Candidate]:
     hits, titles = run_vote(tx, vectors, packet.access)
     return tally(hits, titles)
 
@@ -145,7 +186,7 @@ def preview_route(
     packet = _as_packet(packet)
     vectors = (embedder or get_embedder()).embed([f.text for f in packet.facts])
     with driver.session() as session:
-        candidates = session.execute_read(_read_vote, vectors, packet)
+        candidates = session.execute_read(read_vote, vectors, packet)
     return candidates, decide(candidates, len(packet.facts))
 
 
@@ -182,7 +223,7 @@ def process_fact_packet(
     preset: _Preset | None = None
     if adjudicator is not None:
         with driver.session() as session:
-            candidates = session.execute_read(_read_vote, vectors, packet)
+            candidates = session.execute_read(read_vote, vectors, packet)
         verdict = adjudicator.decide(packet, candidates, decide(candidates, len(packet.facts)))
         preset = _Preset(tuple(c.dossier_id for c in candidates), verdict)
     with driver.session() as session:
@@ -202,39 +243,43 @@ def _decide_under_lock(candidates: list[Candidate], n_facts: int, preset: _Prese
     )
 
 
-def _load_target(tx: ManagedTransaction, dossier_id: str) -> _Target:
-    record = tx.run(TARGET_FACTS, id=dossier_id).single(strict=True)
-    target = _Target(dossier_id, created=False, summary=record["summary"] or "")
-    for f in record["facts"]:
-        target.ids.append(f["id"])
-        target.texts.append(f["text"])
-        target.vectors.append(np.asarray(f["embedding"], dtype=np.float32))
-    return target
-
-
-def _dedup(
-    packet: FactPacket, vectors: NDArray[np.float32], key: str, target: _Target
-) -> tuple[list[int], list[SkippedFact]]:
-    """Indexes of the packet facts to store, and the near-duplicates left out.
-
-    A fact is a duplicate when its cosine to a fact already in the dossier, or to an earlier
-    fact of the same packet, is at least ``DEDUP_COSINE``.
-    """
-    known_ids = list(target.ids)
-    known = list(target.vectors)
+def _dedup_in_packet(packet: FactPacket, vectors: NDArray[np.float32]) -> tuple[list[int], dict[int, int]]:
+    """Facts of the packet that restate an earlier fact of the same packet: index -> earlier index."""
     kept: list[int] = []
-    skipped: list[SkippedFact] = []
+    repeats: dict[int, int] = {}
     for i, vec in enumerate(vectors):
-        if known:
-            sims = np.stack(known) @ vec
-            j = int(np.argmax(sims))
-            if float(sims[j]) >= DEDUP_COSINE:
-                skipped.append(SkippedFact(packet.facts[i].text, known_ids[j], float(sims[j])))
-                continue
-        kept.append(i)
-        known_ids.append(fact_id(key, i))
-        known.append(vec)
-    return kept, skipped
+        sims = [(float(vectors[j] @ vec), j) for j in kept]
+        best = max(sims, default=(-1.0, -1))
+        if best[0] >= DEDUP_COSINE:
+            repeats[i] = best[1]
+        else:
+            kept.append(i)
+    return kept, repeats
+
+
+def _skipped(
+    packet: FactPacket,
+    vectors: NDArray[np.float32],
+    key: str,
+    repeats: dict[int, int],
+    duplicates: list[dict[str, Any]],
+) -> list[SkippedFact]:
+    """Every left-out fact with the stored fact it restates, in packet order.
+
+    A fact repeating an earlier packet fact that was itself a duplicate of a stored fact
+    points at that stored fact, so ``duplicate_of`` always names a fact that exists.
+    """
+    index_of = {fact_id(key, i): i for i in range(len(packet.facts))}
+    stored = {d["id"]: (str(d["dup_id"]), plain_cosine(float(d["dup_score"]))) for d in duplicates}
+    out: dict[int, SkippedFact] = {}
+    for d in duplicates:
+        i = index_of[d["id"]]
+        out[i] = SkippedFact(packet.facts[i].text, *stored[d["id"]])
+    for i, j in repeats.items():
+        same = float(vectors[i] @ vectors[j])
+        target = stored.get(fact_id(key, j), (fact_id(key, j), same))[0]
+        out[i] = SkippedFact(packet.facts[i].text, target, same)
+    return [out[i] for i in sorted(out)]
 
 
 def _fact_rows(
@@ -271,7 +316,7 @@ def _entries(
     candidates: list[Candidate],
     kept: list[int],
     skipped: list[SkippedFact],
-    summary: str,
+    summary: tuple[str, str],
 ) -> list[Entry]:
     """The journal of one packet, in order: created | skips | summary change | facts added."""
     about = (target.dossier_id,)
@@ -303,14 +348,15 @@ def _entries(
         )
         for s in skipped
     ]
+    previous, current = summary
     if not target.created and kept:
-        if summary != target.summary:
+        if current != previous:
             entries.append(
                 Entry(
                     "summary_updated",
                     about,
-                    previous_value=target.summary,
-                    new_value=summary,
+                    previous_value=previous,
+                    new_value=current,
                     rationale=f"{len(kept)} fact(s) appended",
                     details={"packet_key": key},
                 )
@@ -343,38 +389,35 @@ def _apply(
     preset: _Preset | None,
 ) -> RoutingResult:
     """The whole packet in one transaction (re-run from the top by the driver on a transient error)."""
-    lock = RoutingLock(tx)
     key = packet.key
-    done = applied_to(tx, key)
-    if done is not None:
-        return RoutingResult(done, "already_applied", key)
-    hits, titles = run_vote(tx, vectors, packet.access, lock.recent)
+    applied_to = take_lock(tx, entry_id(key, 0))
+    if applied_to is not None:
+        return RoutingResult(applied_to, "already_applied", key)
+    hits, titles = run_vote(tx, vectors, packet.access)
     candidates = tally(hits, titles)
     decision = _decide_under_lock(candidates, len(packet.facts), preset)
     if decision.action == "append" and decision.target is not None:
-        target = _load_target(tx, decision.target)
+        target = _Target(decision.target, created=False)
     else:
         target = _Target(dossier_id_for(key), created=True)
-    kept, skipped = _dedup(packet, vectors, key, target)
-    texts = target.texts + [packet.facts[i].text for i in kept]
-    matrix = np.stack(target.vectors + [vectors[i] for i in kept]) if texts else vectors[:0]
-    summary = extractive_summary(texts, matrix)
+    candidate_facts, repeats = _dedup_in_packet(packet, vectors)
     now = datetime.now(UTC).isoformat()
-    if kept:
-        tx.run(
-            WRITE_DOSSIER_AND_FACTS,
-            dossier_id=target.dossier_id,
-            create_props={"title": packet.cluster_label, "status": "active", **packet.access.props()},
-            summary=summary,
-            now=now,
-            observed_at=packet.observed_at.isoformat(),
-            block_id=packet.source_block_id,
-            facts=_fact_rows(packet, vectors, key, kept, model),
-        ).consume()
+    record = tx.run(
+        WRITE_PACKET,
+        dossier_id=target.dossier_id,
+        create_props={"title": packet.cluster_label, "status": "active", **packet.access.props()},
+        dedup_score=index_score(DEDUP_COSINE),
+        now=now,
+        observed_at=packet.observed_at.isoformat(),
+        block_id=packet.source_block_id,
+        facts=_fact_rows(packet, vectors, key, candidate_facts, model),
+    ).single(strict=True)
+    kept_ids = set(record["keep"])
+    kept = [i for i in candidate_facts if fact_id(key, i) in kept_ids]
+    skipped = _skipped(packet, vectors, key, repeats, record["duplicates"])
+    summary = (record["previous"] or "", record["summary"])
     entries = _entries(packet, key, target, decision, candidates, kept, skipped, summary)
     write_entries(tx, key, entries, packet.access, now)
-    if target.created:
-        lock.remember([target.dossier_id])
     return RoutingResult(
         dossier_id=target.dossier_id,
         action="created" if target.created else "appended",

@@ -5,7 +5,7 @@ Each create, fact added, summary update, duplicate skipped, merge, archive and l
 the access fields of the dossier it is about, so a role sees a dossier's history exactly when
 it sees the dossier. Entries written in one transaction share a timestamp and are ordered by
 ``seq``; ids are derived from the unit of work (``je-<key>-<seq>``), so a unit applied twice
-is recognised by its first entry.
+is recognised by its first entry (see ``lock.take_lock``).
 """
 
 from __future__ import annotations
@@ -38,11 +38,6 @@ WITH j, e
 UNWIND e.about AS dossier_id
 MATCH (d:Dossier {id: dossier_id})
 MERGE (j)-[:ABOUT]->(d)
-"""
-
-APPLIED_TO = """
-MATCH (j:JournalEntry {id: $marker})-[:ABOUT]->(d:Dossier)
-RETURN d.id AS dossier_id ORDER BY d.id LIMIT 1
 """
 
 
@@ -87,9 +82,3 @@ def entry_rows(key: str, entries: list[Entry], access: Access) -> list[dict[str,
 
 def write_entries(tx: ManagedTransaction, key: str, entries: list[Entry], access: Access, now: str) -> None:
     tx.run(WRITE_ENTRIES, entries=entry_rows(key, entries, access), now=now).consume()
-
-
-def applied_to(tx: ManagedTransaction, key: str) -> str | None:
-    """The dossier a unit of work with this key already wrote to, if it ran before."""
-    record = tx.run(APPLIED_TO, marker=entry_id(key, 0)).single()
-    return None if record is None else str(record["dossier_id"])

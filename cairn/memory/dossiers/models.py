@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -96,6 +97,7 @@ class Access(_Strict):
 
 
 def _check_text(value: str) -> str:
+    value = " ".join(value.split())  # one line, single spaces: facts become summary sentences
     if not value:
         raise ValueError("must not be blank")
     if len(value) > MAX_FACT_CHARS:
@@ -283,6 +285,8 @@ def _problems(exc: ValidationError, prefix: str) -> list[Problem]:
 
 def parse_packet(raw: Any, where: str = "") -> FactPacket:
     """Validate one packet; raise ``InputError`` naming every problem."""
+    if isinstance(raw, Mapping):
+        raw = dict(raw)
     if not isinstance(raw, dict):
         raise InputError("fact packet", [Problem(where, "a packet must be a JSON object")])
     try:
@@ -293,6 +297,8 @@ def parse_packet(raw: Any, where: str = "") -> FactPacket:
 
 def parse_block(raw: Any, where: str = "") -> BlockInput:
     """Validate one block; raise ``InputError`` naming every problem."""
+    if isinstance(raw, Mapping):
+        raw = dict(raw)
     if not isinstance(raw, dict):
         raise InputError("block", [Problem(where, "a block must be a JSON object")])
     try:

@@ -3,23 +3,29 @@
 Every query filters by the caller's Scope inside Cypher before anything is scored, ranked
 or counted: a dossier is a result only if the dossier and at least one matching fact are
 visible, its score is the best cosine over its *visible* facts, and only visible facts and
-journal entries are returned, masked by the role's field rules. Search uses exact cosine
-(``vector.similarity.cosine``) over the ACL-filtered facts rather than the approximate
-index, because post-filtering an index top-k could let hidden facts crowd out visible ones
-(a caller would then see fewer results than exist) — exactness costs one pass over the
-visible facts, which the benchmark measures for the routing path.
+journal entries are returned, masked by the role's field rules. A stored summary quotes
+facts; when some of a dossier's facts are hidden from the caller, the summary shown is
+recomputed from the visible facts alone.
+
+Search ranks by exact cosine. It first asks the fact vector index for a generous candidate
+list (rescored exactly, then ACL-filtered); that answer is complete once the list reaches
+below the threshold (everything above it was fetched, hidden facts included, and the hidden
+ones were then dropped), and the fetch grows until it does. Only if it still does not is the
+exact scan over every visible fact run. Either way hidden facts never count, score or crowd
+out a visible one: they cost only time.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from neo4j import Driver
 
-from cairn.memory.dossiers.voting import VOTE_THRESHOLD, index_score, plain_cosine
+from cairn.memory.dossiers.summary import summary_of
+from cairn.memory.dossiers.voting import FACT_INDEX, VOTE_THRESHOLD, index_score, plain_cosine
 from cairn.policy.acl import acl_visible
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
@@ -32,29 +38,59 @@ def edge_allowed(rel: str, src: str, dst: str) -> str:
   AND coalesce({src}.domain, '') =~ rule.from_re AND coalesce({dst}.domain, '') =~ rule.to_re))"""
 
 
-SEARCH_QUERY = f"""
-MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact)
-WHERE d.status IN $statuses AND f.embedding IS NOT NULL
-  AND {acl_visible("d")} AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f")}
-WITH d, max(vector.similarity.cosine(f.embedding, $vec)) AS score
-WHERE score >= $min_score
-WITH d, score ORDER BY score DESC, d.id
-WITH collect({{props: properties(d), score: score}}) AS ranked
-RETURN size(ranked) AS total, ranked[0..$top_k] AS top
+_RANK_VISIBLE = f"""
+  WHERE score >= $min_score
+  MATCH (d:Dossier)-[:HAS_FACT]->(f)
+  WHERE d.status IN $statuses
+    AND {acl_visible("d")} AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f")}
+  WITH d, max(score) AS best
+  ORDER BY best DESC, d.id
+  RETURN collect({{props: d {{.*, centroid_sum: null}}, score: best}}) AS ranked
 """
 
+# Index candidates, rescored exactly; ``lowest`` tells whether the fetch reached below the threshold.
+SEARCH_INDEXED = f"""
+CALL db.index.vector.queryNodes($index, $fetch, $vec) YIELD node
+WITH node AS f, vector.similarity.cosine(node.embedding, $vec) AS score
+WITH collect({{f: f, score: score}}) AS fetched
+CALL (fetched) {{
+  UNWIND fetched AS x
+  WITH x.f AS f, x.score AS score
+  {_RANK_VISIBLE}
+}}
+RETURN size(fetched) AS fetched, reduce(m = 1.0, x IN fetched | CASE WHEN x.score < m THEN x.score ELSE m END)
+         AS lowest, size(ranked) AS total, ranked[0..$top_k] AS top
+"""
+
+# Every visible fact, scored exactly: the fallback when the index cannot settle the answer.
+SEARCH_EXACT = f"""
+CALL () {{
+  MATCH (f:Fact)
+  WHERE f.embedding IS NOT NULL AND {acl_visible("f")}
+  WITH f, vector.similarity.cosine(f.embedding, $vec) AS score
+  {_RANK_VISIBLE}
+}}
+RETURN size(ranked) AS total, ranked[0..$top_k] AS top
+"""
+FIRST_FETCH = 100
+MAX_FETCH = 3_200
+
+# ``stored`` (how many facts the dossier has in all) never leaves this module: it only tells
+# whether the stored summary may quote a fact the caller cannot see.
 VISIBLE_FACTS = f"""
 UNWIND $ids AS did
-MATCH (d:Dossier {{id: did}})-[:HAS_FACT]->(f:Fact)
+MATCH (d:Dossier {{id: did}})
+OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
 WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f")}
-WITH did, f ORDER BY f.added_at, f.id
-RETURN did AS dossier_id, collect(f {{.*, embedding: null}}) AS facts
+WITH d, did, f ORDER BY f.added_at, f.id
+RETURN did AS dossier_id, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored,
+       collect(f {{.*}}) AS facts
 """
 
 ONE_DOSSIER = f"""
 MATCH (d:Dossier {{id: $id}})
 WHERE {acl_visible("d")}
-RETURN properties(d) AS props
+RETURN d {{.*, centroid_sum: null}} AS props
 """
 
 # A merged dossier's history continues in the dossier it was merged into.
@@ -74,6 +110,9 @@ WHERE {acl_visible("j")} AND {edge_allowed("ABOUT", "j", "d")}
 RETURN j {{.*, embedding: null}} AS props
 ORDER BY j.timestamp, j.seq, j.id
 """
+
+
+# ``centroid_sum`` (the routing centroid, see ``summary``) is machinery, never returned.
 
 
 @dataclass(frozen=True)
@@ -112,8 +151,17 @@ class SearchResult:
     dossiers: list[DossierView]
 
 
-def _masked_facts(rows: Sequence[dict[str, Any]], scope: Scope) -> list[dict[str, Any]]:
-    return [mask("Fact", r, scope)[0] for r in rows]
+@dataclass(frozen=True)
+class _Facts:
+    shown: list[dict[str, Any]]  # masked, ready to return
+    summary: str | None  # None: the stored summary may be shown; else the one to show instead
+
+
+def _facts(row: dict[str, Any], scope: Scope) -> _Facts:
+    rows = row["facts"]
+    shown = [mask("Fact", r, scope)[0] for r in rows]
+    partial = len(rows) < int(row["stored"])
+    return _Facts(shown, summary_of(rows) if partial else None)
 
 
 def _entry(props: dict[str, Any], scope: Scope) -> dict[str, Any]:
@@ -123,11 +171,20 @@ def _entry(props: dict[str, Any], scope: Scope) -> dict[str, Any]:
     return fields
 
 
-def visible_facts(
-    driver: Driver, scope: Scope, dossier_ids: Sequence[str]
-) -> dict[str, list[dict[str, Any]]]:
+def _visible_facts(driver: Driver, scope: Scope, dossier_ids: Sequence[str]) -> dict[str, _Facts]:
     records, _, _ = driver.execute_query(VISIBLE_FACTS, {**scope.cypher_params(), "ids": list(dossier_ids)})
-    return {r["dossier_id"]: _masked_facts(r["facts"], scope) for r in records}
+    return {r["dossier_id"]: _facts(r.data(), scope) for r in records}
+
+
+def _view(
+    props: dict[str, Any], facts: _Facts | None, scope: Scope, score: float | None = None
+) -> DossierView:
+    """The dossier masked for the scope; its summary never quotes a fact the scope cannot see."""
+    fields, masked = mask("Dossier", props, scope)
+    shown = [] if facts is None else facts.shown
+    if facts is not None and facts.summary is not None and "summary" in fields:
+        fields["summary"] = facts.summary
+    return DossierView(str(props["id"]), fields, masked, shown, score)
 
 
 def retrieve_relevant_dossiers(
@@ -149,16 +206,24 @@ def retrieve_relevant_dossiers(
         "top_k": max(0, top_k),
         "statuses": ["active", "archived"] if include_archived else ["active"],
     }
-    records, _, _ = driver.execute_query(SEARCH_QUERY, params)
-    record = records[0]
+    record = _search(driver, params)
     top = record["top"]
-    facts = visible_facts(driver, scope, [t["props"]["id"] for t in top])
-    views = []
-    for t in top:
-        fields, masked = mask("Dossier", t["props"], scope)
-        did = str(t["props"]["id"])
-        views.append(DossierView(did, fields, masked, facts.get(did, []), plain_cosine(t["score"])))
+    facts = _visible_facts(driver, scope, [t["props"]["id"] for t in top])
+    views = [_view(t["props"], facts.get(t["props"]["id"]), scope, plain_cosine(t["score"])) for t in top]
     return SearchResult(int(record["total"]), views)
+
+
+def _search(driver: Driver, params: dict[str, Any]) -> dict[str, Any]:
+    """The index answer if it is complete (see the module docstring), else the exact scan."""
+    fetch = FIRST_FETCH
+    while fetch <= MAX_FETCH:
+        records, _, _ = driver.execute_query(SEARCH_INDEXED, {**params, "index": FACT_INDEX, "fetch": fetch})
+        record = records[0].data()
+        if record["fetched"] < fetch or record["lowest"] < params["min_score"]:
+            return record
+        fetch *= 4
+    records, _, _ = driver.execute_query(SEARCH_EXACT, params)
+    return records[0].data()
 
 
 def get_dossier_history(driver: Driver, scope: Scope, dossier_id: str) -> list[dict[str, Any]]:
@@ -172,10 +237,9 @@ def get_dossier(driver: Driver, scope: Scope, dossier_id: str) -> DossierView | 
     records, _, _ = driver.execute_query(ONE_DOSSIER, {**scope.cypher_params(), "id": dossier_id})
     if not records:
         return None
-    fields, masked = mask("Dossier", records[0]["props"], scope)
-    facts = visible_facts(driver, scope, [dossier_id]).get(dossier_id, [])
-    history = get_dossier_history(driver, scope, dossier_id)
-    return DossierView(dossier_id, fields, masked, facts, None, history)
+    facts = _visible_facts(driver, scope, [dossier_id]).get(dossier_id)
+    view = _view(records[0]["props"], facts, scope)
+    return replace(view, history=get_dossier_history(driver, scope, dossier_id))
 
 
 def format_for_context(dossiers: Sequence[DossierView]) -> str:

@@ -1,37 +1,72 @@
 """Extractive, deterministic dossier summaries: the facts nearest the dossier's centroid.
 
 No model writes these: the summary is made of the dossier's own sentences, so it can never
-state something the facts do not, and the same facts always give the same summary. It is
-recomputed from the stored fact embeddings whenever facts are appended, and the journal
-keeps the previous text.
+state something the facts do not, and the same facts always give the same summary. Each
+dossier keeps ``centroid_sum`` (the sum of its fact embeddings), updated incrementally as
+facts arrive; the summary is its ``SUMMARY_FACTS`` facts most similar to that centroid, in
+the order they were added (ties go to the earlier fact), one sentence each. The selection
+runs inside Neo4j (``CENTRAL_FACTS``), so appending to a large dossier moves no vectors over
+the wire; ``extractive_summary`` is the same rule in numpy for summaries made at read time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 SUMMARY_FACTS = 3
 
+# Cypher subquery body over a bound dossier ``d``: the texts of its most central facts.
+CENTRAL_FACTS = f"""
+  MATCH (d)-[:HAS_FACT]->(f:Fact)
+  WHERE f.embedding IS NOT NULL
+  WITH f, vector.similarity.cosine(f.embedding, d.centroid_sum) AS centrality
+  ORDER BY centrality DESC, f.added_at, f.id
+  LIMIT {SUMMARY_FACTS}
+  WITH f ORDER BY f.added_at, f.id
+  RETURN collect(f.text) AS central
+"""
 
-def _sentence(text: str) -> str:
-    text = " ".join(text.split())
-    return text if text.endswith((".", "!", "?")) else text + "."
+# Cypher expression: the summary text made of a list ``central`` (same as ``join_sentences``).
+SUMMARY_TEXT = """reduce(s = '', t IN central |
+  s + CASE WHEN s = '' THEN '' ELSE ' ' END
+    + CASE WHEN t ENDS WITH '.' OR t ENDS WITH '!' OR t ENDS WITH '?' THEN t ELSE t + '.' END)"""
+
+# Cypher subquery body over a bound dossier ``d``: the sum of its fact embeddings, computed
+# from the facts (for dossiers written before ``centroid_sum`` existed, and after a merge).
+CENTROID_FROM_FACTS = """
+  MATCH (d)-[:HAS_FACT]->(f:Fact)
+  WHERE f.embedding IS NOT NULL
+  WITH collect(f.embedding) AS es
+  RETURN CASE WHEN size(es) = 0 THEN null
+    ELSE reduce(acc = [x IN es[0] | 0.0], e IN es | [i IN range(0, size(e) - 1) | acc[i] + e[i]]) END
+    AS centroid_sum
+"""
+
+
+def join_sentences(texts: Sequence[str]) -> str:
+    return " ".join(t if t.endswith((".", "!", "?")) else t + "." for t in texts)
 
 
 def extractive_summary(texts: Sequence[str], vectors: NDArray[np.float32], size: int = SUMMARY_FACTS) -> str:
-    """The ``size`` facts most similar to the mean of all facts, in the order they were added.
-
-    Ties in similarity go to the earlier fact (stable sort), so the choice never depends on
-    anything but the facts and their order.
-    """
+    """The ``size`` facts most similar to the centroid of all facts, in the order given."""
     if not texts:
         return ""
-    if len(texts) <= size:
-        return " ".join(_sentence(t) for t in texts)
     matrix = np.asarray(vectors, dtype=np.float64)
-    centrality = matrix @ matrix.mean(axis=0)
-    ranked = np.argsort(-np.round(centrality, 6), kind="stable")[:size]
-    return " ".join(_sentence(texts[i]) for i in sorted(int(i) for i in ranked))
+    centroid = matrix.sum(axis=0)
+    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(centroid) or 1.0)
+    centrality = (matrix @ centroid) / np.where(norms == 0, 1.0, norms)
+    ranked = np.argsort(-centrality, kind="stable")[:size]
+    return join_sentences([texts[i] for i in sorted(int(i) for i in ranked)])
+
+
+def summary_of(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The summary of stored facts given as ``{text, embedding}`` rows, in stored order."""
+    kept = [r for r in rows if r.get("embedding") is not None]
+    if not kept:
+        return ""
+    vectors = np.asarray([r["embedding"] for r in kept], dtype=np.float32)
+    return extractive_summary([str(r["text"]) for r in kept], vectors)
