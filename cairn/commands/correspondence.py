@@ -18,6 +18,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cairn.commands.common import fail as _fail
+from cairn.commands.common import open_driver as _driver
 from cairn.ingest.correspondence.collisions import default_log_path
 from cairn.ingest.correspondence.parser import CorrespondenceError
 from cairn.ingest.correspondence.sync import SyncRaceError, SyncReport, check_source, reembed, sync_file
@@ -25,10 +27,7 @@ from cairn.ingest.correspondence.watch import DEFAULT_INTERVAL_S, watch_file
 from cairn.memory import correspondence as corr
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
-from cairn.runtime import neo4j_server
-from cairn.runtime.database import sync_driver
 from cairn.runtime.settings import get_settings
-from cairn.schema.migrate import SCHEMA_VERSION, schema_version
 
 correspondence_app = typer.Typer(help="Read the correspondence store.", no_args_is_help=True)
 console = Console(soft_wrap=True)
@@ -37,25 +36,6 @@ err = Console(stderr=True, soft_wrap=True)
 RoleOption = Annotated[
     str | None, typer.Option("--role", help="read as this role profile (default: operator, unmasked)")
 ]
-
-
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {escape(message)}")
-    return typer.Exit(code)
-
-
-def _driver() -> Driver:
-    settings = get_settings()
-    if settings.embedded and not neo4j_server.status(settings).running:
-        raise _fail("the embedded Neo4j is not running: start it with `cairn neo4j start`")
-    driver = sync_driver(settings)
-    version = schema_version(driver)
-    if version != SCHEMA_VERSION:
-        driver.close()
-        raise _fail(
-            f"the database schema is v{version}, this code needs v{SCHEMA_VERSION}: run `cairn db migrate`"
-        )
-    return driver
 
 
 def _reader(role: str | None) -> corr.Reader:

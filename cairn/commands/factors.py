@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from neo4j import Driver
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, TaskID
 from rich.table import Table
 
+from cairn.commands.common import fail as _fail
+from cairn.commands.common import open_driver as _driver
 from cairn.ingest.factors import DEMO_DIR, ingest_factor_dir
 from cairn.ingest.fixtures import FixtureError
 from cairn.memory.factors import questions
@@ -37,11 +38,8 @@ from cairn.memory.factors.models import FactorError, day, fmt
 from cairn.memory.factors.router import PatternRouter
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
-from cairn.runtime import neo4j_server
-from cairn.runtime.database import sync_driver
 from cairn.runtime.embedder import get_embedder
 from cairn.runtime.settings import get_settings
-from cairn.schema.migrate import SCHEMA_VERSION, schema_version
 
 factor_app = typer.Typer(help="The factor journal: why, what if, what changed.", no_args_is_help=True)
 console = Console(soft_wrap=True)
@@ -52,25 +50,6 @@ RoleOption = Annotated[
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="print the structured evidence as JSON")]
 Moment = Annotated[datetime | None, typer.Option(help="ISO time (UTC if no zone given)")]
-
-
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {escape(message)}")
-    return typer.Exit(code)
-
-
-def _driver() -> Driver:
-    settings = get_settings()
-    if settings.embedded and not neo4j_server.status(settings).running:
-        raise _fail("the embedded Neo4j is not running: start it with `cairn neo4j start`")
-    driver = sync_driver(settings)
-    version = schema_version(driver)
-    if version != SCHEMA_VERSION:
-        driver.close()
-        raise _fail(
-            f"the database schema is v{version}, this code needs v{SCHEMA_VERSION}: run `cairn db migrate`"
-        )
-    return driver
 
 
 def _scope(role: str | None, write: bool = False) -> Scope:

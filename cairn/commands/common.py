@@ -1,0 +1,36 @@
+"""What every command group needs: a plain failure message and a driver to a migrated database."""
+
+from __future__ import annotations
+
+import typer
+from neo4j import Driver
+from rich.console import Console
+from rich.markup import escape
+
+from cairn.runtime import neo4j_server
+from cairn.runtime.database import sync_driver
+from cairn.runtime.settings import get_settings
+from cairn.schema.migrate import SCHEMA_VERSION, schema_version
+
+err = Console(stderr=True, soft_wrap=True)
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print the message (user text is escaped, never read as markup) and return the exit to raise."""
+    err.print(f"[bold red]error:[/] {escape(message)}")
+    return typer.Exit(code)
+
+
+def open_driver() -> Driver:
+    """A driver to the configured Neo4j, refusing plainly when it is down or its schema is old."""
+    settings = get_settings()
+    if settings.embedded and not neo4j_server.status(settings).running:
+        raise fail("the embedded Neo4j is not running: start it with `cairn neo4j start`")
+    driver = sync_driver(settings)
+    version = schema_version(driver)
+    if version != SCHEMA_VERSION:
+        driver.close()
+        raise fail(
+            f"the database schema is v{version}, this code needs v{SCHEMA_VERSION}: run `cairn db migrate`"
+        )
+    return driver
