@@ -62,7 +62,7 @@ SIZES = (10_000, 100_000)
 FACTS_PER_DOSSIER = 10
 BASE_SENTENCES = 2_000
 NOISE_STD = 0.038  # per component: cosine to the base sentence about 0.8
-ROUTE_SAMPLES = 40
+ROUTE_SAMPLES = 60
 NOTE_SAMPLES = {10_000: 3, 100_000: 1}
 RECALL_QUERIES = 100
 INGEST_PACKETS = 60
@@ -389,7 +389,11 @@ def main(argv: list[str] | None = None) -> None:
             seeded = size
             seed_s = time.perf_counter() - started
             print(f"seeded {size} facts in {seed_s:.0f}s", flush=True)
-            results["sizes"][str(size)] = {"seed_s": round(seed_s, 1), **measure(driver, embedder, size, rng)}
+            results["sizes"][str(size)] = {
+                "seed_s": round(seed_s, 1),
+                **measure(driver, embedder, size, rng),
+                "load_average_after": round(os.getloadavg()[0], 2),
+            }
             print(results["sizes"][str(size)], flush=True)
         wipe(driver)
     results["goals"] = {
@@ -429,7 +433,10 @@ def main(argv: list[str] | None = None) -> None:
     table += [
         "",
         f"Goals: recall@10 >= 0.95, routing p50 <= 1.5x floor, ingest >= 0.7x raw embedding. "
-        f"Load average at start: {results['load_average_at_start'][0]:.1f} on {results['cpus']} CPUs.",
+        f"Load average at start: {results['load_average_at_start'][0]:.1f} on {results['cpus']} CPUs; "
+        "after each size: "
+        + ", ".join(f"{size}: {r['load_average_after']:.1f}" for size, r in results["sizes"].items())
+        + " (other work on the machine slows the embedder and shifts the ratios).",
     ]
     write_results(NAME, results, table)
 

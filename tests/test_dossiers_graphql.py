@@ -194,3 +194,21 @@ def test_links_show_up_as_related_for_those_who_see_both(
     secret = falcon_id(demo)
     mixed = gql(client, registry, "writer", LINK, a=veg, b=secret)
     assert codes(mixed) == ["DOSSIER_CONFLICT"]
+
+
+def test_a_writer_cannot_place_data_outside_its_own_profile(
+    client: TestClient, registry: PolicyRegistry
+) -> None:
+    outside = {
+        "cluster_label": "Elsewhere",
+        "facts": ["User collects stamps"],
+        "source_block_id": "b-x",
+        "access": {"domain": "globex/hr", "roles_allowed": ["writer", "staff"]},
+    }
+    body = gql(client, registry, "writer", INGEST, p=outside)
+    assert codes(body) == ["FORBIDDEN_WRITE"]
+    assert any("access.domain" in p for p in body["errors"][0]["extensions"]["problems"])
+    unreadable = {**outside, "access": {"roles_allowed": ["director"]}}
+    assert codes(gql(client, registry, "writer", INGEST, p=unreadable)) == ["FORBIDDEN_WRITE"]
+    block = {"block_id": "block_far", "facts": ["x"], "access": {"domain": "globex/hr"}}
+    assert codes(gql(client, registry, "writer", INGEST_BLOCK, b=block)) == ["FORBIDDEN_WRITE"]

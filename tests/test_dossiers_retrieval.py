@@ -337,3 +337,19 @@ def test_demo_load_is_idempotent(empty_db: Driver, embedder: Embedder, registry:
         empty_db, scope_of(registry, "director"), "Project Falcon acquisition"
     )
     assert staff.total == 0 and director.total == 1
+
+
+def test_writers_only_curate_dossiers_their_profile_covers(
+    diet_db: Driver, embedder: Embedder, registry: PolicyRegistry
+) -> None:
+    elsewhere = {"domain": "globex/hr", "roles_allowed": ["writer"]}
+    outside = process_fact_packet(
+        diet_db, packet("Globex", ["Globex plans a merger"], "b7", access=elsewhere), embedder=embedder
+    ).dossier_id
+    writer = scope_of(registry, "writer")
+    with pytest.raises(CurationError, match="no dossier"):
+        archive_dossier(diet_db, outside, writer=writer)
+    veg = retrieve_relevant_dossiers(diet_db, writer, "vegetarian", embedder=embedder).dossiers[0].id
+    with pytest.raises(CurationError, match="no dossier"):
+        link_dossiers(diet_db, veg, outside, writer=writer)
+    assert archive_dossier(diet_db, outside).op == "archived"  # the operator (no writer scope) may

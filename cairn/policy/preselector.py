@@ -19,6 +19,8 @@ from cairn.policy.acl import acl_reason
 from cairn.policy.scope import Scope
 
 DEFAULT_NEIGHBOUR_CAP = 25  # per frontier node and edge type, beyond the first hop
+# Stored for the machine, never shown: vectors and their bookkeeping.
+INTERNAL_FIELDS = frozenset({"embedding", "centroid_sum", "embedding_text_sha"})
 # Properties that name another node: shown only when that node is itself in the result,
 # otherwise an alias event would hand a staff caller the id of the hidden decision.
 REFERENCE_FIELDS = ("alias_of_decision",)
@@ -121,7 +123,7 @@ class AnchorNotVisible(LookupError):
 
 def mask(label: str, props: dict[str, Any], scope: Scope) -> tuple[dict[str, Any], tuple[str, ...]]:
     """Keep the fields the scope shows for this label and domain; x_extra only on whitelisted keys."""
-    clean = {k: _plain(v) for k, v in props.items() if v is not None and k != "embedding"}
+    clean = {k: _plain(v) for k, v in props.items() if v is not None and k not in INTERNAL_FIELDS}
     allowed = scope.visible_fields(label, str(clean.get("domain", "")))
     masked: list[str] = []
     if allowed is not None:

@@ -1,7 +1,8 @@
 """Dossier reads and writes over GraphQL: thin resolvers over cairn.memory.dossiers.
 
 Reads run as the caller (their Scope filters before anything is ranked or counted); the
-ingest, gardening and curation mutations need a role that may write. Domain calls are
+ingest, gardening and curation mutations need a role that may write, and may only create or
+touch data inside that role's own profile. Domain calls are
 synchronous (embedding is CPU-bound), so each runs in a worker thread.
 """
 
@@ -18,7 +19,7 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from cairn.memory.dossiers import blocks, curation, gardener, governor, retriever
-from cairn.memory.dossiers.models import InputError
+from cairn.memory.dossiers.models import AccessRefused, InputError
 from cairn.memory.dossiers.retriever import DossierView
 from cairn.memory.dossiers.voting import VOTE_THRESHOLD
 from cairn.resolvers.context import RequestContext
@@ -36,6 +37,10 @@ async def _run(work: Callable[[], T]) -> T:
     """Run a domain call in a worker thread, turning its deliberate errors into coded GraphQL errors."""
     try:
         return await anyio.to_thread.run_sync(work)
+    except AccessRefused as exc:
+        raise GraphQLError(
+            str(exc), extensions={"code": "FORBIDDEN_WRITE", "problems": [str(p) for p in exc.problems]}
+        ) from None
     except InputError as exc:
         raise GraphQLError(
             str(exc), extensions={"code": "INVALID_INPUT", "problems": [str(p) for p in exc.problems]}
@@ -266,26 +271,26 @@ class DossierQuery:
 class DossierMutation:
     @strawberry.mutation(permission_classes=WRITE, description="Route one fact packet into a dossier.")
     async def ingest_fact_packet(self, info: Ctx, packet: JSON) -> FactPacketOutcome:
-        driver = info.context.services.sync_driver
+        driver, writer = info.context.services.sync_driver, caller_of(info).scope
         raw = cast(Any, packet)
-        result = await _run(lambda: governor.process_fact_packet(driver, raw))
+        result = await _run(lambda: governor.process_fact_packet(driver, raw, writer=writer))
         return FactPacketOutcome.of(result)
 
     @strawberry.mutation(
         permission_classes=WRITE, description="Store a block with its turns and extracted facts."
     )
     async def ingest_block(self, info: Ctx, block: JSON) -> BlockIngestOutcome:
-        driver = info.context.services.sync_driver
+        driver, writer = info.context.services.sync_driver, caller_of(info).scope
         raw = cast(Any, block)
-        report = await _run(lambda: blocks.ingest_block(driver, raw))
+        report = await _run(lambda: blocks.ingest_block(driver, raw, writer))
         return BlockIngestOutcome(block_id=report.block_id, turns=report.turns, facts=report.facts)
 
     @strawberry.mutation(
         permission_classes=WRITE, description="Tag, group and route a block's facts; drop its turns."
     )
     async def garden_block(self, info: Ctx, block_id: str) -> GardenOutcome:
-        driver = info.context.services.sync_driver
-        report = await _run(lambda: gardener.garden_block(driver, block_id))
+        driver, writer = info.context.services.sync_driver, caller_of(info).scope
+        report = await _run(lambda: gardener.garden_block(driver, block_id, writer=writer))
         data = report.as_json()
         return GardenOutcome(
             block_id=report.block_id,
@@ -303,9 +308,9 @@ class DossierMutation:
     async def merge_dossiers(
         self, info: Ctx, source_id: strawberry.ID, target_id: strawberry.ID, rationale: str | None = None
     ) -> CurationOutcome:
-        driver = info.context.services.sync_driver
+        driver, writer = info.context.services.sync_driver, caller_of(info).scope
         result = await _run(
-            lambda: curation.merge_dossiers(driver, str(source_id), str(target_id), rationale)
+            lambda: curation.merge_dossiers(driver, str(source_id), str(target_id), rationale, writer)
         )
         return CurationOutcome.of(result)
 
@@ -315,14 +320,14 @@ class DossierMutation:
     async def archive_dossier(
         self, info: Ctx, id: strawberry.ID, rationale: str | None = None
     ) -> CurationOutcome:
-        driver = info.context.services.sync_driver
-        result = await _run(lambda: curation.archive_dossier(driver, str(id), rationale))
+        driver, writer = info.context.services.sync_driver, caller_of(info).scope
+        result = await _run(lambda: curation.archive_dossier(driver, str(id), rationale, writer))
         return CurationOutcome.of(result)
 
     @strawberry.mutation(permission_classes=WRITE, description="Record that two dossiers are related.")
     async def link_dossiers(
         self, info: Ctx, a: strawberry.ID, b: strawberry.ID, rationale: str | None = None
     ) -> CurationOutcome:
-        driver = info.context.services.sync_driver
-        result = await _run(lambda: curation.link_dossiers(driver, str(a), str(b), rationale))
+        driver, writer = info.context.services.sync_driver, caller_of(info).scope
+        result = await _run(lambda: curation.link_dossiers(driver, str(a), str(b), rationale, writer))
         return CurationOutcome.of(result)

@@ -30,7 +30,7 @@ from cairn.memory.dossiers.governor import (
     preview_route,
     process_fact_packet,
 )
-from cairn.memory.dossiers.models import InputError, parse_block, parse_packet
+from cairn.memory.dossiers.models import AccessRefused, InputError, parse_block, parse_packet
 from cairn.memory.dossiers.retriever import (
     format_for_context,
     get_dossier,
@@ -42,6 +42,7 @@ from cairn.memory.dossiers.voting import DECISION_RULE
 
 __all__ = [
     "DECISION_RULE",
+    "AccessRefused",
     "Adjudicator",
     "BlockNotFound",
     "Chunk",

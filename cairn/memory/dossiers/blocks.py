@@ -124,7 +124,7 @@ def processed_block_ids(driver: Driver, block_ids: Iterable[str]) -> set[str]:
 
 
 def ingest_blocks(
-    driver: Driver, blocks: Sequence[BlockInput | Mapping[str, Any]]
+    driver: Driver, blocks: Sequence[BlockInput | Mapping[str, Any]], writer: Scope | None = None
 ) -> list[BlockIngestReport]:
     """Store blocks with their turns and pending facts; one transaction per block.
 
@@ -132,6 +132,8 @@ def ingest_blocks(
     turns would come back and never be gardened again); on any problem nothing is written.
     """
     parsed = [_as_block(b, f"blocks[{i}]: " if len(blocks) > 1 else "") for i, b in enumerate(blocks)]
+    for b in parsed:
+        b.access.check_writer(writer, "block", f"{b.block_id}.access")
     seen: set[str] = set()
     problems = []
     for b in parsed:
@@ -164,8 +166,10 @@ def ingest_blocks(
     return reports
 
 
-def ingest_block(driver: Driver, block: BlockInput | Mapping[str, Any]) -> BlockIngestReport:
-    return ingest_blocks(driver, [block])[0]
+def ingest_block(
+    driver: Driver, block: BlockInput | Mapping[str, Any], writer: Scope | None = None
+) -> BlockIngestReport:
+    return ingest_blocks(driver, [block], writer)[0]
 
 
 def save_block_metadata(

@@ -5,7 +5,8 @@ merged or archived) and is journalled ABOUT each dossier it touches. A merge mov
 source's facts to the target, keeps both histories (the source's history reads on in the
 target's), marks the source ``merged`` with ``merged_into``, and journals one ``merged``
 entry about both. Two dossiers can be merged or linked only when their access fields are
-equal, so neither operation can move text across a visibility boundary.
+equal, so neither operation can move text across a visibility boundary. A caller writing on
+its own behalf (``writer``) can only touch dossiers its profile covers; others read as absent.
 """
 
 from __future__ import annotations
@@ -114,9 +115,12 @@ def _key(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:20]
 
 
-def _load(tx: ManagedTransaction, ids: list[str]) -> dict[str, dict[str, Any]]:
+def _load(tx: ManagedTransaction, ids: list[str], writer: Scope | None) -> dict[str, dict[str, Any]]:
+    """The dossiers' rows; one that is absent, or outside ``writer``'s profile, is "no dossier"."""
     found = {r["id"]: r.data() for r in tx.run(LOAD, ids=ids)}
-    missing = [i for i in ids if i not in found]
+    missing = [
+        i for i in ids if i not in found or (writer is not None and _access(found[i]).problems_for(writer))
+    ]
     if missing:
         raise CurationError(f"no dossier {missing[0]!r}")
     return found
@@ -144,11 +148,14 @@ def _write(driver: Driver, work: Any, *args: Any) -> CurationResult:
     return result
 
 
-def _merge(tx: ManagedTransaction, source: str, target: str, rationale: str | None) -> CurationResult:
+def _merge(
+    tx: ManagedTransaction, source: str, target: str, rationale: str | None, writer: Scope | None
+) -> CurationResult:
     key = _key("merge", source, target)
-    if take_lock(tx, entry_id(key, 0)) is not None:
+    done = take_lock(tx, entry_id(key, 0)) is not None
+    rows = _load(tx, [source, target], writer)  # before anything is said about them
+    if done:
         return CurationResult("merged", (target, source), already_done=True)
-    rows = _load(tx, [source, target])
     for did in (source, target):
         if rows[did]["status"] != "active":
             raise CurationError(f"dossier {did!r} is {rows[did]['status']}, not active")
@@ -182,17 +189,19 @@ def _merge(tx: ManagedTransaction, source: str, target: str, rationale: str | No
 
 
 def merge_dossiers(
-    driver: Driver, source_id: str, target_id: str, rationale: str | None = None
+    driver: Driver, source_id: str, target_id: str, rationale: str | None = None, writer: Scope | None = None
 ) -> CurationResult:
     """Move every fact of ``source_id`` into ``target_id``; the source stays, marked ``merged``."""
     if source_id == target_id:
         raise CurationError("cannot merge a dossier into itself")
-    return _write(driver, _merge, source_id, target_id, rationale)
+    return _write(driver, _merge, source_id, target_id, rationale, writer)
 
 
-def _archive(tx: ManagedTransaction, dossier_id: str, rationale: str | None) -> CurationResult:
+def _archive(
+    tx: ManagedTransaction, dossier_id: str, rationale: str | None, writer: Scope | None
+) -> CurationResult:
     take_lock(tx)
-    row = _load(tx, [dossier_id])[dossier_id]
+    row = _load(tx, [dossier_id], writer)[dossier_id]
     if row["status"] == "archived":
         return CurationResult("archived", (dossier_id,), already_done=True)
     if row["status"] != "active":
@@ -206,17 +215,22 @@ def _archive(tx: ManagedTransaction, dossier_id: str, rationale: str | None) -> 
     return CurationResult("archived", (dossier_id,))
 
 
-def archive_dossier(driver: Driver, dossier_id: str, rationale: str | None = None) -> CurationResult:
+def archive_dossier(
+    driver: Driver, dossier_id: str, rationale: str | None = None, writer: Scope | None = None
+) -> CurationResult:
     """Archive: the dossier keeps its facts and history but receives no packets and leaves search."""
-    return _write(driver, _archive, dossier_id, rationale)
+    return _write(driver, _archive, dossier_id, rationale, writer)
 
 
-def _link(tx: ManagedTransaction, a: str, b: str, rationale: str | None) -> CurationResult:
+def _link(
+    tx: ManagedTransaction, a: str, b: str, rationale: str | None, writer: Scope | None
+) -> CurationResult:
     first, second = sorted((a, b))
     key = _key("link", first, second)
-    if take_lock(tx, entry_id(key, 0)) is not None:
+    done = take_lock(tx, entry_id(key, 0)) is not None
+    rows = _load(tx, [first, second], writer)  # before anything is said about them
+    if done:
         return CurationResult("linked", (first, second), already_done=True)
-    rows = _load(tx, [first, second])
     access = _same_access(rows[first], rows[second], "link")
     now = datetime.now(UTC).isoformat()
     entry = Entry(
@@ -226,11 +240,13 @@ def _link(tx: ManagedTransaction, a: str, b: str, rationale: str | None) -> Cura
     return CurationResult("linked", (first, second))
 
 
-def link_dossiers(driver: Driver, a: str, b: str, rationale: str | None = None) -> CurationResult:
+def link_dossiers(
+    driver: Driver, a: str, b: str, rationale: str | None = None, writer: Scope | None = None
+) -> CurationResult:
     """Record that two dossiers are related: one ``linked`` journal entry ABOUT both."""
     if a == b:
         raise CurationError("cannot link a dossier to itself")
-    return _write(driver, _link, a, b, rationale)
+    return _write(driver, _link, a, b, rationale, writer)
 
 
 def related_dossiers(

@@ -29,6 +29,7 @@ from cairn.memory.dossiers.blocks import block_node_id
 from cairn.memory.dossiers.governor import RoutingResult, process_fact_packet
 from cairn.memory.dossiers.models import Access, FactItem, FactPacket
 from cairn.memory.dossiers.tagging import Classification, classify_facts
+from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
 
 GROUP_COSINE = 0.4  # the routing threshold: facts that would vote for each other belong together
@@ -197,22 +198,29 @@ def garden_block(
     *,
     embedder: Embedder | None = None,
     adjudicator: Adjudicator | None = None,
+    writer: Scope | None = None,
 ) -> GardenReport:
-    """Classify, tag, group, route, delete turns. Raises ``BlockNotFound`` for an unknown block."""
+    """Classify, tag, group, route, delete turns.
+
+    Raises ``BlockNotFound`` for an unknown block, and for one outside ``writer``'s profile
+    (the two are not told apart).
+    """
     records, _, _ = driver.execute_query(LOAD_BLOCK, block_id=block_id)
     if not records:
         raise BlockNotFound(f"no block {block_id!r}")
     props = records[0]["props"]
-    report = GardenReport(block_id)
-    if props.get("processed_at") is not None:
-        report.already_processed = True
-        return report
     access = Access(
         domain=props["domain"],
         sensitivity=props["sensitivity"],
         namespaces=tuple(props.get("namespaces") or ()),
         roles_allowed=tuple(props.get("roles_allowed") or ()),
     )
+    if writer is not None and access.problems_for(writer):
+        raise BlockNotFound(f"no block {block_id!r}")
+    report = GardenReport(block_id)
+    if props.get("processed_at") is not None:
+        report.already_processed = True
+        return report
     facts = [FactItem.model_validate(f) for f in json.loads(props.get("pending_facts") or "[]")]
     classification = classify_facts(facts, props.get("last_turn"))
     now = datetime.now(UTC).isoformat()

@@ -42,6 +42,7 @@ from cairn.memory.dossiers.voting import (
     run_vote,
     tally,
 )
+from cairn.policy.scope import Scope
 from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
 
 DEDUP_COSINE = 0.92  # at or above this a fact restates one already in the dossier
@@ -206,15 +207,19 @@ def process_fact_packet(
     embedder: Embedder | None = None,
     adjudicator: Adjudicator | None = None,
     vectors: NDArray[np.float32] | None = None,
+    writer: Scope | None = None,
 ) -> RoutingResult:
     """Route one packet; return where it went. Raises ``InputError`` (nothing written) on bad input.
 
+    ``writer`` is the scope of a caller writing on its own behalf (GraphQL): the packet's access
+    fields must lie within it (``AccessRefused`` otherwise); operators (the CLI) pass none.
     ``vectors`` lets a batch caller pass embeddings it computed for many packets at once.
     With an ``adjudicator`` the vote is also run before the lock, so that a slow LLM call
     never holds the lock; its verdict is used only if the vote under the lock agrees with it
     (same candidates), otherwise the rule decides on the fresh vote.
     """
     packet = _as_packet(packet)
+    packet.access.check_writer(writer, "fact packet")
     model = embedder or get_embedder()
     if vectors is None:
         vectors = model.embed([f.text for f in packet.facts])
@@ -408,7 +413,7 @@ def _apply(
         create_props={"title": packet.cluster_label, "status": "active", **packet.access.props()},
         dedup_score=index_score(DEDUP_COSINE),
         now=now,
-        observed_at=packet.observed_at.isoformat(),
+        observed_at=packet.observed_at,
         block_id=packet.source_block_id,
         facts=_fact_rows(packet, vectors, key, candidate_facts, model),
     ).single(strict=True)

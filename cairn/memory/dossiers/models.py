@@ -29,6 +29,9 @@ from pydantic import (
     model_validator,
 )
 
+from cairn.policy.profiles import SENSITIVITY_RANK, matches
+from cairn.policy.scope import Scope
+
 DEFAULT_DOMAIN = "acme/assistant"
 DEFAULT_NAMESPACES = ("internal",)
 DEFAULT_ROLES = ("staff", "manager", "director", "exec", "writer")
@@ -56,6 +59,10 @@ class InputError(ValueError):
         shown = "; ".join(str(p) for p in problems[:8])
         more = f" (+{len(problems) - 8} more)" if len(problems) > 8 else ""
         super().__init__(f"invalid {what}: {shown}{more}")
+
+
+class AccessRefused(InputError):
+    """Input a writer may not create: its access fields reach beyond the writer's own profile."""
 
 
 class _Strict(BaseModel):
@@ -86,6 +93,30 @@ class Access(_Strict):
         if bad:
             raise ValueError(f"invalid name {bad[0]!r}")
         return tuple(sorted(set(value)))  # sorted: equal access compares equal in Cypher
+
+    def check_writer(self, writer: Scope | None, what: str, where: str = "access") -> None:
+        """Raise ``AccessRefused`` when ``writer`` may not create data with these access fields."""
+        if writer is not None and (problems := self.problems_for(writer, where)):
+            raise AccessRefused(what, problems)
+
+    def problems_for(self, scope: Scope, where: str = "access") -> list[Problem]:
+        """Why a caller with ``scope`` may not create data with these access fields (empty: it may).
+
+        A writer may only create what it could itself read, so ingest can never place data
+        outside the writer's own profile.
+        """
+        if scope.unrestricted:
+            return []
+        problems = []
+        if not matches(self.domain, scope.domains):
+            problems.append(Problem(f"{where}.domain", f"{self.domain!r} is outside this role's domains"))
+        if SENSITIVITY_RANK[self.sensitivity] > scope.ceiling:
+            problems.append(Problem(f"{where}.sensitivity", "above this role's sensitivity ceiling"))
+        if not set(self.namespaces) <= set(scope.namespaces):
+            problems.append(Problem(f"{where}.namespaces", "names a namespace this role does not hold"))
+        if scope.role not in self.roles_allowed:
+            problems.append(Problem(f"{where}.roles_allowed", "must include the writing role itself"))
+        return problems
 
     def props(self) -> dict[str, Any]:
         return {
@@ -194,9 +225,12 @@ class FactPacket(_Strict):
         return value
 
     @property
-    def observed_at(self) -> datetime:
-        ts = self.timestamp or datetime(1970, 1, 1, tzinfo=UTC)
-        return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+    def observed_at(self) -> str | None:
+        """When the facts were observed (the packet's timestamp, UTC if it names no zone), ISO text."""
+        if self.timestamp is None:
+            return None
+        ts = self.timestamp if self.timestamp.tzinfo else self.timestamp.replace(tzinfo=UTC)
+        return ts.isoformat()
 
     @property
     def key(self) -> str:
