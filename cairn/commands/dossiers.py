@@ -13,20 +13,18 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from neo4j import Driver
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cairn.commands.common import fail as _fail
+from cairn.commands.common import open_driver as _driver
 from cairn.memory.dossiers import blocks, curation, files, gardener, governor, retriever
 from cairn.memory.dossiers.models import InputError
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
-from cairn.runtime import neo4j_server
-from cairn.runtime.database import sync_driver
 from cairn.runtime.settings import get_settings
-from cairn.schema.migrate import SCHEMA_VERSION, schema_version
 
 dossier_app = typer.Typer(help="Search and curate dossiers.", no_args_is_help=True)
 console = Console(soft_wrap=True)
@@ -37,25 +35,6 @@ RoleOption = Annotated[
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
 Rationale = Annotated[str | None, typer.Option("--rationale", help="why (kept in the journal)")]
-
-
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {escape(message)}")
-    return typer.Exit(code)
-
-
-def _driver() -> Driver:
-    settings = get_settings()
-    if settings.embedded and not neo4j_server.status(settings).running:
-        raise _fail("the embedded Neo4j is not running: start it with `cairn neo4j start`")
-    driver = sync_driver(settings)
-    version = schema_version(driver)
-    if version != SCHEMA_VERSION:
-        driver.close()
-        raise _fail(
-            f"the database schema is v{version}, this code needs v{SCHEMA_VERSION}: run `cairn db migrate`"
-        )
-    return driver
 
 
 def _scope(role: str | None) -> Scope:
