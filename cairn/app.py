@@ -7,6 +7,7 @@ running without a passport secret, where it is a convenience for the UI's role s
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,10 +30,10 @@ from cairn.runtime.database import async_driver, sync_driver
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.logging import configure_logging
 from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
-from cairn.schema.migrate import SCHEMA_VERSION
+from cairn.schema.migrate import READ_VERSION, SCHEMA_VERSION
 
 WEB_DIR = REPO_ROOT / "web"
-READ_SCHEMA_VERSION = "MATCH (m:CairnSchema {id: 'schema'}) RETURN m.version AS version"
+READY_TIMEOUT_S = 3.0
 
 
 class StartupError(RuntimeError):
@@ -67,6 +68,15 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         except PassportError as exc:
             caller, refusal = None, exc
         return RequestContext(services=services, caller=caller, refusal=refusal)
+
+
+async def _stored_schema_version(services: Services) -> int | None:
+    """One auto-commit read, never retried: a probe must answer now, not after the driver's
+    managed-transaction retries (up to 30 s) against a server that is down."""
+    async with services.driver.session() as session:
+        result = await session.run(READ_VERSION)
+        record = await result.single()
+    return int(record["version"]) if record else None
 
 
 def create_app(settings: Settings | None = None) -> Starlette:
@@ -106,10 +116,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
         if services is None:
             return JSONResponse({"ready": False, "reason": "starting"}, status_code=503)
         try:
-            records, _, _ = await services.driver.execute_query(READ_SCHEMA_VERSION)
+            version = await asyncio.wait_for(_stored_schema_version(services), READY_TIMEOUT_S)
+        except TimeoutError:
+            return JSONResponse(
+                {"ready": False, "reason": f"neo4j: no answer within {READY_TIMEOUT_S:g} s"}, status_code=503
+            )
         except Exception as exc:  # any driver failure means not ready; the type is the reason
             return JSONResponse({"ready": False, "reason": f"neo4j: {type(exc).__name__}"}, status_code=503)
-        version = records[0]["version"] if records else None
         if version != SCHEMA_VERSION:
             return JSONResponse(
                 {"ready": False, "reason": f"schema v{version}, code needs v{SCHEMA_VERSION}"},

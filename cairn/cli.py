@@ -9,13 +9,13 @@ from typing import Annotated
 
 import typer
 import uvicorn
-from neo4j import Driver
-from neo4j.exceptions import AuthError, ServiceUnavailable
+from neo4j.exceptions import AuthError, ServiceUnavailable, SessionExpired
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, TaskID
 
 from cairn.app import create_app, is_loopback
+from cairn.commands.common import err, fail, old_schema, open_driver
 from cairn.commands.correspondence import correspondence_app, ingest_correspondence
 from cairn.commands.dossiers import dossier_app, garden, ingest_block_file, ingest_packets
 from cairn.commands.factors import factor_app, ingest_factors
@@ -55,12 +55,7 @@ app.add_typer(factor_app, name="factor")
 ingest_app.command("factors")(ingest_factors)
 
 console = Console()
-err = Console(stderr=True)
-
-
-def _fail(message: str, code: int = 1) -> None:
-    err.print(f"[bold red]error:[/] {escape(message)}")
-    raise typer.Exit(code)
+EXIT_NEO4J_UNAVAILABLE = 3
 
 
 @neo4j_app.command("start")
@@ -70,8 +65,7 @@ def neo4j_start() -> None:
         with console.status("starting Neo4j (first run fetches the jars with Maven)…"):
             st = neo4j_server.start(get_settings())
     except neo4j_server.Neo4jProcessError as exc:
-        _fail(str(exc))
-        return
+        raise fail(str(exc)) from None
     console.print(f"Neo4j {st.version} running (pid {st.pid})")
     console.print(f"  Bolt:    {st.bolt_uri}  user neo4j, password in {st.home / 'password'}")
     console.print(f"  Browser: {st.http_url}")
@@ -98,17 +92,10 @@ def neo4j_status() -> None:
     console.print(f"Neo4j {st.version} running (pid {st.pid}) at {st.bolt_uri}; Browser {st.http_url}")
 
 
-def _driver() -> Driver:
-    settings = get_settings()
-    if settings.embedded and not neo4j_server.status(settings).running:
-        _fail("the embedded Neo4j is not running: start it with `cairn neo4j start`")
-    return sync_driver(settings)
-
-
 @db_app.command("migrate")
 def db_migrate() -> None:
     """Create missing constraints and indexes (idempotent)."""
-    with _driver() as driver:
+    with open_driver(check_schema=False) as driver:
         created = migrate(driver)
     console.print(f"schema v{SCHEMA_VERSION}: created {len(created)} item(s)")
     for name in created:
@@ -120,7 +107,7 @@ def ingest_fixtures(
     path: Annotated[Path, typer.Argument(help="fixture folder, e.g. fixtures/acme")],
 ) -> None:
     """Validate every file, then write vertices → transitions → aliases (idempotent)."""
-    with _driver() as driver, Progress(console=console, transient=True) as bar:
+    with open_driver() as driver, Progress(console=console, transient=True) as bar:
         tasks: dict[str, TaskID] = {}
 
         def advance(stage: str, n: int) -> None:
@@ -131,8 +118,7 @@ def ingest_fixtures(
         try:
             report = ingest_fixture_dir(driver, path, advance)
         except FixtureError as exc:
-            _fail(str(exc), code=2)
-            return
+            raise fail(str(exc), code=2) from None
     console.print(
         f"ingested {report.decisions} decisions, {report.events} events, "
         f"{report.causal_edges} causal edges, {report.aliases} alias overlays from {path}"
@@ -150,13 +136,11 @@ def _check_database(settings: Settings, demo: bool) -> None:
                 console.print(f"demo data loaded from {FIXTURES}")
             version = schema_version(driver)
     except AuthError:
-        _fail("Neo4j refused the credentials (check NEO4J_USER / NEO4J_PASSWORD)")
-        return
+        raise fail("Neo4j refused the credentials (check NEO4J_USER / NEO4J_PASSWORD)") from None
     except ServiceUnavailable as exc:
-        _fail(f"Neo4j is not reachable at {connection(settings)[0]}: {exc}")
-        return
+        raise fail(f"Neo4j is not reachable at {connection(settings)[0]}: {exc}") from None
     if version != SCHEMA_VERSION:
-        _fail(f"the database schema is v{version}, this code needs v{SCHEMA_VERSION}: run `cairn db migrate`")
+        raise fail(old_schema(version))
 
 
 @app.command()
@@ -170,7 +154,7 @@ def serve(
         update={k: v for k, v in {"host": host, "port": port}.items() if v is not None}
     )
     if settings.passport_secret is None and not is_loopback(settings.host):
-        _fail("refusing to listen on a non-loopback address without CAIRN_PASSPORT_SECRET")
+        raise fail("refusing to listen on a non-loopback address without CAIRN_PASSPORT_SECRET")
     if settings.embedded and not neo4j_server.status(settings).running:
         neo4j_start()
     _check_database(settings, demo)
@@ -207,8 +191,7 @@ def backup_command(path: Annotated[Path, typer.Argument(help="folder for neo4j.d
         try:
             dump = backup(settings, path)
         except neo4j_server.Neo4jProcessError as exc:
-            _fail(str(exc))
-            return
+            raise fail(str(exc)) from None
     console.print(f"backup written to {dump}")
     _print_checksum(settings)
 
@@ -223,8 +206,7 @@ def restore_command(
         try:
             restore(settings, path)
         except neo4j_server.Neo4jProcessError as exc:
-            _fail(str(exc))
-            return
+            raise fail(str(exc)) from None
     console.print(f"restored from {path}")
     _print_checksum(settings)
 
@@ -235,9 +217,21 @@ def _print_checksum(settings: Settings) -> None:
             console.print(f"graph checksum sha256:{graph_checksum(driver)}")
 
 
-def main() -> None:  # pragma: no cover - console script shim
-    app()
+def main() -> None:
+    """The console script. A Neo4j outage in the middle of any command ends it with one plain
+    message (not a traceback) and a non-zero exit: every write is a committed transaction, so
+    the message can say what holds for all of them."""
+    try:
+        app()
+    except (ServiceUnavailable, SessionExpired) as exc:
+        uri = connection(get_settings())[0]
+        err.print(
+            f"[bold red]error:[/] lost the connection to Neo4j at {escape(uri)} ({escape(str(exc))}). "
+            "Work committed before the outage is kept and nothing else was written; "
+            "run the command again once Neo4j is back (re-runs skip what is already stored)."
+        )
+        raise SystemExit(EXIT_NEO4J_UNAVAILABLE) from None
 
 
-if __name__ == "__main__":  # pragma: no cover
-    app()
+if __name__ == "__main__":
+    main()

@@ -8,6 +8,7 @@ from typing import Any, cast
 import anyio
 import strawberry
 from graphql import GraphQLError, NoSchemaIntrospectionCustomRule
+from neo4j.exceptions import ServiceUnavailable, SessionExpired
 from strawberry.extensions import (
     MaskErrors,
     MaxAliasesLimiter,
@@ -189,6 +190,24 @@ def _should_mask(error: GraphQLError) -> bool:
     return not (error.extensions and "code" in error.extensions) and error.original_error is not None
 
 
+class MaskErrorsReportOutage(MaskErrors):
+    """Masked errors, except that a lost Neo4j connection says so: a caller (or its retry
+    logic) can tell "try again shortly" from a bug. The text is constant; nothing about the
+    query, the server or its address reaches the caller."""
+
+    def anonymise_error(self, error: GraphQLError) -> GraphQLError:
+        if not isinstance(error.original_error, ServiceUnavailable | SessionExpired):
+            return super().anonymise_error(error)
+        return GraphQLError(
+            message="the knowledge graph is unavailable right now; retry shortly",
+            nodes=error.nodes,
+            source=error.source,
+            positions=error.positions,
+            path=error.path,
+            extensions={"code": "GRAPH_UNAVAILABLE"},
+        )
+
+
 # Each capability contributes its own Query / Mutation part (one module per capability).
 QUERY_PARTS: tuple[type, ...] = (OrgQuery, CorrespondenceQuery, DossierQuery, FactorQuery)
 MUTATION_PARTS: tuple[type, ...] = (OrgMutation, CorrespondenceMutation, DossierMutation, FactorMutation)
@@ -204,6 +223,6 @@ schema = strawberry.Schema(
         lambda: MaxAliasesLimiter(max_alias_count=15),
         lambda: MaxTokensLimiter(max_token_count=2000),
         RoleGatedIntrospection,
-        lambda: MaskErrors(should_mask_error=_should_mask),
+        lambda: MaskErrorsReportOutage(should_mask_error=_should_mask),
     ],
 )

@@ -23,11 +23,21 @@ def connection(settings: Settings) -> tuple[str, tuple[str, str]]:
 
 def sync_driver(settings: Settings) -> Driver:
     uri, auth = connection(settings)
-    return GraphDatabase.driver(uri, auth=auth, max_connection_pool_size=16, notifications_min_severity="OFF")
+    return GraphDatabase.driver(
+        uri,
+        auth=auth,
+        max_connection_pool_size=16,
+        max_transaction_retry_time=settings.neo4j_retry_s,
+        notifications_min_severity="OFF",
+    )
 
 
 def async_driver(settings: Settings) -> AsyncDriver:
     uri, auth = connection(settings)
     return AsyncGraphDatabase.driver(
-        uri, auth=auth, max_connection_pool_size=64, notifications_min_severity="OFF"
+        uri,
+        auth=auth,
+        max_connection_pool_size=64,
+        max_transaction_retry_time=settings.neo4j_retry_s,
+        notifications_min_severity="OFF",
     )

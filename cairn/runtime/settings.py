@@ -23,6 +23,9 @@ class Settings(BaseSettings):
     neo4j_user: str = Field(default="neo4j", alias="NEO4J_USER")
     neo4j_password: str | None = Field(default=None, alias="NEO4J_PASSWORD")
     neo4j_database: str = Field(default="neo4j", alias="NEO4J_DATABASE")
+    # How long a transaction is retried on transient errors (a restart, a leader switch) before
+    # the outage is reported; the driver's own default is 30 s.
+    neo4j_retry_s: float = Field(default=15.0, alias="CAIRN_NEO4J_RETRY_S")
 
     # Embedded Neo4j (the default): where it lives and which loopback ports it takes.
     data_dir: Path = Field(default=REPO_ROOT / "var", alias="CAIRN_DATA_DIR")
