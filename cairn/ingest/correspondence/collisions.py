@@ -46,6 +46,15 @@ def logged(path: Path) -> set[Key]:
     return keys
 
 
+def _torn(path: Path) -> bool:
+    """Whether the log's last line was cut off (the file does not end with a newline)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return False
+    with path.open("rb") as f:
+        f.seek(-1, 2)
+        return f.read(1) != b"\n"
+
+
 def record(path: Path, collided: list[dict[str, Any]]) -> int:
     """Append the collided sections not yet logged; return how many lines were written."""
     if not collided:
@@ -57,6 +66,8 @@ def record(path: Path, collided: list[dict[str, Any]]) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     with path.open("a", encoding="utf-8") as log:
+        if _torn(path):
+            log.write("\n")  # a run killed mid-line: end the fragment so the next entry stays whole
         for entry in fresh:
             log.write(json.dumps({"logged_at": stamp, **entry}, ensure_ascii=False, sort_keys=True) + "\n")
     return len(fresh)
