@@ -75,7 +75,12 @@ def wipe(driver: Driver) -> None:
 
 # Modules that stop, kill or restore the server run last, so no other module meets a pool of
 # connections to a server that has since restarted.
-RESTARTING_MODULES = ("test_neo4j_lifecycle", "test_backup_restore", "test_crash_safety")
+RESTARTING_MODULES = (
+    "test_service_lifecycle",
+    "test_neo4j_lifecycle",
+    "test_backup_restore",
+    "test_crash_safety",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
