@@ -353,3 +353,39 @@ def test_writers_only_curate_dossiers_their_profile_covers(
     with pytest.raises(CurationError, match="no dossier"):
         link_dossiers(diet_db, veg, outside, writer=writer)
     assert archive_dossier(diet_db, outside).op == "archived"  # the operator (no writer scope) may
+
+
+RUNNING_FACTS = [
+    "User runs three times a week",
+    "User trains for the Berlin marathon in September",
+    "User's knee hurt after long runs last spring",
+    "User prefers trail shoes with a wide toe box",
+    "User does interval sessions on Tuesdays",
+    "User tracks heart rate with a chest strap",
+    "User's personal best for 10 km is 44 minutes",
+    "User stretches for ten minutes after every run",
+    "User joined a running club in March",
+    "User eats oatmeal two hours before races",
+    "User wants to try an ultramarathon someday",
+    "User's coach recommends one rest day per week",
+    "User runs early in the morning before work",
+    "User logs every run in a spreadsheet",
+]
+
+
+def test_a_search_result_shows_the_newest_facts_and_counts_them_all(
+    empty_db: Driver, embedder: Embedder, registry: PolicyRegistry
+) -> None:
+    result = process_fact_packet(empty_db, packet("Running", RUNNING_FACTS, "b-run"), embedder=embedder)
+    assert len(result.added) == len(RUNNING_FACTS)
+    staff = scope_of(registry, "staff")
+    [hit] = retrieve_relevant_dossiers(
+        empty_db, staff, "how often does the user run", embedder=embedder
+    ).dossiers
+    assert hit.fact_count == len(RUNNING_FACTS)
+    assert [f["text"] for f in hit.facts] == RUNNING_FACTS[-10:]
+    assert all("embedding" not in f for f in hit.facts)
+    assert "Facts (newest 10 of 14):" in format_for_context([hit])
+    whole = get_dossier(empty_db, staff, hit.id)
+    assert whole is not None and [f["text"] for f in whole.facts] == RUNNING_FACTS
+    assert whole.fact_count == len(RUNNING_FACTS)

@@ -108,7 +108,10 @@ class Dossier:
     last_updated: str | None
     merged_into: str | None
     score: float | None
-    facts: list[DossierFact]
+    facts: list[DossierFact] = strawberry.field(
+        description="its visible facts, oldest first; in a search result only the newest 10"
+    )
+    fact_count: int = strawberry.field(description="how many of its facts the caller may see")
     history: list[DossierJournalEntry]
     masked: list[str]
 
@@ -123,6 +126,7 @@ class Dossier:
             merged_into=v.fields.get("merged_into"),
             score=None if v.score is None else round(v.score, 4),
             facts=[DossierFact.of(f) for f in v.facts],
+            fact_count=v.fact_count,
             history=[DossierJournalEntry.of(e) for e in v.history],
             masked=list(v.masked),
         )

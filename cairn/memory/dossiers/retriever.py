@@ -75,16 +75,28 @@ RETURN size(ranked) AS total, ranked[0..$top_k] AS top
 FIRST_FETCH = 100
 MAX_FETCH = 3_200
 
-# ``stored`` (how many facts the dossier has in all) never leaves this module: it only tells
-# whether the stored summary may quote a fact the caller cannot see.
+# Fact properties a caller may be shown (before masking), named so that the 384-float vector
+# is never read for display: reading it made results with large dossiers several times slower.
+FACT_FIELDS = (
+    "f {.id, .text, .fact_type, .confidence, .added_at, .observed_at, .source_block_id, "
+    ".source_turn_id, .turn_index, .domain, .sensitivity, .namespaces, .roles_allowed}"
+)
+# A search result shows the newest facts of each dossier (and how many it has); the dossier
+# itself shows them all. Without the cap a search over a dossier of 700 facts took 300 ms.
+FACTS_PER_SEARCH_RESULT = 10
+# ``stored`` (how many facts the dossier has in all) never leaves this query: it only tells
+# whether the stored summary may quote a fact the caller cannot see; only then do the visible
+# facts' vectors travel, to rebuild the summary from them.
 VISIBLE_FACTS = f"""
 UNWIND $ids AS did
 MATCH (d:Dossier {{id: did}})
 OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
 WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f")}
 WITH d, did, f ORDER BY f.added_at, f.id
-RETURN did AS dossier_id, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored,
-       collect(f {{.*}}) AS facts
+WITH did, collect(f) AS visible, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
+RETURN did AS dossier_id, size(visible) AS visible_count,
+       [f IN CASE WHEN $limit IS NULL THEN visible ELSE visible[-$limit..] END | {FACT_FIELDS}] AS facts,
+       CASE WHEN size(visible) < stored THEN [f IN visible | f {{.text, .embedding}}] END AS summary_rows
 """
 
 ONE_DOSSIER = f"""
@@ -125,6 +137,7 @@ class DossierView:
     facts: list[dict[str, Any]] = field(default_factory=list)
     score: float | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
+    fact_count: int = 0  # visible facts; ``facts`` holds only the newest in a search result
 
     @property
     def title(self) -> str:
@@ -141,6 +154,7 @@ class DossierView:
             "masked": list(self.masked),
             "score": None if self.score is None else round(self.score, 4),
             "facts": self.facts,
+            "fact_count": self.fact_count,
             "history": self.history,
         }
 
@@ -153,15 +167,15 @@ class SearchResult:
 
 @dataclass(frozen=True)
 class _Facts:
-    shown: list[dict[str, Any]]  # masked, ready to return
+    shown: list[dict[str, Any]]  # masked, ready to return; the newest ones when capped
+    count: int  # visible facts in all
     summary: str | None  # None: the stored summary may be shown; else the one to show instead
 
 
 def _facts(row: dict[str, Any], scope: Scope) -> _Facts:
-    rows = row["facts"]
-    shown = [mask("Fact", r, scope)[0] for r in rows]
-    partial = len(rows) < int(row["stored"])
-    return _Facts(shown, summary_of(rows) if partial else None)
+    shown = [mask("Fact", r, scope)[0] for r in row["facts"]]
+    partial = row["summary_rows"] is not None
+    return _Facts(shown, int(row["visible_count"]), summary_of(row["summary_rows"]) if partial else None)
 
 
 def _entry(props: dict[str, Any], scope: Scope) -> dict[str, Any]:
@@ -171,8 +185,11 @@ def _entry(props: dict[str, Any], scope: Scope) -> dict[str, Any]:
     return fields
 
 
-def _visible_facts(driver: Driver, scope: Scope, dossier_ids: Sequence[str]) -> dict[str, _Facts]:
-    records, _, _ = driver.execute_query(VISIBLE_FACTS, {**scope.cypher_params(), "ids": list(dossier_ids)})
+def _visible_facts(
+    driver: Driver, scope: Scope, dossier_ids: Sequence[str], limit: int | None = None
+) -> dict[str, _Facts]:
+    params = {**scope.cypher_params(), "ids": list(dossier_ids), "limit": limit}
+    records, _, _ = driver.execute_query(VISIBLE_FACTS, params)
     return {r["dossier_id"]: _facts(r.data(), scope) for r in records}
 
 
@@ -181,10 +198,10 @@ def _view(
 ) -> DossierView:
     """The dossier masked for the scope; its summary never quotes a fact the scope cannot see."""
     fields, masked = mask("Dossier", props, scope)
-    shown = [] if facts is None else facts.shown
     if facts is not None and facts.summary is not None and "summary" in fields:
         fields["summary"] = facts.summary
-    return DossierView(str(props["id"]), fields, masked, shown, score)
+    shown, count = ([], 0) if facts is None else (facts.shown, facts.count)
+    return DossierView(str(props["id"]), fields, masked, shown, score, fact_count=count)
 
 
 def retrieve_relevant_dossiers(
@@ -208,7 +225,7 @@ def retrieve_relevant_dossiers(
     }
     record = _search(driver, params)
     top = record["top"]
-    facts = _visible_facts(driver, scope, [t["props"]["id"] for t in top])
+    facts = _visible_facts(driver, scope, [t["props"]["id"] for t in top], FACTS_PER_SEARCH_RESULT)
     views = [_view(t["props"], facts.get(t["props"]["id"]), scope, plain_cosine(t["score"])) for t in top]
     return SearchResult(int(record["total"]), views)
 
@@ -251,7 +268,8 @@ def format_for_context(dossiers: Sequence[DossierView]) -> str:
         parts.append(f"## {d.title}")
         parts.append(f"Summary: {d.summary}")
         parts.append("")
-        parts.append("Facts:")
+        capped = d.fact_count > len(d.facts)
+        parts.append(f"Facts (newest {len(d.facts)} of {d.fact_count}):" if capped else "Facts:")
         parts += [f"  - {f.get('text', '')} (added: {f.get('added_at', '')})" for f in d.facts]
         if d.score is not None:
             parts.append("")
