@@ -65,10 +65,13 @@ def test_migrate_recreates_a_dropped_index_and_reports_it(driver: Driver) -> Non
     assert after[name]["state"] == "ONLINE"
 
 
-def test_entity_id_has_a_uniqueness_constraint(driver: Driver) -> None:
+@pytest.mark.parametrize("label", ["Entity", "CairnLock", "CairnSchema"])
+def test_ids_have_a_uniqueness_constraint(driver: Driver, label: str) -> None:
+    """Entity ids, and the two machinery nodes whose concurrent first MERGE must make one node."""
     records, _, _ = driver.execute_query(
         "SHOW CONSTRAINTS YIELD name, type, entityType, labelsOrTypes, properties "
-        "WHERE labelsOrTypes = ['Entity'] AND properties = ['id'] RETURN type, entityType"
+        "WHERE labelsOrTypes = [$label] AND properties = ['id'] RETURN type, entityType",
+        label=label,
     )
     assert [(r["type"], r["entityType"]) for r in records] == [("UNIQUENESS", "NODE")]
 

@@ -12,9 +12,9 @@ import io
 from neo4j import Driver
 from neomodel import db as neomodel_db
 
-from cairn.schema.nodes import NODE_CLASSES
+from cairn.schema.nodes import MACHINERY_CLASSES, NODE_CLASSES
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: uniqueness constraints on the lock and version nodes
 
 SHOW_CONSTRAINTS = "SHOW CONSTRAINTS YIELD name RETURN name"
 SHOW_INDEXES = "SHOW INDEXES YIELD name RETURN name"
@@ -36,7 +36,7 @@ def migrate(driver: Driver) -> list[str]:
     before = _schema_names(driver)
     neomodel_db.set_connection(driver=driver)
     sink = io.StringIO()
-    for cls in NODE_CLASSES:
+    for cls in (*NODE_CLASSES, *MACHINERY_CLASSES):
         neomodel_db.install_labels(cls, quiet=True, stdout=sink)
     driver.execute_query(RECORD_VERSION, version=SCHEMA_VERSION)
     driver.execute_query(AWAIT_INDEXES)

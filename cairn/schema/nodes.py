@@ -162,6 +162,25 @@ NODE_CLASSES: tuple[type[Entity], ...] = (
     Event,
     Section,
 )
+
+
+class CairnLock(StructuredNode):
+    """The routing lock (cairn/memory/dossiers/lock.py): machinery, not data, so no ``Entity``
+    label and never returned. Its uniqueness constraint makes concurrent first ``MERGE``s
+    create one node."""
+
+    lock_id = StringProperty(db_property="id", unique_index=True, required=True)
+
+
+class CairnSchema(StructuredNode):
+    """The one node that records the schema version (cairn/schema/migrate.py)."""
+
+    schema_id = StringProperty(db_property="id", unique_index=True, required=True)
+    version = IntegerProperty()
+
+
+MACHINERY_CLASSES: tuple[type[StructuredNode], ...] = (CairnLock, CairnSchema)
+
 LABELS: tuple[str, ...] = tuple(c.__name__ for c in NODE_CLASSES if c is not Entity)
 VECTOR_INDEXED_LABELS: tuple[str, ...] = (
     "Fact",

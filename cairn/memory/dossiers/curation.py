@@ -19,7 +19,7 @@ from typing import Any
 from neo4j import Driver, ManagedTransaction
 
 from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
-from cairn.memory.dossiers.lock import ensure_lock_schema, take_lock
+from cairn.memory.dossiers.lock import take_lock
 from cairn.memory.dossiers.models import Access
 from cairn.memory.dossiers.retriever import edge_allowed, get_dossier
 from cairn.memory.dossiers.summary import CENTRAL_FACTS, CENTROID_FROM_FACTS, SUMMARY_TEXT
@@ -142,7 +142,6 @@ def _same_access(a: dict[str, Any], b: dict[str, Any], what: str) -> Access:
 
 
 def _write(driver: Driver, work: Any, *args: Any) -> CurationResult:
-    ensure_lock_schema(driver)
     with driver.session() as session:
         result: CurationResult = session.execute_write(work, *args)
     return result

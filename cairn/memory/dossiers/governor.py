@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from cairn.memory.dossiers.adjudicator import Adjudicator
 from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
-from cairn.memory.dossiers.lock import ensure_lock_schema, take_lock
+from cairn.memory.dossiers.lock import take_lock
 from cairn.memory.dossiers.models import FactPacket, InputError, Problem, parse_packet
 from cairn.memory.dossiers.summary import CENTRAL_FACTS, CENTROID_FROM_FACTS, SUMMARY_TEXT
 from cairn.memory.dossiers.voting import (
@@ -224,7 +224,6 @@ def process_fact_packet(
     if vectors is None:
         vectors = model.embed([f.text for f in packet.facts])
     vectors = _checked_vectors(packet, vectors)
-    ensure_lock_schema(driver)
     preset: _Preset | None = None
     if adjudicator is not None:
         with driver.session() as session:

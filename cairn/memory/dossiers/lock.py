@@ -15,20 +15,15 @@ anything but the lock.) tests/test_dossiers_governor.py routes 8 packets at once
 checks one dossier results; without the lock that test fails.
 
 The node has no ``Entity`` label: it is machinery, not data, carries no access fields and is
-never returned to a caller. A uniqueness constraint makes the first concurrent ``MERGE``
-create exactly one node.
+never returned to a caller. Its uniqueness constraint (installed by ``cairn db migrate``, see
+``CairnLock`` in cairn/schema/nodes.py) makes the first concurrent ``MERGE`` create one node.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
-
-from neo4j import Driver, ManagedTransaction
+from neo4j import ManagedTransaction
 
 LOCK_ID = "dossier-routing"
-
-ENSURE_CONSTRAINT = "CREATE CONSTRAINT cairn_lock_id IF NOT EXISTS FOR (l:CairnLock) REQUIRE l.id IS UNIQUE"
 
 # Clauses run in order: the journal lookup reads only once the lock is held.
 TAKE_LOCK = """
@@ -38,18 +33,6 @@ WITH l
 OPTIONAL MATCH (:JournalEntry {id: $marker})-[:ABOUT]->(d:Dossier)
 RETURN min(d.id) AS applied_to
 """
-
-_ensured: weakref.WeakSet[Driver] = weakref.WeakSet()
-_ensure_guard = threading.Lock()
-
-
-def ensure_lock_schema(driver: Driver) -> None:
-    """Create the lock's uniqueness constraint once per driver (idempotent)."""
-    with _ensure_guard:
-        if driver in _ensured:
-            return
-        driver.execute_query(ENSURE_CONSTRAINT)
-        _ensured.add(driver)
 
 
 def take_lock(tx: ManagedTransaction, marker: str | None = None) -> str | None:
