@@ -135,6 +135,15 @@ def test_collisions_are_kept_as_data_and_logged_with_both_numbers(
     assert sync(db, FIXTURE, log, embedder, source="acme-letters").collisions_logged == 3
     assert len(log_lines(log)) == 3
 
+    # A run killed half-way through writing its last line: the fragment stays a line of its
+    # own (not a JSON object, so not an entry) and the lost entry is written again, whole.
+    whole = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    log.write_text("".join(whole[:2]) + whole[2][:25], encoding="utf-8")
+    assert sync(db, FIXTURE, log, embedder, source="acme-letters").collisions_logged == 1
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert lines[2] == whole[2][:25]
+    assert [json.loads(x)["canonical_number"] for x in lines[:2] + lines[3:]] == [15, 23, 40]
+
 
 def test_access_fields_and_responses_are_stored(db: Driver, tmp_path: Path, embedder: Embedder) -> None:
     sync(db, FIXTURE, tmp_path / "c.jsonl", embedder)

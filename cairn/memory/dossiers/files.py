@@ -29,6 +29,8 @@ def _records(path: Path) -> list[tuple[str, Any]]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError("file", [Problem(str(path), exc.strerror or str(exc))]) from None
+    except UnicodeDecodeError as exc:
+        raise InputError("file", [Problem(f"{path.name}", f"not UTF-8 text (byte {exc.start})")]) from None
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")) and not _is_json_lines(stripped):
         try:
