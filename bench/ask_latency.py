@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import running_neo4j, summary, use_bench_neo4j, write_results
+from bench.common import running_neo4j, summary, use_bench_neo4j, wipe_graph, write_results
 
 use_bench_neo4j("ask", 17710, 17510)
 
@@ -41,7 +41,6 @@ RPS_SECONDS = 8.0
 DOMAINS = ("acme/corporate", "acme/product", "acme/region_emea", "acme/region_apac")
 ROLE_SETS = (["staff", "manager", "director", "exec"], ["manager", "director", "exec"], ["director", "exec"])
 
-WIPE = "MATCH (n:Entity) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
 CREATE = {
     "Decision": "UNWIND $rows AS r CREATE (n:Entity:Decision) SET n = r",
     "Event": "UNWIND $rows AS r CREATE (n:Entity:Event) SET n = r",
@@ -65,8 +64,7 @@ RETURN a {.*, embedding: null} AS anchor, collect({type: type(r), node: n {.*, e
 def generate(driver: Driver, n: int, seed: int = 7) -> list[str]:
     """A random org of ``n`` decisions/events with ~2 causal edges per node and some aliases."""
     rng = random.Random(seed)
-    with driver.session() as s:
-        s.run(WIPE).consume()
+    wipe_graph(driver)
     nodes: list[dict[str, Any]] = []
     for i in range(n):
         label = "Decision" if rng.random() < 0.4 else "Event"

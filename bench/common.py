@@ -11,6 +11,13 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).parent / "results"
+WIPE = "MATCH (n:Entity) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
+
+
+def wipe_graph(driver: Any) -> None:
+    """Delete every Cairn node of the benchmark's own database (schema and version stay)."""
+    with driver.session() as session:  # CALL ... IN TRANSACTIONS needs an implicit transaction
+        session.run(WIPE).consume()
 
 
 def use_bench_neo4j(name: str, bolt: int, http: int) -> None:

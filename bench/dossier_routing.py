@@ -41,7 +41,7 @@ import numpy as np  # settings above must be in place first
 from neo4j import Driver
 from numpy.typing import NDArray
 
-from bench.common import running_neo4j, summary, write_results
+from bench.common import running_neo4j, summary, wipe_graph, write_results
 from cairn.memory.dossiers.governor import ingest_packets, preview_route, read_vote
 from cairn.memory.dossiers.models import FactPacket, parse_packet
 from cairn.memory.dossiers.voting import (
@@ -71,7 +71,6 @@ BATCH = 2_000
 SETTLE_S = 0.05
 SEED = 20251215
 
-WIPE = "MATCH (n:Entity) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
 SEED_DOSSIERS = """
 UNWIND $rows AS row
 CREATE (d:Entity:Dossier {id: row.id})
@@ -255,11 +254,6 @@ def note_route(driver: Driver, embedder: Embedder, packet: FactPacket) -> None:
     decide(tally(hits, {}), len(packet.facts))
 
 
-def wipe(driver: Driver) -> None:
-    with driver.session() as session:  # CALL ... IN TRANSACTIONS needs an implicit transaction
-        session.run(WIPE).consume()
-
-
 def vote_only(driver: Driver, vectors: NDArray[np.float32], packet: FactPacket) -> None:
     with driver.session() as session:
         candidates = session.execute_read(read_vote, vectors, packet)
@@ -381,7 +375,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     with running_neo4j() as settings, sync_driver(settings) as driver:
         migrate(driver)
-        wipe(driver)
+        wipe_graph(driver)
         seeded = 0
         for size in sorted(sizes):
             started = time.perf_counter()
@@ -395,7 +389,7 @@ def main(argv: list[str] | None = None) -> None:
                 "load_average_after": round(os.getloadavg()[0], 2),
             }
             print(results["sizes"][str(size)], flush=True)
-        wipe(driver)
+        wipe_graph(driver)
     results["goals"] = {
         "recall_at_10": ">= 0.95",
         "routing_vs_floor_p50": "<= 1.5",

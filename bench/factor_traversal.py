@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from bench.common import running_neo4j, summary, write_results
+from bench.common import running_neo4j, summary, wipe_graph, write_results
 
 os.environ.setdefault("CAIRN_DATA_DIR", os.environ.get("CAIRN_TEST_DATA_DIR", "/tmp/cairn-test-factors"))
 os.environ.setdefault("CAIRN_BOLT_PORT", os.environ.get("CAIRN_TEST_BOLT_PORT", "17702"))
@@ -49,7 +49,6 @@ BATCH = 5_000
 SEED = 20241030
 ROLES = ["staff", "manager", "director", "exec", "writer"]
 
-WIPE = "MATCH (n:Entity) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
 WRITE_FACTORS = """
 UNWIND $rows AS row
 CREATE (n:Entity:Factor {id: row.id})
@@ -141,14 +140,9 @@ class Model:
         return len(graph.nodes)
 
 
-def wipe(driver: Driver) -> None:
-    with driver.session() as session:
-        session.run(WIPE).consume()
-
-
 def load(driver: Driver, model: Model) -> float:
     started = time.perf_counter()
-    wipe(driver)
+    wipe_graph(driver)
     factors = [
         {
             "id": f,
@@ -229,7 +223,7 @@ def main() -> None:
             result["load_s"] = round(load_s, 1)
             result["edges"] = sum(len(v) for v in model.out.values())
             results["sizes"][str(n)] = result
-        wipe(driver)
+        wipe_graph(driver)
         driver.close()
     table = [
         "| factors | edges | question | subgraph nodes | Neo4j p50 ms | Neo4j p95 ms | Python p50 ms | "

@@ -3,6 +3,9 @@
 Traffic: asks for every role, org search, dossier search, factor questions, and fact-packet
 ingestion by the writer — at 8 and 32 concurrent clients for a fixed time each, then an
 optional soak. Memory is the service process's RSS (from /proc) after warm-up and at the end.
+The warm-up runs at both concurrency levels (10 s each): the service's memory is its steady
+state for the concurrency it serves (one worker thread per concurrent blocking call, each with
+its own allocator arena), so a warm-up at lower concurrency would count that as growth.
 `python -m bench.load [--seconds 30] [--soak-minutes 10]`.
 """
 
@@ -12,13 +15,14 @@ import argparse
 import asyncio
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import pct, running_neo4j, use_bench_neo4j, write_results
+from bench.common import pct, running_neo4j, use_bench_neo4j, wipe_graph, write_results
 
 use_bench_neo4j("load", 17711, 17511)
 
@@ -26,9 +30,13 @@ import httpx  # noqa: E402
 
 from cairn.policy.passport import headers_for  # noqa: E402
 from cairn.policy.profiles import PolicyRegistry  # noqa: E402
+from cairn.runtime.database import sync_driver  # noqa: E402
 from cairn.runtime.settings import REPO_ROOT, Settings  # noqa: E402
 
 PORT = 18112
+RSS_SAMPLE_S = 30.0
+LEVELS = (8, 32)
+WARMUP_S = 10.0
 ANCHORS = {
     "staff": ["acme-prod-sunset-onprem-connectors-2024", "acme-emea-frankfurt-region-2022"],
     "manager": ["acme-prod-pivot-cloud-only-tiers-2024", "acme-corp-ai-data-governance-2023"],
@@ -54,6 +62,14 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def fresh_start(settings: Settings) -> None:
+    """Every run starts from the demo data alone (`serve --demo` loads it) and no old traces,
+    so that runs compare: packets written by earlier runs would grow the dossiers it searches."""
+    with sync_driver(settings) as driver:
+        wipe_graph(driver)
+    shutil.rmtree(settings.traces, ignore_errors=True)
 
 
 def start_service(settings: Settings) -> subprocess.Popen[bytes]:
@@ -118,10 +134,13 @@ def request_for(
     return "packet", {"query": PACKET, "variables": {"p": packet}}, headers_for(registry, "writer")
 
 
-async def run_level(registry: PolicyRegistry, clients: int, seconds: float, seed: int) -> dict[str, Any]:
+async def run_level(
+    registry: PolicyRegistry, clients: int, seconds: float, seed: int, watch_pid: int | None = None
+) -> dict[str, Any]:
+    """``clients`` concurrent clients for ``seconds``; with ``watch_pid``, its RSS every 30 s."""
     deadline = time.perf_counter() + seconds
     latencies: list[float] = []
-    by_kind: dict[str, int] = {}
+    by_kind: dict[str, list[float]] = {}
     errors: list[str] = []
     counter = 0
 
@@ -135,14 +154,25 @@ async def run_level(registry: PolicyRegistry, clients: int, seconds: float, seed
                 t = time.perf_counter()
                 r = await http.post("/graphql", json=body, headers=headers)
                 latencies.append((time.perf_counter() - t) * 1000)
-                by_kind[kind] = by_kind.get(kind, 0) + 1
+                by_kind.setdefault(kind, []).append(latencies[-1])
                 if r.status_code != 200 or r.json().get("errors"):
                     errors.append(f"{kind}: {r.status_code} {r.text[:200]}")
 
+    rss_samples: list[tuple[float, float]] = []
+
+    async def sample_rss(pid: int) -> None:
+        while time.perf_counter() < deadline:
+            rss_samples.append((round(time.perf_counter() - started), round(rss_mb(pid), 1)))
+            await asyncio.sleep(RSS_SAMPLE_S)
+
     started = time.perf_counter()
-    await asyncio.gather(*(client(k) for k in range(clients)))
+    tasks = [client(k) for k in range(clients)]
+    if watch_pid is not None:
+        tasks.append(sample_rss(watch_pid))
+    await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - started
     return {
+        "rss_samples": rss_samples,
         "clients": clients,
         "requests": len(latencies),
         "errors": len(errors),
@@ -151,7 +181,8 @@ async def run_level(registry: PolicyRegistry, clients: int, seconds: float, seed
         "p50_ms": round(pct(latencies, 50), 1),
         "p95_ms": round(pct(latencies, 95), 1),
         "p99_ms": round(pct(latencies, 99), 1),
-        "mix": by_kind,
+        "mix": {k: len(v) for k, v in sorted(by_kind.items())},
+        "p50_ms_by_kind": {k: round(pct(v, 50), 1) for k, v in sorted(by_kind.items())},
     }
 
 
@@ -162,14 +193,18 @@ def main(argv: list[str] | None = None) -> None:
     opts = args.parse_args(argv if argv is not None else [])
     with running_neo4j() as settings:
         registry = PolicyRegistry.load(settings.policy_file)
+        fresh_start(settings)
         service = start_service(settings)
         try:
-            warm = asyncio.run(run_level(registry, 4, 10, seed=1))
+            warm = [asyncio.run(run_level(registry, c, WARMUP_S, seed=c + 1)) for c in LEVELS]
             memory_warm = rss_mb(service.pid)
-            levels = [asyncio.run(run_level(registry, c, opts.seconds, seed=c)) for c in (8, 32)]
+            levels = [asyncio.run(run_level(registry, c, opts.seconds, seed=c)) for c in LEVELS]
+            memory_levels = rss_mb(service.pid)
             soak = None
             if opts.soak_minutes > 0:
-                soak = asyncio.run(run_level(registry, 8, opts.soak_minutes * 60, seed=99))
+                soak = asyncio.run(
+                    run_level(registry, 8, opts.soak_minutes * 60, seed=99, watch_pid=service.pid)
+                )
             memory_end = rss_mb(service.pid)
         finally:
             service.terminate()
@@ -179,8 +214,10 @@ def main(argv: list[str] | None = None) -> None:
         "levels": levels,
         "soak": soak,
         "rss_mb_after_warmup": round(memory_warm, 1),
+        "rss_mb_after_levels": round(memory_levels, 1),
         "rss_mb_end": round(memory_end, 1),
         "rss_ratio": round(memory_end / memory_warm, 3),
+        "rss_ratio_soak": round(memory_end / memory_levels, 3),
     }
     table = [
         "# mixed load against cairn serve (loopback)",
@@ -195,9 +232,18 @@ def main(argv: list[str] | None = None) -> None:
         )
     table += [
         "",
-        f"RSS after warm-up {memory_warm:.0f} MB, at end {memory_end:.0f} MB "
-        f"(ratio {memory_end / memory_warm:.3f}; soak {opts.soak_minutes} min)",
+        f"RSS after the warm-up (10 s at 8 and at 32 clients) {memory_warm:.0f} MB, "
+        f"after the 8/32-client levels "
+        f"{memory_levels:.0f} MB, at the end {memory_end:.0f} MB: "
+        f"end/warm-up {memory_end / memory_warm:.3f}, "
+        f"end/after-levels {memory_end / memory_levels:.3f} (soak {opts.soak_minutes} min)",
     ]
+    for row in levels:
+        kinds = ", ".join(f"{k} {v} ms" for k, v in row["p50_ms_by_kind"].items())
+        table.append(f"p50 by kind at {row['clients']} clients: {kinds}")
+    if soak:
+        curve = ", ".join(f"{t}: {m:.0f}" for t, m in soak["rss_samples"])
+        table += ["", f"RSS during the soak (s: MB): {curve}"]
     write_results("load", result, table)
 
 
