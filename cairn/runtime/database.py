@@ -8,6 +8,8 @@ they are advice for query authors, not events for operators.
 
 from __future__ import annotations
 
+from typing import Any
+
 from neo4j import AsyncDriver, AsyncGraphDatabase, Driver, GraphDatabase
 
 from cairn.runtime import neo4j_server
@@ -21,23 +23,16 @@ def connection(settings: Settings) -> tuple[str, tuple[str, str]]:
     return neo4j_server.bolt_uri(settings), ("neo4j", neo4j_server.password(settings))
 
 
+def _options(settings: Settings) -> dict[str, Any]:
+    """What both drivers share: retry budget for transient errors, no server notifications."""
+    return {"max_transaction_retry_time": settings.neo4j_retry_s, "notifications_min_severity": "OFF"}
+
+
 def sync_driver(settings: Settings) -> Driver:
     uri, auth = connection(settings)
-    return GraphDatabase.driver(
-        uri,
-        auth=auth,
-        max_connection_pool_size=16,
-        max_transaction_retry_time=settings.neo4j_retry_s,
-        notifications_min_severity="OFF",
-    )
+    return GraphDatabase.driver(uri, auth=auth, max_connection_pool_size=16, **_options(settings))
 
 
 def async_driver(settings: Settings) -> AsyncDriver:
     uri, auth = connection(settings)
-    return AsyncGraphDatabase.driver(
-        uri,
-        auth=auth,
-        max_connection_pool_size=64,
-        max_transaction_retry_time=settings.neo4j_retry_s,
-        notifications_min_severity="OFF",
-    )
+    return AsyncGraphDatabase.driver(uri, auth=auth, max_connection_pool_size=64, **_options(settings))
