@@ -271,7 +271,9 @@ def test_randomly_edited_correspondence_parses_or_is_refused_with_line_numbers(
         assert str(exc).startswith("letters.md: cannot sync: line ")
         return
     assert [s.ordinal for s in parsed.sections] == list(range(1, len(parsed.sections) + 1))
-    assert all(s.title and s.body and s.line >= 1 for s in parsed.sections)
+    assert all(s.body and s.line >= 1 for s in parsed.sections)
+    untitled = {w.line for w in parsed.warnings if w.message.endswith("has no title")}
+    assert all(s.title or s.line in untitled for s in parsed.sections)  # tolerated, but said
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))

@@ -76,6 +76,8 @@ def _parse_all(path: Path, parse: Callable[[Any, str], T]) -> list[T]:
             problems += exc.problems
     if problems:
         raise InputError("file", problems)
+    if not parsed:
+        raise InputError("file", [Problem(path.name, "no records: the file is empty")])
     return parsed
 
 
