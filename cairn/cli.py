@@ -29,6 +29,7 @@ from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
 from cairn.runtime.backup import backup, restore
 from cairn.runtime.database import connection, sync_driver
+from cairn.runtime.malloc import cap_malloc_arenas
 from cairn.runtime.settings import Settings, get_settings
 from cairn.schema.checksum import graph_checksum
 from cairn.schema.migrate import SCHEMA_VERSION, migrate, schema_version
@@ -153,6 +154,7 @@ def serve(
     settings = get_settings().model_copy(
         update={k: v for k, v in {"host": host, "port": port}.items() if v is not None}
     )
+    cap_malloc_arenas(settings.malloc_arenas)  # first, before any thread allocates
     if settings.passport_secret is None and not is_loopback(settings.host):
         raise fail("refusing to listen on a non-loopback address without CAIRN_PASSPORT_SECRET")
     if settings.embedded and not neo4j_server.status(settings).running:

@@ -28,6 +28,7 @@ from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
 from cairn.runtime.database import connection
+from cairn.runtime.malloc import cap_malloc_arenas
 from cairn.runtime.settings import Settings
 from cairn.schema.migrate import SCHEMA_VERSION
 
@@ -244,3 +245,9 @@ def test_an_outage_is_reported_and_readiness_recovers(
             assert time.monotonic() < deadline, "not ready again after Neo4j came back"
             time.sleep(0.5)
         assert graphql(served.url, NODE, staff).json() == {"data": {"node": None}}
+
+
+def test_malloc_arenas_are_capped_where_glibc_allows_it() -> None:
+    """`cairn serve` caps arenas first thing; glibc (this machine, the Dockerfile's Debian) accepts."""
+    assert cap_malloc_arenas(2) is True
+    assert cap_malloc_arenas(0) is False  # CAIRN_MALLOC_ARENAS=0 leaves glibc's default

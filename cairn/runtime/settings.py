@@ -44,6 +44,7 @@ class Settings(BaseSettings):
     )
     passport_secret: str | None = Field(default=None, alias="CAIRN_PASSPORT_SECRET")
     trace_dir: Path | None = Field(default=None, alias="CAIRN_TRACE_DIR")
+    malloc_arenas: int = Field(default=2, alias="CAIRN_MALLOC_ARENAS")  # 0: glibc's default
 
     # Embeddings and the optional LLM.
     embedding_model: str = Field(default="all-MiniLM-L6-v2", alias="CAIRN_EMBEDDING_MODEL")
