@@ -12,10 +12,9 @@ import uvicorn
 from neo4j.exceptions import AuthError, ServiceUnavailable, SessionExpired
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress, TaskID
 
 from cairn.app import create_app, is_loopback
-from cairn.commands.common import err, fail, old_schema, open_driver
+from cairn.commands.common import err, fail, old_schema, open_driver, stage_progress
 from cairn.commands.correspondence import correspondence_app, ingest_correspondence
 from cairn.commands.dossiers import dossier_app, garden, ingest_block_file, ingest_packets
 from cairn.commands.factors import factor_app, ingest_factors
@@ -108,14 +107,7 @@ def ingest_fixtures(
     path: Annotated[Path, typer.Argument(help="fixture folder, e.g. fixtures/acme")],
 ) -> None:
     """Validate every file, then write vertices → transitions → aliases (idempotent)."""
-    with open_driver() as driver, Progress(console=console, transient=True) as bar:
-        tasks: dict[str, TaskID] = {}
-
-        def advance(stage: str, n: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=None)
-            bar.advance(tasks[stage], n)
-
+    with open_driver() as driver, stage_progress(console) as advance:
         try:
             report = ingest_fixture_dir(driver, path, advance)
         except FixtureError as exc:

@@ -231,11 +231,12 @@ def test_search_results_and_counts_never_exceed_the_role(
         result = retrieve_relevant_dossiers(driver, scope, "vegetarian", top_k=10, embedder=embedder)
         assert {d.id for d in result.dossiers} == expected
         assert result.total == len(expected)
+        assert all(d.fact_count == len(d.facts) == 1 for d in result.dossiers)
         for did, access in made:
             view = get_dossier(driver, scope, did)
             assert (view is not None) is _vertex_ok(profile, access)
             if view is not None and not _facts_ok(profile, access):
-                assert view.facts == [] and view.summary == ""
+                assert view.facts == [] and view.summary == "" and view.fact_count == 0
 
 
 # --- curation ------------------------------------------------------------------------------------

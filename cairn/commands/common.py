@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 import typer
 from neo4j import Driver
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import Progress, TaskID
 
 from cairn.runtime import neo4j_server
 from cairn.runtime.database import sync_driver
@@ -38,3 +42,17 @@ def open_driver(*, check_schema: bool = True) -> Driver:
         driver.close()
         raise fail(old_schema(version))
     return driver
+
+
+@contextmanager
+def stage_progress(console: Console) -> Iterator[Callable[[str, int], None]]:
+    """A transient progress bar per ingest stage; yields the ``advance(stage, n)`` ingests call."""
+    with Progress(console=console, transient=True) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def advance(stage: str, n: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=None)
+            bar.advance(tasks[stage], n)
+
+        yield advance

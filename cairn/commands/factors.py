@@ -16,11 +16,11 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from cairn.commands.common import fail as _fail
 from cairn.commands.common import open_driver as _driver
+from cairn.commands.common import stage_progress
 from cairn.ingest.factors import DEMO_DIR, ingest_factor_dir
 from cairn.ingest.fixtures import FixtureError
 from cairn.memory.factors import questions
@@ -278,14 +278,7 @@ def ingest_factors(
     ] = DEMO_DIR,
 ) -> None:
     """Validate the factor domain (factors, options, DEPENDS_ON, sessions, journal), then write it whole."""
-    with _driver() as driver, Progress(console=console, transient=True) as bar:
-        tasks: dict[str, TaskID] = {}
-
-        def advance(stage: str, n: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=None)
-            bar.advance(tasks[stage], n)
-
+    with _driver() as driver, stage_progress(console) as advance:
         try:
             report = ingest_factor_dir(driver, path, advance)
         except FixtureError as exc:
