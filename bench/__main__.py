@@ -19,6 +19,8 @@ def main(names: list[str]) -> int:
     for name in modules:
         started = time.perf_counter()
         print(f"== bench.{name}", flush=True)
+        # Each module reads its own options from sys.argv; the names given here are not theirs.
+        sys.argv = [f"bench.{name}"]
         importlib.import_module(f"bench.{name}").main()
         print(f"== bench.{name} done in {time.perf_counter() - started:.0f}s", flush=True)
     return 0
