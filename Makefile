@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install jars demo serve test lint bench web-vendor clean
+.PHONY: install jars demo serve test lint bench web-vendor graphiql-vendor clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -48,6 +48,23 @@ web-vendor:
 	  cp $$tmp/package/LICENSE web/vendor/cytoscape.LICENSE && \
 	  rm -rf $$tmp
 	sha256sum web/vendor/cytoscape.min.js
+
+GRAPHIQL_VERSION := 3.8.3
+REACT_VERSION    := 18.3.1
+
+## Refresh the vendored GraphiQL (and the React it runs on) in web/vendor/graphiql/ from npm.
+graphiql-vendor:
+	tmp=$$(mktemp -d) && \
+	  (cd $$tmp && for p in graphiql@$(GRAPHIQL_VERSION) react@$(REACT_VERSION) react-dom@$(REACT_VERSION); do \
+	     npm pack --silent $$p >/dev/null && mkdir -p $${p%@*} && tar xzf $${p%@*}-*.tgz -C $${p%@*}; done) && \
+	  mkdir -p web/vendor/graphiql && \
+	  cp $$tmp/graphiql/package/graphiql.min.js $$tmp/graphiql/package/graphiql.min.css web/vendor/graphiql/ && \
+	  cp $$tmp/graphiql/package/LICENSE web/vendor/graphiql/graphiql.LICENSE && \
+	  cp $$tmp/react/package/umd/react.production.min.js web/vendor/graphiql/ && \
+	  cp $$tmp/react-dom/package/umd/react-dom.production.min.js web/vendor/graphiql/ && \
+	  cp $$tmp/react/package/LICENSE web/vendor/graphiql/react.LICENSE && \
+	  rm -rf $$tmp
+	sha256sum web/vendor/graphiql/*.js web/vendor/graphiql/*.css
 
 clean:
 	rm -rf $(VENV) var neo4j/lib

@@ -15,7 +15,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from strawberry.asgi import GraphQL
@@ -33,6 +33,7 @@ from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
 from cairn.schema.migrate import READ_VERSION, SCHEMA_VERSION
 
 WEB_DIR = REPO_ROOT / "web"
+GRAPHIQL_PAGE = WEB_DIR / "graphiql.html"  # GraphiQL from web/vendor: no CDN, so it works offline
 READY_TIMEOUT_S = 3.0
 
 
@@ -55,6 +56,10 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
     def __init__(self) -> None:
         super().__init__(schema, allow_queries_via_get=False, multipart_uploads_enabled=False)
         self.services: Services | None = None  # set by the lifespan once Neo4j is connected
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        """strawberry's own page loads GraphiQL from a CDN; ours serves the vendored copy."""
+        return HTMLResponse(GRAPHIQL_PAGE.read_text(encoding="utf-8"))
 
     async def get_context(self, request: Any, response: Any) -> RequestContext:
         services = self.services
