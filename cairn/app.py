@@ -37,10 +37,6 @@ GRAPHIQL_PAGE = WEB_DIR / "graphiql.html"  # GraphiQL from web/vendor: no CDN, s
 READY_TIMEOUT_S = 3.0
 
 
-class StartupError(RuntimeError):
-    """Neo4j unreachable, wrong password or a schema older than the code: said plainly."""
-
-
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -77,7 +73,7 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
 
 async def _stored_schema_version(services: Services) -> int | None:
     """One auto-commit read, never retried: a probe must answer now, not after the driver's
-    managed-transaction retries (up to 30 s) against a server that is down."""
+    managed-transaction retries (CAIRN_NEO4J_RETRY_S) against a server that is down."""
     async with services.driver.session() as session:
         result = await session.run(READ_VERSION)
         record = await result.single()

@@ -18,13 +18,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=True)
 
-    # External Neo4j: when neo4j_uri is set Cairn starts nothing and uses that server.
+    # External Neo4j: when neo4j_uri is set Cairn starts nothing and uses that server (its
+    # default database: set `initial.dbms.default_database` there to use another one).
     neo4j_uri: str | None = Field(default=None, alias="NEO4J_URI")
     neo4j_user: str = Field(default="neo4j", alias="NEO4J_USER")
     neo4j_password: str | None = Field(default=None, alias="NEO4J_PASSWORD")
-    neo4j_database: str = Field(default="neo4j", alias="NEO4J_DATABASE")
     # How long a transaction is retried on transient errors (a restart, a leader switch) before
-    # the outage is reported; the driver's own default is 30 s.
+    # the outage is reported (the driver's own default would be 30 s).
     neo4j_retry_s: float = Field(default=15.0, alias="CAIRN_NEO4J_RETRY_S")
 
     # Embedded Neo4j (the default): where it lives and which loopback ports it takes.
@@ -46,8 +46,7 @@ class Settings(BaseSettings):
     trace_dir: Path | None = Field(default=None, alias="CAIRN_TRACE_DIR")
     malloc_arenas: int = Field(default=2, alias="CAIRN_MALLOC_ARENAS")  # 0: glibc's default
 
-    # Embeddings and the optional LLM.
-    embedding_model: str = Field(default="all-MiniLM-L6-v2", alias="CAIRN_EMBEDDING_MODEL")
+    # The optional LLM (the embedding model is fixed: see runtime/embedder.py).
     llm_base_url: str | None = Field(default=None, alias="CAIRN_LLM_BASE_URL")
     llm_model: str = Field(default="local", alias="CAIRN_LLM_MODEL")
     llm_api_key: str = Field(default="not-needed", alias="CAIRN_LLM_API_KEY")

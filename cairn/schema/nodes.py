@@ -181,7 +181,6 @@ class CairnSchema(StructuredNode):
 
 MACHINERY_CLASSES: tuple[type[StructuredNode], ...] = (CairnLock, CairnSchema)
 
-LABELS: tuple[str, ...] = tuple(c.__name__ for c in NODE_CLASSES if c is not Entity)
 VECTOR_INDEXED_LABELS: tuple[str, ...] = (
     "Fact",
     "JournalEntry",

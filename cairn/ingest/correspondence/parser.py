@@ -46,7 +46,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import date
-from pathlib import Path
 
 DEFAULT_DOMAIN = "acme/correspondence"
 SENSITIVITIES = ("low", "medium", "high")
@@ -620,8 +619,3 @@ def parse_bytes(data: bytes, source: str, defaults: Access = DEFAULT_ACCESS) -> 
         warnings=tuple(sorted(reader.warnings, key=lambda w: w.line)),
         defaults=file_access,
     )
-
-
-def parse_file(path: Path, defaults: Access = DEFAULT_ACCESS) -> ParsedFile:
-    """Read ``path`` (read-only, once) and parse it."""
-    return parse_bytes(path.read_bytes(), str(path), defaults)
