@@ -34,6 +34,9 @@ from cairn.schema.migrate import READ_VERSION, SCHEMA_VERSION
 
 WEB_DIR = REPO_ROOT / "web"
 READY_TIMEOUT_S = 3.0
+# A GraphQL request body larger than this is answered 413 before it is read whole or parsed.
+# Generous for the largest legitimate request (a correspondence file synced as `markdown`).
+MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
 class StartupError(RuntimeError):
@@ -170,7 +173,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Route("/ready", ready),
         Route("/bundles/{request_id}/{name}", bundle),
         Route("/dev/passport", dev_passport),
-        Route("/graphql", graphql, methods=["POST", "GET"]),
+        Route("/graphql", graphql, methods=["POST", "GET"], max_body_size=MAX_BODY_BYTES),
     ]
     if WEB_DIR.is_dir():
         routes.append(Mount("/ui", StaticFiles(directory=WEB_DIR, html=True)))
