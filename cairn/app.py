@@ -35,6 +35,9 @@ from cairn.schema.migrate import READ_VERSION, SCHEMA_VERSION
 WEB_DIR = REPO_ROOT / "web"
 GRAPHIQL_PAGE = WEB_DIR / "graphiql.html"  # GraphiQL from web/vendor: no CDN, so it works offline
 READY_TIMEOUT_S = 3.0
+# A GraphQL request body larger than this is answered 413 before it is read whole or parsed.
+# Generous for the largest legitimate request (a correspondence file synced as `markdown`).
+MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
 def is_loopback(host: str) -> bool:
@@ -171,7 +174,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Route("/ready", ready),
         Route("/bundles/{request_id}/{name}", bundle),
         Route("/dev/passport", dev_passport),
-        Route("/graphql", graphql, methods=["POST", "GET"]),
+        Route("/graphql", graphql, methods=["POST", "GET"], max_body_size=MAX_BODY_BYTES),
     ]
     if WEB_DIR.is_dir():
         routes.append(Mount("/ui", StaticFiles(directory=WEB_DIR, html=True)))

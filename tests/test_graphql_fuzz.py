@@ -121,6 +121,7 @@ def test_fuzzed_requests_never_fail_or_leak(
         body = resp.json()
         for error in body.get("errors") or []:
             assert "Did you mean" not in error["message"]
+            assert (error.get("extensions") or {}).get("code"), f"error without a code: {error}"
 
     run()
 

@@ -36,6 +36,12 @@ _TOKEN = re.compile(r"^[A-Za-z0-9._@:/-]{1,128}$")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _NAME = re.compile(r"^[a-z0-9_-]{1,64}$")
 _DOMAIN_GLOB = re.compile(r"^[a-z0-9_*?-]+(/[a-z0-9_*?-]+)*$")
+_EDGE_TYPE = re.compile(r"^[A-Z_]{1,40}$")
+# ASCII digits only: str.isdigit() also accepts '²' or '٣', which int() then refuses.
+_HOPS = re.compile(r"^[0-9]{1,2}$")
+MAX_HOPS = 6
+# A header value longer than this is refused before any pattern or list is built from it.
+MAX_HEADER_CHARS = 4096
 
 
 class PassportError(Exception):
@@ -64,16 +70,25 @@ class Caller:
 
 def _list(value: str, header: str, pattern: re.Pattern[str]) -> tuple[str, ...]:
     items = tuple(v.strip() for v in value.split(","))
-    if not items or any(not pattern.match(v) for v in items):
+    if not items or any(not pattern.fullmatch(v) for v in items):
         raise _malformed(header, "is malformed")
     return items
 
 
 def _get(headers: Mapping[str, str], name: str) -> str | None:
+    """The header's value, or None when absent.
+
+    Starlette's Headers yield every occurrence from items(): a header sent twice is refused
+    (which copy would the policy take?), and so is one too long to be a passport value."""
+    found: str | None = None
     for key, value in headers.items():
         if key.lower() == name.lower():
-            return value.strip()
-    return None
+            if found is not None:
+                raise _malformed(name, "is sent more than once")
+            if len(value) > MAX_HEADER_CHARS:
+                raise _malformed(name, f"is longer than {MAX_HEADER_CHARS} characters")
+            found = value.strip()
+    return found
 
 
 def canonical(headers: Mapping[str, str]) -> bytes:
@@ -99,10 +114,10 @@ def verify(headers: Mapping[str, str], registry: PolicyRegistry, secret: str | N
             raise PassportError("PASSPORT_MISSING_HEADER", f"required header {name} is missing", name)
         values[name] = value
     for name in ("X-User-Id", "X-Policy-Version"):
-        if not _TOKEN.match(values[name]):
+        if not _TOKEN.fullmatch(values[name]):
             raise _malformed(name, "is malformed")
     for name in ("X-Request-Id", "X-Trace-Id"):
-        if not _REQUEST_ID.match(values[name]):
+        if not _REQUEST_ID.fullmatch(values[name]):
             raise _malformed(name, "is malformed")
     if secret is not None:
         given = _get(headers, SIGNATURE) or ""
@@ -155,7 +170,7 @@ def _optional_list(headers: Mapping[str, str], name: str, pattern: re.Pattern[st
 
 
 def _edge_allow(headers: Mapping[str, str]) -> tuple[str, ...] | None:
-    types = _optional_list(headers, "X-Edge-Allow", re.compile(r"^[A-Z_]{1,40}$"))
+    types = _optional_list(headers, "X-Edge-Allow", _EDGE_TYPE)
     if types is not None and any(t not in RELATION_TYPES for t in types):
         raise PassportError(
             "PASSPORT_MALFORMED_HEADER", "X-Edge-Allow names an unknown edge type", "X-Edge-Allow"
@@ -167,8 +182,8 @@ def _max_hops(headers: Mapping[str, str]) -> int | None:
     value = _get(headers, "X-Max-Hops")
     if value is None:
         return None
-    if not value.isdigit() or not 0 <= int(value) <= 6:
-        raise _malformed("X-Max-Hops", "must be 0..6")
+    if not _HOPS.fullmatch(value) or int(value) > MAX_HOPS:
+        raise _malformed("X-Max-Hops", f"must be an integer 0..{MAX_HOPS}")
     return int(value)
 
 

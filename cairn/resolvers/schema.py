@@ -7,9 +7,22 @@ from typing import Any, cast
 
 import anyio
 import strawberry
-from graphql import GraphQLError, NoSchemaIntrospectionCustomRule
+import structlog
+from graphql import (
+    DirectiveNode,
+    GraphQLError,
+    GraphQLResolveInfo,
+    GraphQLSyntaxError,
+    NoSchemaIntrospectionCustomRule,
+    ValidationContext,
+    ValidationRule,
+    VariableDefinitionNode,
+    get_named_type,
+    print_ast,
+)
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
 from strawberry.extensions import (
+    AddValidationRules,
     MaskErrors,
     MaxAliasesLimiter,
     MaxTokensLimiter,
@@ -20,7 +33,7 @@ from strawberry.permission import BasePermission
 from strawberry.scalars import JSON
 from strawberry.schema.config import StrawberryConfig
 from strawberry.tools import merge_types
-from strawberry.types import Info
+from strawberry.types import ExecutionContext, Info
 
 from cairn.ingest.fixtures import FixtureError
 from cairn.ingest.org_memory import ingest_payload
@@ -46,6 +59,7 @@ from cairn.resolvers.types import (
 )
 from cairn.runtime.embedder import get_embedder
 
+log = structlog.get_logger("cairn.graphql")
 Ctx = Info[RequestContext, Any]
 READ: list[type[BasePermission]] = [PassportRequired]
 WRITE: list[type[BasePermission]] = [PassportRequired, CanWrite]
@@ -185,26 +199,131 @@ class RoleGatedIntrospection(SchemaExtension):
         yield
 
 
-def _should_mask(error: GraphQLError) -> bool:
-    """Hide internal exception text; errors we raise on purpose carry a stable code."""
-    return not (error.extensions and "code" in error.extensions) and error.original_error is not None
+# Every String or ID argument (also inside lists and input objects) is at most this long, so a
+# megabyte of text is refused before it is tokenized or embedded. JSON payloads are checked by
+# their ingest validators and, like `markdown` (a whole correspondence file), are bounded by the
+# request body limit (cairn.app.MAX_BODY_BYTES).
+MAX_TEXT_CHARS = 4_000
+LONG_TEXT_ARGUMENTS = frozenset({"markdown"})
+MAX_DIRECTIVES = 20
+MAX_ERRORS = 5
 
 
-class MaskErrorsReportOutage(MaskErrors):
-    """Masked errors, except that a lost Neo4j connection says so: a caller (or its retry
-    logic) can tell "try again shortly" from a bug. The text is constant; nothing about the
-    query, the server or its address reaches the caller."""
+def _bad_input(message: str, **extensions: Any) -> GraphQLError:
+    return GraphQLError(message, extensions={"code": "BAD_USER_INPUT", **extensions})
+
+
+def _too_long(value: Any) -> bool:
+    if isinstance(value, str):
+        return len(value) > MAX_TEXT_CHARS
+    if isinstance(value, list | tuple):
+        return any(_too_long(v) for v in value)
+    if isinstance(value, dict):
+        return any(_too_long(v) for v in value.values())
+    return False
+
+
+class TextLimit(SchemaExtension):
+    """Refuses an over-long text argument before its resolver runs (so before any embedding);
+    the token limit counts a string literal or a variable as one token, whatever its size."""
+
+    def resolve(self, _next: Any, root: Any, info: GraphQLResolveInfo[Any], *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            definitions = info.parent_type.fields[info.field_name].args
+            for name, value in kwargs.items():
+                definition = definitions.get(name)
+                if definition is None or name in LONG_TEXT_ARGUMENTS:
+                    continue
+                if get_named_type(definition.type).name != "JSON" and _too_long(value):
+                    why = f"is longer than {MAX_TEXT_CHARS:,} characters"
+                    raise _bad_input(f"argument '{name}' of {info.field_name} {why}", argument=name)
+        return _next(root, info, *args, **kwargs)
+
+
+class MaxDirectivesRule(ValidationRule):
+    """One error for a pile of directives, instead of one per (unknown or repeated) directive."""
+
+    def __init__(self, context: ValidationContext) -> None:
+        super().__init__(context)
+        self.count = 0
+
+    def enter_directive(self, node: DirectiveNode, *_: Any) -> None:
+        self.count += 1
+        if self.count == MAX_DIRECTIVES + 1:
+            self.report_error(
+                GraphQLError(
+                    f"the document has more than {MAX_DIRECTIVES} directives",
+                    node,
+                    extensions={"code": "GRAPHQL_VALIDATION_FAILED"},
+                )
+            )
+
+
+def _has_code(error: GraphQLError) -> bool:
+    return bool(error.extensions and "code" in error.extensions)
+
+
+def _root_cause(error: GraphQLError) -> BaseException:
+    cause: BaseException = error
+    while isinstance(cause, GraphQLError) and cause.original_error is not None:
+        cause = cause.original_error
+    return cause
+
+
+def _variable(error: GraphQLError) -> VariableDefinitionNode | None:
+    return next((n for n in error.nodes or () if isinstance(n, VariableDefinitionNode)), None)
+
+
+class CodedErrors(MaskErrors):
+    """Every error leaves with ``extensions.code`` and no internal text, and there are at most
+    MAX_ERRORS of them.
+
+    Errors raised on purpose already carry a code. graphql-core's own refusals (syntax,
+    validation, variable and argument coercion) keep their wording — it quotes only the
+    document and the caller's own values — and get a code. A wrong-typed variable is
+    BAD_USER_INPUT naming the variable; when a scalar's parser raised (a bad DateTime) its
+    exception text is replaced, as it may say anything. A lost Neo4j connection says so, so a
+    caller can tell "retry shortly" from a bug. Anything else is "Unexpected error."."""
+
+    def __init__(self) -> None:
+        super().__init__(should_mask_error=lambda error: not _has_code(error))
+
+    def _process_errors(self, errors: list[GraphQLError]) -> list[GraphQLError]:
+        processed = super()._process_errors(errors)
+        if len(processed) <= MAX_ERRORS:
+            return processed
+        more = GraphQLError(
+            f"{len(processed) - MAX_ERRORS + 1} more errors not shown",
+            extensions={"code": "TOO_MANY_ERRORS"},
+        )
+        return [*processed[: MAX_ERRORS - 1], more]
 
     def anonymise_error(self, error: GraphQLError) -> GraphQLError:
-        if not isinstance(error.original_error, ServiceUnavailable | SessionExpired):
-            return super().anonymise_error(error)
+        cause = _root_cause(error)
+        variable = _variable(error)
+        if isinstance(cause, ServiceUnavailable | SessionExpired):
+            code, message = "GRAPH_UNAVAILABLE", "the knowledge graph is unavailable right now; retry shortly"
+        elif variable is not None or error.message.startswith("Variable values"):
+            code, message = "BAD_USER_INPUT", error.message
+            if not isinstance(cause, GraphQLError) and variable is not None:
+                message = (
+                    f"Variable '${variable.variable.name.value}' has an invalid value "
+                    f"for type '{print_ast(variable.type)}'"
+                )
+        elif isinstance(cause, GraphQLSyntaxError):
+            code, message = "GRAPHQL_PARSE_FAILED", error.message
+        elif isinstance(cause, GraphQLError):
+            code = "GRAPHQL_VALIDATION_FAILED" if error.path is None else "BAD_USER_INPUT"
+            message = error.message
+        else:
+            code, message = "INTERNAL_SERVER_ERROR", self.error_message
         return GraphQLError(
-            message="the knowledge graph is unavailable right now; retry shortly",
+            message,
             nodes=error.nodes,
             source=error.source,
             positions=error.positions,
             path=error.path,
-            extensions={"code": "GRAPH_UNAVAILABLE"},
+            extensions={"code": code},
         )
 
 
@@ -214,7 +333,25 @@ MUTATION_PARTS: tuple[type, ...] = (OrgMutation, CorrespondenceMutation, Dossier
 Query = merge_types("Query", QUERY_PARTS)
 Mutation = merge_types("Mutation", MUTATION_PARTS)
 
-schema = strawberry.Schema(
+
+class CairnSchema(strawberry.Schema):
+    def process_errors(
+        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+    ) -> None:
+        """A refusal is an ordinary answer, logged as one line without a traceback: raised on
+        purpose (it carries a code) or graphql-core's own refusal of the request (no exception
+        behind it). Anything else is a bug or an outage and keeps strawberry's traceback log."""
+        unexpected = []
+        for error in errors:
+            if _has_code(error) or isinstance(_root_cause(error), GraphQLError):
+                code = (error.extensions or {}).get("code", "GRAPHQL_REFUSED")
+                log.info("graphql refusal", code=code, path=error.path)
+            else:
+                unexpected.append(error)
+        super().process_errors(unexpected, execution_context)
+
+
+schema = CairnSchema(
     query=Query,
     mutation=Mutation,
     config=StrawberryConfig(disable_field_suggestions=True),
@@ -222,7 +359,9 @@ schema = strawberry.Schema(
         lambda: QueryDepthLimiter(max_depth=10),
         lambda: MaxAliasesLimiter(max_alias_count=15),
         lambda: MaxTokensLimiter(max_token_count=2000),
+        lambda: AddValidationRules([MaxDirectivesRule]),
         RoleGatedIntrospection,
-        lambda: MaskErrorsReportOutage(should_mask_error=_should_mask),
+        TextLimit,
+        CodedErrors,
     ],
 )
