@@ -105,17 +105,32 @@ def db_migrate() -> None:
 @ingest_app.command("fixtures")
 def ingest_fixtures(
     path: Annotated[Path, typer.Argument(help="fixture folder, e.g. fixtures/acme")],
+    strict: Annotated[
+        bool, typer.Option(help="refuse on warnings too (records no role can read, causes after effects)")
+    ] = False,
 ) -> None:
-    """Validate every file, then write vertices → transitions → aliases (idempotent)."""
-    with open_driver() as driver, stage_progress(console) as advance:
-        try:
-            report = ingest_fixture_dir(driver, path, advance)
-        except FixtureError as exc:
-            raise fail(str(exc), code=2) from None
+    """Validate every file (every problem in one report), then write vertices → transitions →
+    aliases (idempotent). Runs as the operator: full power, no role scope."""
+    registry = PolicyRegistry.load(get_settings().policy_file)
+    with open_driver() as driver:
+        with stage_progress(console) as advance:
+            try:
+                report = ingest_fixture_dir(driver, path, advance, registry=registry, refuse_warnings=strict)
+            except FixtureError as exc:
+                raise fail(str(exc), code=2) from None
+        checksum = graph_checksum(driver)
+    for warning in report.warnings:
+        err.print(f"[yellow]warning:[/] {escape(str(warning))}")
     console.print(
         f"ingested {report.decisions} decisions, {report.events} events, "
-        f"{report.causal_edges} causal edges, {report.aliases} alias overlays from {path}"
+        f"{report.causal_edges} causal edges, {report.aliases} alias overlays from {escape(str(path))}"
     )
+    console.print(
+        f"  nodes: {report.nodes.created} created, {report.nodes.updated} updated, "
+        f"{report.nodes_unchanged} unchanged; edges: {report.edges.created} created, "
+        f"{report.edges.updated} updated, {report.edges_unchanged} unchanged"
+    )
+    console.print(f"  graph checksum {checksum}")
 
 
 def _check_database(settings: Settings, demo: bool) -> None:

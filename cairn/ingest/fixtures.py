@@ -1,8 +1,10 @@
 """Read and validate an org-memory fixture set (decisions, events, transitions, aliases).
 
 Validation is complete before anything is written: every problem in every file is
-collected, each naming the file, the record id and the field, so one run shows the user
-all that is wrong. Only a set with no problems reaches the writer.
+collected — per-record errors, references, self-loops and cycles, in one run — each naming
+the file, the record id and the field, so one run shows the user all that is wrong. Only a
+set with no problems reaches the writer. Warnings (a cause dated after its effect) do not
+stop a write; the caller decides whether to refuse on them.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,6 +21,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from cairn.ingest.records import (
+    DATE_FORMAT,
     AliasRecord,
     DecisionRecord,
     EventRecord,
@@ -25,6 +29,7 @@ from cairn.ingest.records import (
     TransitionRecord,
     iso_utc,
 )
+from cairn.schema.catalog import CAUSAL_RELATIONS
 
 FOLDERS: dict[str, type[Record]] = {
     "decisions": DecisionRecord,
@@ -32,8 +37,9 @@ FOLDERS: dict[str, type[Record]] = {
     "transitions": TransitionRecord,
     "edges/aliases": AliasRecord,
 }
-# When two sources state the same cause → effect pair, the edge keeps the strongest name.
-RELATION_PRIORITY = ("causal", "supported_by", "based_on", "led_to")
+# When two sources state the same cause → effect pair, the edge keeps the strongest name
+# (the catalog lists them strongest first).
+RELATION_PRIORITY = tuple(CAUSAL_RELATIONS)
 
 R = TypeVar("R", bound=Record)
 
@@ -86,6 +92,8 @@ class FixtureSet:
     transitions: list[TransitionRecord] = field(default_factory=list)
     aliases: list[AliasRecord] = field(default_factory=list)
     origin: dict[str, str] = field(default_factory=dict)  # record id → file
+    # ids of records that failed to parse: already reported, so references to them are not again
+    broken: set[str] = field(default_factory=set)
 
     def causal_edges(self) -> list[CausalEdge]:
         """Transitions plus supported_by / based_on / led_to, one edge per ordered pair."""
@@ -161,6 +169,17 @@ def _records_in(path: Path) -> Iterator[tuple[Path, int | None, Any]]:
             yield file, None, data
 
 
+def _message(err: Any) -> str:
+    """Pydantic's error as a sentence for the user: dates name the expected format."""
+    kind = str(err["type"])
+    if kind.startswith(("datetime", "date_", "timezone")):
+        shown = json.dumps(err.get("input"), ensure_ascii=False, default=str)[:60]
+        return f"{shown} is not a valid date-time: expected {DATE_FORMAT}"
+    if kind == "value_error" and "error" in err.get("ctx", {}):
+        return str(err["ctx"]["error"])
+    return str(err["msg"])
+
+
 def _parse(model: type[R], file: str, raw: Any, problems: list[Problem]) -> R | None:
     if isinstance(raw, ValueError):
         problems.append(Problem(file, None, None, str(raw)))
@@ -174,7 +193,7 @@ def _parse(model: type[R], file: str, raw: Any, problems: list[Problem]) -> R | 
     except ValidationError as exc:
         for err in exc.errors():
             loc = ".".join(str(p) for p in err["loc"]) or None
-            problems.append(Problem(file, record_id, loc, err["msg"]))
+            problems.append(Problem(file, record_id, loc, _message(err)))
         return None
 
 
@@ -189,6 +208,10 @@ PAYLOAD_KEYS = {
 def _collect(fs: FixtureSet, folder: str, name: str, raw: Any, problems: list[Problem]) -> None:
     record = _parse(FOLDERS[folder], name, raw, problems)
     if record is None:
+        if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+            fs.broken.add(raw["id"])
+        elif isinstance(raw, ValueError):  # an unreadable file: fixture files are named by id
+            fs.broken.add(Path(name).stem)
         return
     rid = record.id
     if rid in fs.origin:
@@ -245,11 +268,14 @@ def check_references(
     fs: FixtureSet,
     existing: dict[str, str] | None = None,
     stored_edges: list[tuple[str, str]] | None = None,
+    name_stored: bool = True,
 ) -> list[Problem]:
-    """Referential integrity and alias consistency.
+    """Referential integrity, alias consistency, self-loops and cycles.
 
     ``existing`` maps ids already in the database to their label, so a partial set (or a
-    GraphQL upsert) may refer to what is stored.
+    GraphQL upsert) may refer to what is stored; for a caller writing under its own scope it
+    holds only the ids that caller may read, so a hidden id is reported exactly like a
+    missing one. Records that failed to parse are still checked for what they can be.
     """
     existing = existing or {}
     label: dict[str, str] = dict(existing)
@@ -260,6 +286,8 @@ def check_references(
 
     def need(file: str, rid: str, fld: str, ref: str, kinds: tuple[str, ...]) -> None:
         kind = label.get(ref)
+        if kind is None and ref in fs.broken:
+            return  # its own parse problem is reported already
         if kind is None:
             problems.append(Problem(file, rid, fld, f"refers to '{ref}', which does not exist"))
         elif kind not in kinds:
@@ -309,16 +337,24 @@ def check_references(
         ):
             if ref in domain and domain[ref] != stated:
                 problems.append(Problem(f, a.id, fld, f"is '{stated}' but '{ref}' is in '{domain[ref]}'"))
-    if not problems:
-        problems.extend(_cycles(fs, stored_edges or []))
+    problems.extend(_cycles(fs, stored_edges or [], name_stored))
     return problems
 
 
-def _cycles(fs: FixtureSet, stored_edges: list[tuple[str, str]]) -> list[Problem]:
-    """Causality has no loops: the new edges together with the stored ones must stay acyclic."""
+def _cycles(fs: FixtureSet, stored_edges: list[tuple[str, str]], name_stored: bool) -> list[Problem]:
+    """Causality has no loops: the new edges together with the stored ones must stay acyclic.
+
+    With ``name_stored`` false (a caller writing under its own scope) the message names only
+    the caller's own new edges on the loop, never a stored node or edge: the stored part of
+    the loop may run through nodes the caller cannot see, and a visible one is not named
+    either, so the message is the same whichever it is.
+    """
     graph: dict[str, set[str]] = {}
     origin: dict[tuple[str, str], str] = {}
+    transitions = {t.id for t in fs.transitions}
     for e in fs.causal_edges():
+        if e.from_id == e.to_id and e.id in transitions:
+            continue  # a transition's self-loop is reported on the transition
         graph.setdefault(e.to_id, set()).add(e.from_id)
         origin[(e.from_id, e.to_id)] = fs.origin.get(e.id) or fs.origin.get(e.to_id) or "causal edges"
     for a, b in stored_edges:
@@ -326,18 +362,55 @@ def _cycles(fs: FixtureSet, stored_edges: list[tuple[str, str]]) -> list[Problem
     try:
         tuple(TopologicalSorter(graph).static_order())
     except CycleError as exc:
-        path = [str(n) for n in reversed(exc.args[1])]  # cause -> effect order
-        files = sorted({origin[(a, b)] for a, b in itertools.pairwise(path) if (a, b) in origin})
+        path = [str(n) for n in exc.args[1]]  # each node an immediate predecessor (cause) of the next
+        pairs = list(itertools.pairwise(path))
+        files = sorted({origin[p] for p in pairs if p in origin})
         where = ", ".join(files) or "causal edges"
-        return [Problem(where, None, None, f"causal edges form a cycle: {' -> '.join(path)}")]
+        if name_stored or all(p in origin for p in pairs):
+            return [Problem(where, None, None, f"causal edges form a cycle: {' -> '.join(path)}")]
+        own = "; ".join(f"{a} -> {b}" for a, b in pairs if (a, b) in origin)
+        return [
+            Problem(
+                where, None, None, f"causal edges form a cycle: {own} would close a loop with stored edges"
+            )
+        ]
     return []
+
+
+def chronology_warnings(fs: FixtureSet, stored_times: dict[str, str] | None = None) -> list[Problem]:
+    """Causes dated after their effects: allowed (clocks and records disagree), but said.
+
+    ``stored_times`` holds ISO timestamps of stored endpoints the caller may see.
+    """
+    when: dict[str, str] = dict(stored_times or {})
+    when.update({r.id: iso_utc(r.timestamp) or "" for r in [*fs.decisions, *fs.events]})
+    warnings = []
+    for e in fs.causal_edges():
+        cause, effect = when.get(e.from_id), when.get(e.to_id)
+        if cause and effect and _instant(cause) > _instant(effect):
+            where = (
+                fs.origin.get(e.id) or fs.origin.get(e.to_id) or fs.origin.get(e.from_id) or "causal edges"
+            )
+            warnings.append(
+                Problem(
+                    where,
+                    e.id,
+                    None,
+                    f"cause '{e.from_id}' ({cause}) is dated after its effect '{e.to_id}' ({effect})",
+                )
+            )
+    return warnings
+
+
+def _instant(iso: str) -> datetime:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00"))
 
 
 def load_fixture_dir(root: Path, existing: dict[str, str] | None = None) -> FixtureSet:
     """Parse and fully validate; raise FixtureError listing every problem."""
     fs, problems = parse_fixture_dir(root)
-    if not problems:
-        problems = check_references(fs, existing)
+    if fs.origin:
+        problems += check_references(fs, existing)
     if problems:
         raise FixtureError(problems)
     return fs

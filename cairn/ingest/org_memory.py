@@ -3,6 +3,13 @@
 Every write is an UNWIND over a batch, one managed transaction per batch (retried by
 the driver on transient errors). MERGE on ``id`` with ``SET +=`` makes a second run a
 no-op, and a run killed mid-way is completed by running it again.
+
+A caller writing on its own behalf (the GraphQL upsert) passes its ``Scope`` as
+``writer``: it may create only what it could read, and a stored node it cannot read is
+neither overwritten nor joined by an edge — it is reported exactly like a missing one
+(``cairn.policy.writes``). Every write query repeats that check in Cypher, so a node
+hidden from the writer is skipped even if it appeared after validation. The operator CLI
+writes as ``Scope.system()``.
 """
 
 from __future__ import annotations
@@ -21,19 +28,18 @@ from cairn.ingest.fixtures import (
     FixtureSet,
     Problem,
     check_references,
+    chronology_warnings,
     parse_fixture_dir,
     parse_payload,
 )
 from cairn.ingest.records import DecisionRecord, EventRecord, iso_utc
+from cairn.policy.acl import acl_visible
+from cairn.policy.profiles import PolicyRegistry, matches
+from cairn.policy.scope import Scope
+from cairn.policy.writes import TAKEN_ID, create_problems, domain_problem, readable_by_some_role, stored_ids
 from cairn.runtime.embedder import Embedder, get_embedder
 
 BATCH_SIZE = 500
-
-FIND_LABELS = """
-UNWIND $ids AS id
-MATCH (n:Entity {id: id})
-RETURN n.id AS id, [l IN labels(n) WHERE l <> 'Entity'][0] AS label
-"""
 
 STORED_EMBEDDINGS = """
 UNWIND $ids AS id
@@ -43,38 +49,67 @@ RETURN n.id AS id, n.embedding_model AS model, n.embedding_text_sha AS sha
 
 STORED_CAUSAL = "MATCH (a:Entity)-[:CAUSAL_PRECEDES]->(b:Entity) RETURN a.id AS a, b.id AS b"
 
-UPSERT_DECISIONS = """
+# Whether a stored element differs from the row about to be SET on it (a null on both
+# sides is equal: SET += removes a property given as null).
+_DIFFERS = """(old.timestamp IS NULL) <> (row.timestamp IS NULL)
+  OR old.timestamp <> datetime(row.timestamp)
+  OR any(k IN keys(row.props) WHERE (old[k] IS NULL) <> (row.props[k] IS NULL) OR old[k] <> row.props[k])"""
+_COUNTS = """RETURN sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END) AS created,
+       sum(CASE WHEN old IS NOT NULL AND coalesce(changed, false) THEN 1 ELSE 0 END) AS updated"""
+
+
+def _upsert_vertex(label: str) -> str:
+    return f"""
 UNWIND $rows AS row
-MERGE (n:Entity:Decision {id: row.id})
+OPTIONAL MATCH (old:Entity {{id: row.id}})
+WITH row, old WHERE old IS NULL OR ({acl_visible("old")} AND old:{label})
+WITH row, old, {_DIFFERS} AS changed
+MERGE (n:Entity:{label} {{id: row.id}})
 ON CREATE SET n.created_at = datetime()
 SET n += row.props, n.timestamp = datetime(row.timestamp)
+{_COUNTS}
 """
 
-UPSERT_EVENTS = """
-UNWIND $rows AS row
-MERGE (n:Entity:Event {id: row.id})
-ON CREATE SET n.created_at = datetime()
-SET n += row.props, n.timestamp = datetime(row.timestamp)
-"""
 
-UPSERT_CAUSAL = """
+UPSERT_DECISIONS = _upsert_vertex("Decision")
+UPSERT_EVENTS = _upsert_vertex("Event")
+
+UPSERT_CAUSAL = f"""
 UNWIND $rows AS row
-MATCH (a:Entity {id: row.from_id})
-MATCH (b:Entity {id: row.to_id})
+MATCH (a:Entity {{id: row.from_id}})
+MATCH (b:Entity {{id: row.to_id}})
+WHERE {acl_visible("a")} AND {acl_visible("b")}
+OPTIONAL MATCH (a)-[old:CAUSAL_PRECEDES]->(b)
+WITH row, a, b, old, {_DIFFERS} AS changed
 MERGE (a)-[r:CAUSAL_PRECEDES]->(b)
 SET r += row.props, r.timestamp = CASE WHEN row.timestamp IS NULL THEN null
                                        ELSE datetime(row.timestamp) END
+{_COUNTS}
 """
 
-UPSERT_ALIASES = """
+UPSERT_ALIASES = f"""
 UNWIND $rows AS row
-MATCH (d:Decision {id: row.decision_id})
-MATCH (e:Event {id: row.event_id})
+MATCH (d:Decision {{id: row.decision_id}})
+MATCH (e:Event {{id: row.event_id}})
+WHERE {acl_visible("d")} AND {acl_visible("e")}
+OPTIONAL MATCH (d)-[old:ALIAS_OF]->(e)
+WITH row, d, e, old, any(k IN keys(row.props) WHERE old[k] <> row.props[k]) AS changed
 MERGE (d)-[r:ALIAS_OF]->(e)
 SET r += row.props
+{_COUNTS}
 """
+EMBED_BATCH = 64
 
 Progress = Callable[[str, int], None]
+
+
+@dataclass(frozen=True)
+class Counts:
+    created: int = 0
+    updated: int = 0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(self.created + other.created, self.updated + other.updated)
 
 
 @dataclass(frozen=True)
@@ -83,6 +118,17 @@ class IngestReport:
     events: int
     causal_edges: int
     aliases: int
+    nodes: Counts = Counts()
+    edges: Counts = Counts()
+    warnings: tuple[Problem, ...] = ()
+
+    @property
+    def nodes_unchanged(self) -> int:
+        return self.decisions + self.events - self.nodes.created - self.nodes.updated
+
+    @property
+    def edges_unchanged(self) -> int:
+        return self.causal_edges + self.aliases - self.edges.created - self.edges.updated
 
 
 def _access(r: Any) -> dict[str, Any]:
@@ -181,32 +227,104 @@ def _referenced_ids(fs: FixtureSet) -> set[str]:
     return refs
 
 
-def stored_labels(driver: Driver, ids: Iterable[str]) -> dict[str, str]:
-    """Label of each given id already in the database (ids not stored are absent)."""
-    records, _, _ = driver.execute_query(FIND_LABELS, ids=sorted(set(ids)))
-    return {str(r["id"]): str(r["label"]) for r in records}
-
-
 def stored_causal_edges(driver: Driver) -> list[tuple[str, str]]:
     """Every stored cause → effect pair (org scale: thousands), for the acyclicity check."""
     records, _, _ = driver.execute_query(STORED_CAUSAL)
     return [(str(r["a"]), str(r["b"])) for r in records]
 
 
-def validate_against_store(driver: Driver, fs: FixtureSet) -> None:
-    """Cross-checks that need the database: references to stored nodes, label clashes."""
-    own = {d.id: "Decision" for d in fs.decisions} | {e.id: "Event" for e in fs.events}
-    stored = stored_labels(driver, _referenced_ids(fs) | set(own))
+def scope_problems(fs: FixtureSet, writer: Scope) -> list[Problem]:
+    """Records ``writer`` may not create: access fields beyond its own profile, or edges whose
+    domain lies outside its domains (``cairn.policy.writes``)."""
     problems = [
-        Problem(fs.origin[rid], rid, "id", f"already stored as a {stored[rid]}, not a {label}")
-        for rid, label in own.items()
-        if rid in stored and stored[rid] != label
+        Problem(fs.origin[r.id], r.id, p.field, p.message)
+        for r in [*fs.decisions, *fs.events]
+        for p in create_problems(
+            writer,
+            domain=r.domain,
+            sensitivity=r.sensitivity,
+            namespaces=r.namespaces,
+            roles_allowed=r.roles_allowed,
+        )
     ]
-    problems += check_references(
-        fs, {k: v for k, v in stored.items() if k not in own}, stored_causal_edges(driver)
+    claims = [(t.id, "domain", t.domain) for t in fs.transitions]
+    claims += [
+        (a.id, f, d)
+        for a in fs.aliases
+        for f, d in (("domain_from", a.domain_from), ("domain_to", a.domain_to))
+    ]
+    for rid, fld, domain in claims:
+        if (p := domain_problem(writer, domain)) is not None:
+            problems.append(Problem(fs.origin[rid], rid, fld, p.message))
+    return problems
+
+
+def validate_against_store(
+    driver: Driver, fs: FixtureSet, writer: Scope | None = None, problems: Sequence[Problem] = ()
+) -> list[Problem]:
+    """Every check that needs the database, reported together with ``problems`` (the
+    per-record ones): write scope, label clashes, references to stored nodes, cycles with
+    stored edges. Raises FixtureError with all of them; returns the warnings otherwise.
+
+    Stored ids are looked up as ``writer`` sees them: one it cannot read is reported as
+    missing when referenced, and as taken (without its label) when the set reuses it.
+    """
+    scope = writer or Scope.system()
+    own = {d.id: "Decision" for d in fs.decisions} | {e.id: "Event" for e in fs.events}
+    stored = stored_ids(driver, scope, _referenced_ids(fs) | set(own))
+    found = [*problems, *scope_problems(fs, scope)]
+    for rid, label in own.items():
+        if rid in stored.hidden:
+            found.append(Problem(fs.origin[rid], rid, "id", f"'{rid}' {TAKEN_ID}"))
+        elif rid in stored.visible and stored.visible[rid] != label:
+            found.append(
+                Problem(
+                    fs.origin[rid], rid, "id", f"already stored as a {stored.visible[rid]}, not a {label}"
+                )
+            )
+    found += check_references(
+        fs,
+        {k: v for k, v in stored.visible.items() if k not in own},
+        stored_causal_edges(driver),
+        name_stored=scope.unrestricted,
     )
-    if problems:
-        raise FixtureError(problems)
+    if found:
+        raise FixtureError(found)
+    return chronology_warnings(fs, stored.times)
+
+
+def access_warnings(driver: Driver, fs: FixtureSet, registry: PolicyRegistry) -> list[Problem]:
+    """Records no role of the policy file can read, each with what makes it unreadable."""
+    rows = [
+        {
+            "id": r.id,
+            "domain": r.domain,
+            "sensitivity": r.sensitivity,
+            "namespaces": list(r.namespaces),
+            "roles_allowed": list(r.roles_allowed),
+        }
+        for r in [*fs.decisions, *fs.events]
+    ]
+    readable = readable_by_some_role(driver, registry, rows)
+    profiles = list(registry.roles.values())
+    warnings = []
+    for r in [*fs.decisions, *fs.events]:
+        if r.id in readable:
+            continue
+        why = []
+        if unknown := [x for x in r.roles_allowed if x not in registry.roles]:
+            why.append(f"roles_allowed names unknown role(s) {', '.join(unknown)}")
+        if unheld := [n for n in r.namespaces if not any(n in p.namespaces for p in profiles)]:
+            why.append(f"namespace(s) {', '.join(unheld)} held by no role")
+        if not any(matches(r.domain, p.domains) for p in profiles):
+            why.append(f"domain '{r.domain}' granted to no role")
+        reason = (
+            "; ".join(why) or "no role meets its domain, sensitivity, namespaces and roles_allowed together"
+        )
+        warnings.append(
+            Problem(fs.origin[r.id], r.id, None, f"no role in the policy file can read it ({reason})")
+        )
+    return warnings
 
 
 def _batches(rows: Sequence[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
@@ -215,16 +333,24 @@ def _batches(rows: Sequence[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
 
 
 def _write(
-    driver: Driver, query: str, rows: Sequence[dict[str, Any]], stage: str, progress: Progress | None
-) -> None:
-    def work(tx: ManagedTransaction, batch: list[dict[str, Any]]) -> None:
-        tx.run(query, rows=batch).consume()
+    driver: Driver,
+    scope: Scope,
+    query: str,
+    rows: Sequence[dict[str, Any]],
+    stage: str,
+    progress: Progress | None,
+) -> Counts:
+    def work(tx: ManagedTransaction, batch: list[dict[str, Any]]) -> Counts:
+        record = tx.run(query, {**scope.cypher_params(), "rows": batch}).single()
+        return Counts(int(record["created"]), int(record["updated"])) if record else Counts()
 
+    total = Counts()
     with driver.session() as session:
         for batch in _batches(rows):
-            session.execute_write(work, batch)
+            total += session.execute_write(work, batch)
             if progress:
                 progress(stage, len(batch))
+    return total
 
 
 def decision_text(d: DecisionRecord) -> str:
@@ -235,7 +361,14 @@ def event_text(e: EventRecord) -> str:
     return f"{e.summary}. {e.description}".strip()
 
 
-def _embed_rows(driver: Driver, rows: list[dict[str, Any]], texts: list[str], embedder: Embedder) -> None:
+def _embed_rows(
+    driver: Driver,
+    rows: list[dict[str, Any]],
+    texts: list[str],
+    embedder: Embedder,
+    stage: str,
+    progress: Progress | None,
+) -> None:
     """Attach embeddings in one batch per kind, only where the stored one is stale.
 
     A vector is reused when the node already holds one made by the same model from the same
@@ -246,40 +379,73 @@ def _embed_rows(driver: Driver, rows: list[dict[str, Any]], texts: list[str], em
     records, _, _ = driver.execute_query(STORED_EMBEDDINGS, ids=[r["id"] for r in rows])
     stored = {r["id"]: (r["model"], r["sha"]) for r in records}
     stale = [i for i, row in enumerate(rows) if stored.get(row["id"]) != (embedder.name, shas[i])]
-    for i, vector in zip(stale, embedder.embed([texts[i] for i in stale]), strict=True):
-        rows[i]["props"]["embedding"] = [float(x) for x in vector]
-        rows[i]["props"]["embedding_model"] = embedder.name
-        rows[i]["props"]["embedding_text_sha"] = shas[i]
+    for start in range(0, len(stale), EMBED_BATCH):
+        chunk = stale[start : start + EMBED_BATCH]
+        for i, vector in zip(chunk, embedder.embed([texts[i] for i in chunk]), strict=True):
+            rows[i]["props"]["embedding"] = [float(x) for x in vector]
+            rows[i]["props"]["embedding_model"] = embedder.name
+            rows[i]["props"]["embedding_text_sha"] = shas[i]
+        if progress:
+            progress(stage, len(chunk))
 
 
 def write_fixture_set(
-    driver: Driver, fs: FixtureSet, progress: Progress | None = None, embedder: Embedder | None = None
+    driver: Driver,
+    fs: FixtureSet,
+    progress: Progress | None = None,
+    embedder: Embedder | None = None,
+    *,
+    writer: Scope | None = None,
+    problems: Sequence[Problem] = (),
+    registry: PolicyRegistry | None = None,
+    refuse_warnings: bool = False,
 ) -> IngestReport:
-    """Write a set that passed validation, in the order vertices → transitions → aliases."""
-    validate_against_store(driver, fs)
+    """Validate (``problems`` are the parse's, reported together with the rest), then write in
+    the order vertices → transitions → aliases as ``writer`` (None: the operator, unrestricted).
+
+    With a ``registry``, records no role can read are warned about; ``refuse_warnings``
+    turns every warning into a refusal (nothing written).
+    """
+    scope = writer or Scope.system()
+    warnings = validate_against_store(driver, fs, scope, problems)
+    if registry is not None:
+        warnings = access_warnings(driver, fs, registry) + warnings
+    if warnings and refuse_warnings:
+        raise FixtureError(warnings)
     decisions, events = decision_rows(fs), event_rows(fs)
     embedder = embedder or get_embedder()
-    _embed_rows(driver, decisions, [decision_text(d) for d in fs.decisions], embedder)
-    _embed_rows(driver, events, [event_text(e) for e in fs.events], embedder)
+    _embed_rows(driver, decisions, [decision_text(d) for d in fs.decisions], embedder, "embedding", progress)
+    _embed_rows(driver, events, [event_text(e) for e in fs.events], embedder, "embedding", progress)
     causal, aliases = causal_rows(fs), alias_rows(fs)
-    _write(driver, UPSERT_DECISIONS, decisions, "decisions", progress)
-    _write(driver, UPSERT_EVENTS, events, "events", progress)
-    _write(driver, UPSERT_CAUSAL, causal, "transitions", progress)
-    _write(driver, UPSERT_ALIASES, aliases, "aliases", progress)
-    return IngestReport(len(decisions), len(events), len(causal), len(aliases))
+    nodes = _write(driver, scope, UPSERT_DECISIONS, decisions, "decisions", progress)
+    nodes += _write(driver, scope, UPSERT_EVENTS, events, "events", progress)
+    edges = _write(driver, scope, UPSERT_CAUSAL, causal, "transitions", progress)
+    edges += _write(driver, scope, UPSERT_ALIASES, aliases, "aliases", progress)
+    return IngestReport(len(decisions), len(events), len(causal), len(aliases), nodes, edges, tuple(warnings))
 
 
-def ingest_payload(driver: Driver, payload: Any) -> IngestReport:
-    """Validate and write records sent as one JSON object (the writer role's GraphQL upsert)."""
+def ingest_payload(driver: Driver, payload: Any, writer: Scope | None = None) -> IngestReport:
+    """Validate and write records sent as one JSON object (the writer role's GraphQL upsert),
+    as ``writer`` when given (a caller's scope), else as the operator."""
     fs, problems = parse_payload(payload)
-    if problems:
+    if not fs.origin:
         raise FixtureError(problems)
-    return write_fixture_set(driver, fs)
+    return write_fixture_set(driver, fs, writer=writer, problems=problems)
 
 
-def ingest_fixture_dir(driver: Driver, root: Path, progress: Progress | None = None) -> IngestReport:
-    """Validate every file of ``root`` (raising FixtureError, nothing written) then write it."""
+def ingest_fixture_dir(
+    driver: Driver,
+    root: Path,
+    progress: Progress | None = None,
+    *,
+    registry: PolicyRegistry | None = None,
+    refuse_warnings: bool = False,
+) -> IngestReport:
+    """Validate every file of ``root`` — every problem in one FixtureError, nothing written —
+    then write it as the operator (``Scope.system()``)."""
     fs, problems = parse_fixture_dir(root)
-    if problems:
+    if not fs.origin:
         raise FixtureError(problems)
-    return write_fixture_set(driver, fs, progress)
+    return write_fixture_set(
+        driver, fs, progress, problems=problems, registry=registry, refuse_warnings=refuse_warnings
+    )

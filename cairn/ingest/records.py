@@ -6,14 +6,28 @@ bad input with the same messages.
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
+from cairn.schema.catalog import CAUSAL_RELATIONS
+
 Sensitivity = Literal["low", "medium", "high"]
 DOMAIN_PATTERN = r"^[a-z0-9_-]+(/[a-z0-9_*-]+)*$"
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
+DATE_FORMAT = "an ISO-8601 date-time with a UTC offset, e.g. 2024-03-01T09:30:00Z"
+ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+
+
+def _iso_text(value: Any) -> Any:
+    """Dates are ISO-8601 text: a bare number (read by pydantic as a Unix time) is refused."""
+    if value is not None and not (isinstance(value, str) and ISO_DATE.match(value)):
+        shown = json.dumps(value, ensure_ascii=False, default=str)[:60]
+        raise ValueError(f"{shown} is not a valid date-time: expected {DATE_FORMAT}")
+    return value
 
 
 class Record(BaseModel):
@@ -31,6 +45,8 @@ class _Vertex(Record):
     sensitivity: Sensitivity
     namespaces: list[str] = Field(min_length=1)
     roles_allowed: list[str] = Field(min_length=1)
+
+    _timestamp_is_text = field_validator("timestamp", mode="before")(_iso_text)
 
 
 class DecisionRecord(_Vertex):
@@ -70,6 +86,16 @@ class TransitionRecord(Record):
     reason: str = ""
     timestamp: AwareDatetime | None = None
     domain: str = Field(pattern=DOMAIN_PATTERN)
+
+    _timestamp_is_text = field_validator("timestamp", mode="before")(_iso_text)
+
+    @field_validator("relation")
+    @classmethod
+    def _relation_in_catalog(cls, value: str) -> str:
+        if value not in CAUSAL_RELATIONS:
+            known = ", ".join(CAUSAL_RELATIONS)
+            raise ValueError(f"unknown relation {value!r}: the relation catalog knows {known}")
+        return value
 
 
 class AliasRecord(Record):

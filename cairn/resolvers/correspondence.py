@@ -238,9 +238,12 @@ class CorrespondenceMutation:
         except ValueError as exc:
             raise GraphQLError(str(exc), extensions={"code": "INVALID_ARGUMENT"}) from None
         log = default_log_path(services.settings)
+        writer = caller_of(info).scope  # sections only inside the caller's own scope
 
         def work() -> SyncReport:
-            return sync_bytes(services.sync_driver, markdown.encode("utf-8"), source_name, collision_log=log)
+            return sync_bytes(
+                services.sync_driver, markdown.encode("utf-8"), source_name, collision_log=log, writer=writer
+            )
 
         try:
             report = await anyio.to_thread.run_sync(work)

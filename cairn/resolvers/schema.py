@@ -165,11 +165,12 @@ class OrgMutation:
         description="Upsert decisions, events, transitions and alias overlays (same validation as fixtures).",
     )
     async def ingest_org_memory(self, info: Ctx, payload: JSON) -> IngestSummary:
-
-        driver = info.context.services.sync_driver
+        # Written under the caller's own scope: it creates only what it could read, and a node
+        # it cannot read answers exactly like a missing one (cairn.policy.writes).
+        driver, writer = info.context.services.sync_driver, caller_of(info).scope
 
         def work() -> Any:
-            return ingest_payload(driver, payload)
+            return ingest_payload(driver, payload, writer)
 
         try:
             report = await anyio.to_thread.run_sync(work)
@@ -182,6 +183,13 @@ class OrgMutation:
             events=report.events,
             causal_edges=report.causal_edges,
             aliases=report.aliases,
+            nodes_created=report.nodes.created,
+            nodes_updated=report.nodes.updated,
+            nodes_unchanged=report.nodes_unchanged,
+            edges_created=report.edges.created,
+            edges_updated=report.edges.updated,
+            edges_unchanged=report.edges_unchanged,
+            warnings=[str(w) for w in report.warnings],
         )
 
 

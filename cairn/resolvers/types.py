@@ -100,6 +100,13 @@ class IngestSummary:
     events: int
     causal_edges: int
     aliases: int
+    nodes_created: int
+    nodes_updated: int
+    nodes_unchanged: int
+    edges_created: int
+    edges_updated: int
+    edges_unchanged: int
+    warnings: list[str] = strawberry.field(description="e.g. a cause dated after its effect; written anyway")
 
 
 def envelope_of(data: dict[str, Any]) -> Envelope:

@@ -59,3 +59,27 @@ CATALOG: dict[Rel, RelationSpec] = {
 }
 
 RELATION_TYPES: tuple[str, ...] = tuple(r.value for r in Rel)
+
+
+@dataclass(frozen=True)
+class CausalRelation:
+    """A kind of cause → effect link a fixture may state; stored as CAUSAL_PRECEDES{relation}."""
+
+    name: str
+    reads_as: str  # how an answer names it ("replaces", "supported by", …)
+    meaning: str
+
+
+# Strongest first: when two sources state the same cause → effect pair, the edge keeps the
+# name that comes first here. Ingest refuses any relation name that is not in this table.
+CAUSAL_RELATIONS: dict[str, CausalRelation] = {
+    r.name: r
+    for r in (
+        CausalRelation("causal", "led to", "the cause directly brought the effect about"),
+        CausalRelation("replaces", "replaces", "the effect supersedes the cause"),
+        CausalRelation("requires", "requires", "the effect depends on the cause being in place"),
+        CausalRelation("supported_by", "supported by", "an event that supports a decision"),
+        CausalRelation("based_on", "based on", "a decision that builds on an earlier one"),
+        CausalRelation("led_to", "led to", "stated on the cause: it led to the effect"),
+    )
+}

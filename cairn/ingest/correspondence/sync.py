@@ -34,11 +34,15 @@ from cairn.ingest.correspondence import collisions
 from cairn.ingest.correspondence.parser import (
     DEFAULT_ACCESS,
     Access,
+    CorrespondenceError,
     Issue,
     ParsedSection,
     embeddable_text,
     parse_bytes,
 )
+from cairn.policy.acl import acl_visible
+from cairn.policy.scope import Scope
+from cairn.policy.writes import create_problems
 from cairn.runtime.embedder import MODEL_NAME, Embedder, get_embedder
 
 BATCH_SIZE = 256
@@ -47,8 +51,10 @@ SOURCE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
-READ_STORED = """
-MATCH (s:Section) WHERE s.source = $source
+# Stored sections and response links as the syncing caller may see them: a section hidden
+# from a scoped writer is neither compared, nor reported, nor linked to (cairn.policy.writes).
+READ_STORED = f"""
+MATCH (s:Section) WHERE s.source = $source AND {acl_visible("s")}
 RETURN s.ordinal AS ordinal, s.content_hash AS hash, s.domain AS domain, s.sensitivity AS sensitivity,
        s.namespaces AS namespaces, s.roles_allowed AS roles_allowed, s.filed_id AS filed_id
 """
@@ -59,10 +65,11 @@ UNWIND $rows AS row
 MERGE (s:Entity:Section {id: row.id})
 ON CREATE SET s += row.props, s.created_at = datetime()
 """
-LINK_RESPONSES = """
+LINK_RESPONSES = f"""
 UNWIND $links AS link
-MATCH (a:Section {id: link.from_id})
-MATCH (b:Section {id: link.to_id})
+MATCH (a:Section {{id: link.from_id}})
+MATCH (b:Section {{id: link.to_id}})
+WHERE {acl_visible("b")}
 MERGE (a)-[:RESPONDS_TO]->(b)
 """
 READ_COLLISIONS = """
@@ -244,7 +251,7 @@ def _props(s: ParsedSection, source: str, embedding: list[float], model: str) ->
 
 
 def _write_batch(
-    tx: ManagedTransaction, source: str, batch: list[tuple[ParsedSection, dict[str, Any]]]
+    tx: ManagedTransaction, scope: Scope, source: str, batch: list[tuple[ParsedSection, dict[str, Any]]]
 ) -> list[CreatedSection]:
     """Number and create the batch's sections the store lacks, then link their responses."""
     ids = [section_id(source, s.ordinal) for s, _ in batch]
@@ -263,17 +270,17 @@ def _write_batch(
         created.append(CreatedSection(sid, s.ordinal, number, s.filed_id, s.filed_number, collided, s.line))
         links.extend({"from_id": sid, "to_id": section_id(source, t)} for t in s.responds_to)
     tx.run(CREATE_SECTIONS, rows=rows).consume()
-    tx.run(LINK_RESPONSES, links=links).consume()
+    tx.run(LINK_RESPONSES, {**scope.cypher_params(), "links": links}).consume()
     return created
 
 
 def _write(
-    driver: Driver, source: str, batch: list[tuple[ParsedSection, dict[str, Any]]]
+    driver: Driver, scope: Scope, source: str, batch: list[tuple[ParsedSection, dict[str, Any]]]
 ) -> list[CreatedSection]:
     for attempt in range(WRITE_ATTEMPTS):
         try:
             with driver.session() as session:
-                return session.execute_write(_write_batch, source, batch)
+                return session.execute_write(_write_batch, scope, source, batch)
         except ConstraintError:
             if attempt == WRITE_ATTEMPTS - 1:
                 raise SyncRaceError(
@@ -292,13 +299,34 @@ def sync_bytes(
     embedder: Embedder | None = None,
     defaults: Access = DEFAULT_ACCESS,
     progress: Progress | None = None,
+    writer: Scope | None = None,
 ) -> SyncReport:
-    """Sync the bytes of one correspondence file under ``source``; see the module doc."""
+    """Sync the bytes of one correspondence file under ``source``; see the module doc.
+
+    ``writer`` is the scope of a caller syncing on its own behalf (GraphQL): every section's
+    access fields must lie inside it, or the file is refused whole; the operator passes none.
+    """
     check_source(source)
     label = path_label or source
     parsed = parse_bytes(data, label, defaults)  # raises before anything is written
+    scope = writer or Scope.system()
+    refused = [
+        Issue(s.line, f"access {p.field}: {p.message}")
+        for s in parsed.sections
+        for p in create_problems(
+            scope,
+            domain=s.access.domain,
+            sensitivity=s.access.sensitivity,
+            namespaces=s.access.namespaces,
+            roles_allowed=s.access.roles_allowed,
+        )
+    ]
+    if refused:
+        raise CorrespondenceError(label, refused)
     model = embedder.name if embedder else MODEL_NAME  # no model load for a sync with nothing new
-    records, _, _ = driver.execute_query(READ_STORED, source=source, routing_=RoutingControl.READ)
+    records, _, _ = driver.execute_query(
+        READ_STORED, {**scope.cypher_params(), "source": source}, routing_=RoutingControl.READ
+    )
     stored = {int(r["ordinal"]): r.data() for r in records}
     unchanged, fresh, conflicts = classify(parsed.sections, stored)
     report = SyncReport(
@@ -320,7 +348,7 @@ def sync_bytes(
                 (s, _props(s, source, [float(x) for x in v], emb.name))
                 for s, v in zip(chunk, vectors, strict=True)
             ]
-            report.created.extend(_write(driver, source, batch))
+            report.created.extend(_write(driver, scope, source, batch))
             if progress:
                 progress("sync", start + len(chunk), len(fresh))
     collided, _, _ = driver.execute_query(READ_COLLISIONS, source=source, routing_=RoutingControl.READ)

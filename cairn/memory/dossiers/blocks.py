@@ -22,6 +22,7 @@ from cairn.memory.dossiers.retriever import edge_allowed
 from cairn.policy.acl import acl_visible
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
+from cairn.policy.writes import TAKEN_ID, stored_ids
 
 
 def block_node_id(block_id: str) -> str:
@@ -140,9 +141,13 @@ def ingest_blocks(
         if b.block_id in seen:
             problems.append(Problem(b.block_id, "block listed twice"))
         seen.add(b.block_id)
+    # A stored block the writer cannot read is neither overwritten nor described (gardened or not).
+    hidden = stored_ids(driver, writer or Scope.system(), [block_node_id(b) for b in seen]).hidden
+    taken = {b for b in seen if block_node_id(b) in hidden}
+    problems += [Problem(bid, f"block id {TAKEN_ID}") for bid in sorted(taken)]
     problems += [
         Problem(bid, "already gardened; its turns were deleted")
-        for bid in sorted(processed_block_ids(driver, seen))
+        for bid in sorted(processed_block_ids(driver, seen - taken))
     ]
     if problems:
         raise InputError("block", problems)

@@ -29,8 +29,8 @@ from pydantic import (
     model_validator,
 )
 
-from cairn.policy.profiles import SENSITIVITY_RANK, matches
 from cairn.policy.scope import Scope
+from cairn.policy.writes import create_problems
 
 DEFAULT_DOMAIN = "acme/assistant"
 DEFAULT_NAMESPACES = ("internal",)
@@ -105,18 +105,16 @@ class Access(_Strict):
         A writer may only create what it could itself read, so ingest can never place data
         outside the writer's own profile.
         """
-        if scope.unrestricted:
-            return []
-        problems = []
-        if not matches(self.domain, scope.domains):
-            problems.append(Problem(f"{where}.domain", f"{self.domain!r} is outside this role's domains"))
-        if SENSITIVITY_RANK[self.sensitivity] > scope.ceiling:
-            problems.append(Problem(f"{where}.sensitivity", "above this role's sensitivity ceiling"))
-        if not set(self.namespaces) <= set(scope.namespaces):
-            problems.append(Problem(f"{where}.namespaces", "names a namespace this role does not hold"))
-        if scope.role not in self.roles_allowed:
-            problems.append(Problem(f"{where}.roles_allowed", "must include the writing role itself"))
-        return problems
+        return [
+            Problem(f"{where}.{p.field}", p.message)
+            for p in create_problems(
+                scope,
+                domain=self.domain,
+                sensitivity=self.sensitivity,
+                namespaces=self.namespaces,
+                roles_allowed=self.roles_allowed,
+            )
+        ]
 
     def props(self) -> dict[str, Any]:
         return {

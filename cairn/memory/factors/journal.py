@@ -42,6 +42,7 @@ from cairn.memory.factors.recalculation import (
 )
 from cairn.policy.acl import acl_visible
 from cairn.policy.scope import Scope
+from cairn.policy.writes import TAKEN_ID, stored_ids
 from cairn.runtime.embedder import Embedder, get_embedder
 
 VIS_F = acl_visible("f")
@@ -116,11 +117,6 @@ ENTRY_BY_ID_QUERY = f"""
 MATCH (e:JournalEntry {{id: $entry}})-[:ABOUT]->(f:Factor)
 WHERE {VIS_E} AND {VIS_F}
 {ENTRY_COLUMNS}
-"""
-
-NODE_LABEL = """
-MATCH (n:Entity {id: $id})
-RETURN [l IN labels(n) WHERE l <> 'Entity'][0] AS label
 """
 
 VISIBLE_FACTOR_IDS = f"""
@@ -402,8 +398,11 @@ def _check_inputs(
     if session_id is not None and not SESSION_ID.match(session_id):
         raise FactorError("INVALID_INPUT", "session_id is malformed", "session_id")
     if session_id is not None:
-        records, _, _ = driver.execute_query(NODE_LABEL, id=session_id)
-        if records and records[0]["label"] != "Session":
+        # Seen through the caller's scope: an id it cannot read is taken, nothing more is said.
+        stored = stored_ids(driver, scope, [session_id])
+        if session_id in stored.hidden:
+            raise FactorError("INVALID_INPUT", f"session_id '{session_id}' {TAKEN_ID}", "session_id")
+        if stored.visible.get(session_id, "Session") != "Session":
             raise FactorError(
                 "INVALID_INPUT", "session_id names something that is not a session", "session_id"
             )
