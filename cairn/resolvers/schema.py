@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -20,7 +21,8 @@ from strawberry.permission import BasePermission
 from strawberry.scalars import JSON
 from strawberry.schema.config import StrawberryConfig
 from strawberry.tools import merge_types
-from strawberry.types import Info
+from strawberry.types import ExecutionContext, Info
+from strawberry.utils.logging import StrawberryLogger
 
 from cairn.ingest.fixtures import FixtureError
 from cairn.ingest.org_memory import ingest_payload
@@ -132,14 +134,17 @@ class OrgQuery:
             total=result.total, hits=[SearchHitView(node=Node.of(h.node), score=h.score) for h in result.hits]
         )
 
-    @strawberry.field(permission_classes=READ, description="The caller's own meta of an earlier ask.")
+    @strawberry.field(
+        permission_classes=READ,
+        description="The caller's own meta of an earlier ask (same user, role and policy); null otherwise.",
+    )
     def trace(self, info: Ctx, request_id: strawberry.ID) -> JSON | None:
         caller = caller_of(info)
         try:
             meta: JSON = bundles.read_trace_file(
-                info.context.services.trace_root, caller.user_id, str(request_id), "_meta.json"
+                info.context.services.trace_root, caller, str(request_id), "_meta.json"
             )
-        except (FileNotFoundError, OSError):
+        except OSError:  # a malformed, foreign or missing id: all answer alike
             return None
         return meta
 
@@ -214,7 +219,25 @@ MUTATION_PARTS: tuple[type, ...] = (OrgMutation, CorrespondenceMutation, Dossier
 Query = merge_types("Query", QUERY_PARTS)
 Mutation = merge_types("Mutation", MUTATION_PARTS)
 
-schema = strawberry.Schema(
+
+class CairnSchema(strawberry.Schema):
+    """A refusal raised on purpose (it carries a code: NOT_FOUND, a passport refusal, ...) is
+    an ordinary answer and is logged as one line; only errors without a code (bugs, outages)
+    keep strawberry's log with the traceback."""
+
+    def process_errors(
+        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+    ) -> None:
+        for error in errors:
+            code = (error.extensions or {}).get("code")
+            if code is None:
+                StrawberryLogger.error(error, execution_context)
+                continue
+            path = ".".join(str(p) for p in error.path or ())
+            StrawberryLogger.logger.info("refused %s at %s: %s", code, path or "-", json.dumps(error.message))
+
+
+schema = CairnSchema(
     query=Query,
     mutation=Mutation,
     config=StrawberryConfig(disable_field_suggestions=True),
