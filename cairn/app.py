@@ -2,18 +2,23 @@
 
 Everything a caller reads goes through GraphQL resolvers or the bundle route, and both
 verify the passport first. The dev passport endpoint exists only on a loopback server
-running without a passport secret, where it is a convenience for the UI's role switcher.
+running without a passport secret, and only for requests whose Host (and Origin, if any) is
+loopback, where it is a convenience for the UI's role switcher; anywhere else it answers as
+a route that does not exist.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -47,6 +52,47 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+class AnyTextConvertor(Convertor[str]):
+    """A path parameter matching any decoded text, "/" and newlines too (Starlette's ``path``
+    stops at a newline), so that every bundle id reaches the handler and gets its answer."""
+
+    regex = "(?s:.*)"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("anytext", AnyTextConvertor())
+
+# An authority as a browser sends it in Host, or inside an Origin: a name or an IPv4 address,
+# or a bracketed IPv6 address, with an optional port. Nothing else (no user info, no path).
+_AUTHORITY = re.compile(r"(?:\[(?P<ipv6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9.-]+))(?::[0-9]{1,5})?")
+_ORIGIN = re.compile(r"https?://(?P<authority>[^/?#]+)")
+# Every method, so that no method tells /dev/passport apart from a missing route.
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def is_loopback_authority(value: str) -> bool:
+    match = _AUTHORITY.fullmatch(value)
+    return match is not None and is_loopback((match["ipv6"] or match["host"]).lower())
+
+
+def is_loopback_request(request: Request) -> bool:
+    """Host, and Origin when sent, name a loopback address: a page that rebinds its own DNS
+    name to 127.0.0.1 still sends its own name, so it is told the route does not exist."""
+    host = request.headers.getlist("host")
+    if len(host) != 1 or not is_loopback_authority(host[0]):
+        return False
+    origins = request.headers.getlist("origin")
+    if not origins:
+        return True
+    match = _ORIGIN.fullmatch(origins[0].lower()) if len(origins) == 1 else None
+    return match is not None and is_loopback_authority(match["authority"])
 
 
 class CairnGraphQL(GraphQL[RequestContext, None]):
@@ -141,11 +187,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
         except PassportError as exc:
             return JSONResponse({"error": str(exc), "code": exc.code, "header": exc.header}, status_code=401)
         name = request.path_params["name"]
-        request_id = request.path_params["request_id"]
+        request_id = request.path_params["request_id"]  # decoded, may hold "/": validated in trace
         try:
-            data = bundles.bundle_zip(
-                services.trace_root, caller.user_id, request_id, name, caller.profile.can_download_full
-            )
+            data = bundles.bundle_zip(services.trace_root, caller, request_id, name)
         except bundles.BundleRefused as exc:
             return JSONResponse({"error": "bundle refused", "reason": exc.reason}, status_code=403)
         except FileNotFoundError:
@@ -157,8 +201,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
         )
 
     async def dev_passport(request: Request) -> Response:
-        if settings.passport_secret is not None or not is_loopback(settings.host):
-            return JSONResponse({"error": "not available"}, status_code=404)
+        if (
+            request.method != "GET"
+            or settings.passport_secret is not None
+            or not is_loopback(settings.host)
+            or not is_loopback_request(request)
+        ):
+            raise HTTPException(status_code=404)  # rendered exactly as a route that does not exist
         role = request.query_params.get("role", "staff")
         try:
             return JSONResponse(headers_for(registry, role))
@@ -172,8 +221,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Route("/", index),
         Route("/health", health),
         Route("/ready", ready),
-        Route("/bundles/{request_id}/{name}", bundle),
-        Route("/dev/passport", dev_passport),
+        Route("/bundles/{request_id:anytext}/{name}", bundle),
+        Route("/dev/passport", dev_passport, methods=HTTP_METHODS),
         Route("/graphql", graphql, methods=["POST", "GET"], max_body_size=MAX_BODY_BYTES),
     ]
     if WEB_DIR.is_dir():

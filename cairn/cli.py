@@ -23,7 +23,7 @@ from cairn.commands.org import bench as bench_command
 from cairn.ingest.demo import FIXTURES, load_demo
 from cairn.ingest.fixtures import FixtureError
 from cairn.ingest.org_memory import ingest_fixture_dir
-from cairn.policy.passport import headers_for
+from cairn.policy.passport import DEFAULT_LIFETIME_S, MAX_LIFETIME_S, headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
 from cairn.runtime.backup import backup, restore
@@ -180,12 +180,18 @@ def serve(
 @app.command()
 def passport(
     role: Annotated[str, typer.Option(help="role profile name")] = "staff",
-    user: Annotated[str, typer.Option(help="X-User-Id")] = "u-demo",
+    user: Annotated[str | None, typer.Option(help="X-User-Id (default u-demo-ROLE)")] = None,
     curl: Annotated[bool, typer.Option(help="print as curl -H flags")] = False,
+    lifetime: Annotated[
+        int, typer.Option(help="seconds a signed passport stays valid", min=1, max=MAX_LIFETIME_S)
+    ] = DEFAULT_LIFETIME_S,
 ) -> None:
-    """Print a valid passport header set for ROLE (signed when a secret is configured)."""
+    """Print a fresh passport header set for ROLE (signed, issued now and expiring after
+    --lifetime seconds, when a secret is configured)."""
     settings = get_settings()
-    headers = headers_for(PolicyRegistry.load(settings.policy_file), role, settings.passport_secret, user)
+    headers = headers_for(
+        PolicyRegistry.load(settings.policy_file), role, settings.passport_secret, user, lifetime_s=lifetime
+    )
     if curl:
         print(" ".join(f"-H '{k}: {v}'" for k, v in headers.items()))
     else:

@@ -190,7 +190,7 @@ class AskService:
             "llm_raw.json": llm_raw,
             "validator_report.json": shown["validator"],
         }
-        bundles.write_trace(self.trace_root, caller.user_id, caller.request_id, files)
+        bundles.write_trace(self.trace_root, caller, files)
         return AskResult(envelope=envelope_json, response=shown["response"], meta=shown, evidence=evidence)
 
     async def _respond(

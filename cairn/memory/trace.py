@@ -1,9 +1,12 @@
 """Trace bundles: the files of note 004 §12 for one request, and their role-gated zips.
 
-A bundle lives under the caller's own folder (a hash of the user id), so one user can
-never fetch another's bundle by guessing a request id. ``bundle_view`` carries what the
-caller was shown; ``bundle_full`` adds pre-policy evidence and the audit meta with the
-withheld ids, and is built only for roles whose profile allows it.
+A bundle lives under its owner's folder: a hash of (user id, role, policy key), so a user
+never reads another user's trace, nor the same user's trace under another role or an older
+policy, by knowing a request id. Every id is hostile: only a whole-string match of the
+X-Request-Id pattern is looked up, and the folder must resolve inside the owner's folder of
+the trace root; anything else answers exactly as a request id nobody used (FileNotFoundError).
+``bundle_view`` carries what the caller was shown; ``bundle_full`` adds pre-policy evidence
+and the audit meta with the withheld ids, and is built only for roles whose profile allows it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import json
 import zipfile
 from pathlib import Path
 from typing import Any
+
+from cairn.policy.passport import Caller, is_request_id
 
 VIEW_FILES = (
     "_meta.json",
@@ -33,17 +38,31 @@ class BundleRefused(PermissionError):
         self.reason = reason
 
 
-def _folder(root: Path, user_id: str, request_id: str) -> Path:
-    owner = hashlib.sha256(user_id.encode()).hexdigest()[:24]
-    return root / owner / request_id
+def _owner(caller: Caller) -> str:
+    # NUL cannot occur in a user id, role name or policy key, so the parts cannot run together.
+    key = "\0".join((caller.user_id, caller.role, caller.profile.policy_key))
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
-def write_trace(root: Path, user_id: str, request_id: str, files: dict[str, Any]) -> Path:
-    """Write each file as compact JSON (atomically: temp file then rename).
+def _folder(root: Path, caller: Caller, request_id: str) -> Path:
+    """The owner's folder for ``request_id``; FileNotFoundError, as for a missing trace, when
+    the id is not a request id or the path would leave the owner's folder (e.g. a symlink)."""
+    if not is_request_id(request_id):
+        raise FileNotFoundError("no such trace")
+    owner = root.resolve() / _owner(caller)
+    folder = (owner / request_id).resolve()
+    if folder.parent != owner:
+        raise FileNotFoundError("no such trace")
+    return folder
+
+
+def write_trace(root: Path, caller: Caller, files: dict[str, Any]) -> Path:
+    """Write each file of the caller's current request as compact JSON (atomically: temp file
+    then rename).
 
     Compact on purpose: ``indent`` switches json to its pure-Python encoder, which made the
     trace the most expensive stage of an ask."""
-    folder = _folder(root, user_id, request_id)
+    folder = _folder(root, caller, caller.request_id)
     folder.mkdir(parents=True, exist_ok=True)
     for name, content in files.items():
         tmp = folder / f".{name}.tmp"
@@ -52,26 +71,26 @@ def write_trace(root: Path, user_id: str, request_id: str, files: dict[str, Any]
     return folder
 
 
-def read_trace_file(root: Path, user_id: str, request_id: str, name: str) -> Any:
-    path = _folder(root, user_id, request_id) / name
-    if not path.exists():
-        raise FileNotFoundError(name)
+def read_trace_file(root: Path, caller: Caller, request_id: str, name: str) -> Any:
+    path = _folder(root, caller, request_id) / name
+    if not path.is_file():
+        raise FileNotFoundError("no such trace")
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def bundle_zip(root: Path, user_id: str, request_id: str, name: str, may_download_full: bool) -> bytes:
+def bundle_zip(root: Path, caller: Caller, request_id: str, name: str) -> bytes:
     """The zip for ``name``; BundleRefused with a reason when the role may not have it."""
     if name not in BUNDLES:
         raise BundleRefused("unknown bundle")
-    if name == "bundle_full" and not may_download_full:
+    if name == "bundle_full" and not caller.profile.can_download_full:
         raise BundleRefused("policy:bundle_full_not_permitted")
-    folder = _folder(root, user_id, request_id)
+    folder = _folder(root, caller, request_id)
     if not folder.is_dir():
-        raise FileNotFoundError(request_id)
+        raise FileNotFoundError("no such trace")
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for file in VIEW_FILES if name == "bundle_view" else FULL_FILES:
             path = folder / file
-            if path.exists():
+            if path.is_file():
                 zf.writestr(file, path.read_bytes())
     return buffer.getvalue()

@@ -3,7 +3,9 @@
 Fail closed: a missing, empty or malformed required header refuses the request before
 anything is read, and the error names the header. Optional headers narrow the role's
 profile (see Scope.from_profile) and can never widen it. With a passport secret
-configured, the headers must also carry an HMAC signature made with that secret.
+configured, the headers must also carry an HMAC signature made with that secret, over an
+issue time and an expiry (X-Passport-Issued-At / X-Passport-Expires, Unix seconds): a
+captured passport stops working when it expires, and one dated in the future is refused.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,10 +33,17 @@ REQUIRED = (
 )
 OPTIONAL = ("X-Domain-Scopes", "X-Edge-Allow", "X-Max-Hops", "X-Sensitivity-Ceiling")
 SIGNATURE = "X-Passport-Signature"
+ISSUED_AT = "X-Passport-Issued-At"
+EXPIRES = "X-Passport-Expires"
+VALIDITY = (ISSUED_AT, EXPIRES)  # required, and signed, when the server has a secret
+DEFAULT_LIFETIME_S = 900
+MAX_LIFETIME_S = 24 * 3600  # a longer-lived passport is refused: a leak must not last forever
+CLOCK_SKEW_S = 30
 
 _TOKEN = re.compile(r"^[A-Za-z0-9._@:/-]{1,128}$")
-# Request ids name trace folders: no separators, no leading dot.
-_REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# Request ids name trace folders: no separators, no leading dot, ASCII only.
+_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_UNIX_SECONDS = re.compile(r"[0-9]{1,12}")
 _NAME = re.compile(r"^[a-z0-9_-]{1,64}$")
 _DOMAIN_GLOB = re.compile(r"^[a-z0-9_*?-]+(/[a-z0-9_*?-]+)*$")
 _EDGE_TYPE = re.compile(r"^[A-Z_]{1,40}$")
@@ -91,10 +101,15 @@ def _get(headers: Mapping[str, str], name: str) -> str | None:
     return found
 
 
+def is_request_id(value: str) -> bool:
+    """The X-Request-Id pattern; trace and bundle ids must match it (whole string) to be looked up."""
+    return _REQUEST_ID.fullmatch(value) is not None
+
+
 def canonical(headers: Mapping[str, str]) -> bytes:
     """What the signature covers: every passport header present, sorted, lower-cased names."""
     lines = []
-    for name in sorted((*REQUIRED, *OPTIONAL), key=str.lower):
+    for name in sorted((*REQUIRED, *OPTIONAL, *VALIDITY), key=str.lower):
         value = _get(headers, name)
         if value is not None:
             lines.append(f"{name.lower()}:{value}")
@@ -105,7 +120,9 @@ def sign(headers: Mapping[str, str], secret: str) -> str:
     return hmac.new(secret.encode(), canonical(headers), hashlib.sha256).hexdigest()
 
 
-def verify(headers: Mapping[str, str], registry: PolicyRegistry, secret: str | None) -> Caller:
+def verify(
+    headers: Mapping[str, str], registry: PolicyRegistry, secret: str | None, now: float | None = None
+) -> Caller:
     """Resolve the caller or raise PassportError; reads nothing from the graph."""
     values: dict[str, str] = {}
     for name in REQUIRED:
@@ -117,12 +134,10 @@ def verify(headers: Mapping[str, str], registry: PolicyRegistry, secret: str | N
         if not _TOKEN.fullmatch(values[name]):
             raise _malformed(name, "is malformed")
     for name in ("X-Request-Id", "X-Trace-Id"):
-        if not _REQUEST_ID.fullmatch(values[name]):
+        if not is_request_id(values[name]):
             raise _malformed(name, "is malformed")
     if secret is not None:
-        given = _get(headers, SIGNATURE) or ""
-        if not _same(given, sign(headers, secret)):
-            raise PassportError("PASSPORT_BAD_SIGNATURE", "passport signature is missing or wrong", SIGNATURE)
+        _check_signed(headers, secret, time.time() if now is None else now)
 
     roles = _list(values["X-User-Roles"], "X-User-Roles", _NAME)
     if len(roles) != 1:
@@ -153,6 +168,28 @@ def verify(headers: Mapping[str, str], registry: PolicyRegistry, secret: str | N
         request_id=values["X-Request-Id"],
         trace_id=values["X-Trace-Id"],
     )
+
+
+def _check_signed(headers: Mapping[str, str], secret: str, now: float) -> None:
+    """Signature first (it covers the times), then the validity window, with a small skew."""
+    times = {}
+    for name in VALIDITY:
+        value = _get(headers, name)
+        if not value:
+            raise PassportError("PASSPORT_MISSING_HEADER", f"required header {name} is missing", name)
+        if _UNIX_SECONDS.fullmatch(value) is None:
+            raise _malformed(name, "must be Unix seconds (ASCII digits)")
+        times[name] = int(value)
+    given = _get(headers, SIGNATURE) or ""
+    if not _same(given, sign(headers, secret)):
+        raise PassportError("PASSPORT_BAD_SIGNATURE", "passport signature is missing or wrong", SIGNATURE)
+    issued, expires = times[ISSUED_AT], times[EXPIRES]
+    if not 0 < expires - issued <= MAX_LIFETIME_S:
+        raise _malformed(EXPIRES, f"must be after {ISSUED_AT} by at most {MAX_LIFETIME_S} s")
+    if issued > now + CLOCK_SKEW_S:
+        raise PassportError("PASSPORT_NOT_YET_VALID", f"{ISSUED_AT} lies in the future", ISSUED_AT)
+    if expires < now - CLOCK_SKEW_S:
+        raise PassportError("PASSPORT_EXPIRED", f"the passport expired ({EXPIRES} has passed)", EXPIRES)
 
 
 def _same(given: str, expected: str) -> bool:
@@ -199,14 +236,23 @@ def _ceiling(headers: Mapping[str, str]) -> str | None:
 
 
 def headers_for(
-    registry: PolicyRegistry, role: str, secret: str | None = None, user_id: str = "u-demo"
+    registry: PolicyRegistry,
+    role: str,
+    secret: str | None = None,
+    user_id: str | None = None,
+    lifetime_s: int = DEFAULT_LIFETIME_S,
+    issued_at: int | None = None,
 ) -> dict[str, str]:
-    """A valid header set for ``role`` (for `cairn passport`, the dev endpoint and tests)."""
+    """A valid header set for ``role`` (for `cairn passport`, the dev endpoint and tests).
+
+    Without ``user_id`` the user is ``u-demo-<role>``: one development user per role, so
+    roles never share traces. With a secret the set is signed and valid for ``lifetime_s``
+    from ``issued_at`` (default: now)."""
     profile = registry.get(role)
     if profile is None:
         raise PassportError("POLICY_UNKNOWN_ROLE", f"no role '{role}' in the policy", "X-User-Roles")
     headers = {
-        "X-User-Id": user_id,
+        "X-User-Id": user_id or f"u-demo-{role}",
         "X-User-Roles": role,
         "X-User-Namespaces": ",".join(profile.namespaces),
         "X-Policy-Version": registry.version,
@@ -215,5 +261,8 @@ def headers_for(
         "X-Trace-Id": f"trace-{uuid.uuid4().hex[:16]}",
     }
     if secret is not None:
+        issued = int(time.time()) if issued_at is None else issued_at
+        headers[ISSUED_AT] = str(issued)
+        headers[EXPIRES] = str(issued + lifetime_s)
         headers[SIGNATURE] = sign(headers, secret)
     return headers
