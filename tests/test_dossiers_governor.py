@@ -126,12 +126,23 @@ def test_unrelated_packet_creates_its_own_dossier(empty_db: Driver, embedder: Em
     assert ui.decision is not None and ui.decision.action == "create"
 
 
-def test_a_minority_of_matching_facts_does_not_append(empty_db: Driver, embedder: Embedder) -> None:
-    process_fact_packet(empty_db, VEGETARIAN, embedder=embedder)
-    mixed = packet("Mixed", ["User is vegetarian", "User prefers dark mode", "User works remotely"], "b9")
+def test_a_minority_of_matching_facts_does_not_pull_the_packet_along(
+    empty_db: Driver, embedder: Embedder
+) -> None:
+    # Changed with issue 16: a mixed packet is clustered and each cluster routed, so the one
+    # diet fact joins the diet dossier and the two unrelated facts make a dossier of their own
+    # (before, the whole packet was created apart because only 1 of 3 facts voted).
+    veg = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder).dossier_id
+    mixed = packet("Mixed", ["User eats no meat", "User prefers dark mode", "User works remotely"], "b9")
     result = process_fact_packet(empty_db, mixed, embedder=embedder)
-    assert result.action == "created"
-    assert result.decision is not None and "1 of 3" in result.decision.reason
+    where = {p.dossier_id: p for p in result.placements}
+    assert set(where) - {veg}, result.placements
+    assert where[veg].action == "appended"
+    assert facts_of(empty_db, veg)[-1] == "User eats no meat"
+    (other,) = [p for p in result.placements if p.dossier_id != veg]
+    assert other.action == "created"
+    assert len(other.added) == 2
+    assert (result.action, result.dossier_id) == ("created", other.dossier_id)  # most facts
 
 
 def test_summary_is_extractive_and_deterministic(empty_db: Driver, embedder: Embedder) -> None:

@@ -20,7 +20,7 @@ from cairn.policy.scope import Scope
 
 DEFAULT_NEIGHBOUR_CAP = 25  # per frontier node and edge type, beyond the first hop
 # Stored for the machine, never shown: vectors and their bookkeeping.
-INTERNAL_FIELDS = frozenset({"embedding", "centroid_sum", "embedding_text_sha"})
+INTERNAL_FIELDS = frozenset({"embedding", "centroid_sum", "summary_pool", "embedding_text_sha"})
 # Properties that name another node: shown only when that node is itself in the result,
 # otherwise an alias event would hand a staff caller the id of the hidden decision.
 REFERENCE_FIELDS = ("alias_of_decision",)

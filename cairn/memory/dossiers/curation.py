@@ -52,7 +52,7 @@ WITH d, d.summary AS previous
 CALL (d) {{
   {CENTROID_FROM_FACTS}
 }}
-SET d.centroid_sum = centroid_sum
+SET d.centroid_sum = centroid_sum, d.summary_pool = null
 WITH d, previous
 CALL (d) {{
   {CENTRAL_FACTS}

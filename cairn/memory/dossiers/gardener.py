@@ -1,5 +1,9 @@
 """The gardener (notes 000 Phase 2 and 001): a fact classifier and router, not a chunker.
 
+``split_incoherent_dossiers`` (run by ``garden_all`` after the blocks) splits a dossier whose
+facts no longer cohere -- grown through packet-level follows, merges, or written before
+routing checked coherence -- into coherent parts, journalled ABOUT each dossier involved.
+
 ``garden_block`` takes a stored block's pending facts, classifies them with the three
 heuristics (``tagging``), stores the tags once on the ``Block``, groups the narrative facts
 by meaning, routes each group to the governor as a fact packet, and finally deletes the
@@ -12,6 +16,7 @@ running it again; only the last step marks the block processed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -21,19 +26,76 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from neo4j import Driver
+from neo4j import Driver, ManagedTransaction
 from numpy.typing import NDArray
 
 from cairn.memory.dossiers.adjudicator import Adjudicator
 from cairn.memory.dossiers.blocks import block_node_id
 from cairn.memory.dossiers.governor import RoutingResult, process_fact_packet
+from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
+from cairn.memory.dossiers.lock import take_lock
 from cairn.memory.dossiers.models import Access, FactItem, FactPacket
+from cairn.memory.dossiers.summary import CENTRAL_POOL, SUMMARY_TEXT
 from cairn.memory.dossiers.tagging import Classification, classify_facts
+from cairn.memory.dossiers.voting import KAPPA_JOIN, cluster_facts
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
 
 GROUP_COSINE = 0.4  # the routing threshold: facts that would vote for each other belong together
 LABEL_WORDS = 3
+# A dossier of at least SPLIT_MIN_FACTS facts whose coherence (mean cosine of its facts to
+# their centroid) is below SPLIT_COHERENCE no longer tells one story: it is split in two
+# (spherical 2-means), and each part again while it stays that large and incoherent. The
+# bar sits below routing's KAPPA_JOIN, so a dossier that routing keeps is never split.
+SPLIT_MIN_FACTS = 8
+SPLIT_COHERENCE = KAPPA_JOIN - 0.08
+SPLIT_ROUNDS = 10
+
+SPLIT_CANDIDATES = """
+MATCH (d:Dossier {status: 'active'})
+WHERE $ids IS NULL OR d.id IN $ids
+WITH d, COUNT { (d)-[:HAS_FACT]->() } AS n
+WHERE n >= $min_facts
+RETURN d.id AS id ORDER BY id
+"""
+
+LOAD_DOSSIER_FACTS = """
+MATCH (d:Dossier {id: $id, status: 'active'})-[:HAS_FACT]->(f:Fact)
+WHERE f.embedding IS NOT NULL
+RETURN d {.title, .domain, .sensitivity, .namespaces, .roles_allowed} AS dossier, f.id AS id, f.text AS text,
+       f.embedding AS embedding
+ORDER BY f.added_at, f.id
+"""
+
+# Each new part: a dossier with the source's access fields and its facts moved over; every part
+# (the source keeps the first) gets the centroid sum of its facts.
+WRITE_SPLIT = """
+MATCH (src:Dossier {id: $source})
+UNWIND $parts AS part
+MERGE (d:Entity:Dossier {id: part.dossier_id})
+ON CREATE SET d += $create_props, d.title = part.title, d.created_at = datetime($now), d.summary = ''
+SET d.last_updated = datetime($now), d.centroid_sum = part.centroid_sum, d.summary_pool = null
+WITH src, d, part
+CALL (src, d, part) {
+  UNWIND part.fact_ids AS fid
+  MATCH (src)-[r:HAS_FACT]->(f:Fact {id: fid})
+  WHERE d <> src
+  DELETE r
+  MERGE (d)-[:HAS_FACT]->(f)
+}
+"""
+
+# Once every fact has moved: each part's summary, chosen from all its facts.
+SPLIT_SUMMARIES = f"""
+UNWIND $ids AS did
+MATCH (d:Dossier {{id: did}})
+WITH d, d.summary AS previous, [] AS new_ids
+CALL (d, new_ids) {{
+  {CENTRAL_POOL}
+}}
+SET d.summary_pool = pool, d.summary = {SUMMARY_TEXT}
+RETURN d.id AS dossier_id, previous, d.summary AS summary
+"""
 
 LOAD_BLOCK = """
 MATCH (b:Block {block_id: $block_id})
@@ -152,24 +214,148 @@ def group_label(texts: Sequence[str], vectors: NDArray[np.float32]) -> str:
 
 
 def group_facts(texts: Sequence[str], vectors: NDArray[np.float32]) -> list[FactGroup]:
-    """Greedy single-pass clustering in fact order: join the nearest group if its centroid is
-    within ``GROUP_COSINE``, else start a new group. Same facts in the same order, same groups."""
-    members: list[list[int]] = []
-    sums: list[NDArray[np.float64]] = []
-    for i, vec in enumerate(vectors):
-        best, best_sim = -1, GROUP_COSINE
-        for g, total in enumerate(sums):
-            centroid = total / (np.linalg.norm(total) or 1.0)
-            sim = float(centroid @ vec)
-            if sim >= best_sim:
-                best, best_sim = g, sim
-        if best < 0:
-            members.append([i])
-            sums.append(np.asarray(vec, dtype=np.float64).copy())
-        else:
-            members[best].append(i)
-            sums[best] += vec
-    return [FactGroup(group_label([texts[i] for i in idx], vectors[idx]), tuple(idx)) for idx in members]
+    """The block's facts grouped by meaning (``voting.cluster_facts`` at ``GROUP_COSINE``), each
+    group labelled. Same facts in the same order, same groups."""
+    return [
+        FactGroup(group_label([texts[i] for i in idx], vectors[idx]), tuple(idx))
+        for idx in cluster_facts(vectors, GROUP_COSINE)
+    ]
+
+
+@dataclass(frozen=True)
+class Split:
+    """One split: the source dossier and, per part, its dossier id and facts (the source's first)."""
+
+    source: str
+    parts: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"source": self.source, "parts": [{"dossier_id": d, "facts": list(f)} for d, f in self.parts]}
+
+
+def coherence(vectors: NDArray[np.float32]) -> float:
+    """Mean cosine of unit vectors to their centroid: |sum| / count."""
+    return float(np.linalg.norm(np.asarray(vectors, dtype=np.float64).sum(axis=0))) / max(len(vectors), 1)
+
+
+def _two_means(vectors: NDArray[np.float32]) -> list[list[int]]:
+    """Spherical 2-means, seeded deterministically: the fact farthest from the centroid, then the
+    fact farthest from it. Returns the two parts in order of their first fact."""
+    centroid = vectors.sum(axis=0)
+    a = int(np.argmin(np.round(vectors @ centroid, 6)))
+    b = int(np.argmin(np.round(vectors @ vectors[a], 6)))
+    centres = np.stack([vectors[a], vectors[b]]).astype(np.float64)
+    labels = np.zeros(len(vectors), dtype=int)
+    for _ in range(SPLIT_ROUNDS):
+        new = np.argmax(np.round(vectors @ centres.T, 6), axis=1)
+        if (new == labels).all() and _ > 0:
+            break
+        labels = new
+        for k in (0, 1):
+            if (labels == k).any():
+                centres[k] = vectors[labels == k].sum(axis=0)
+    parts = [[i for i in range(len(vectors)) if labels[i] == k] for k in (0, 1)]
+    return sorted((p for p in parts if p), key=lambda p: p[0])
+
+
+def split_parts(vectors: NDArray[np.float32]) -> list[list[int]]:
+    """The coherent parts of a dossier's facts (indexes in stored order, oldest part first).
+
+    A part is split again while it has at least ``SPLIT_MIN_FACTS`` facts and coherence below
+    ``SPLIT_COHERENCE``; a split leaving a part of one fact is not made (an outlier is no topic).
+    """
+    done: list[list[int]] = []
+    todo = [list(range(len(vectors)))]
+    while todo:
+        part = todo.pop()
+        if len(part) < SPLIT_MIN_FACTS or coherence(vectors[part]) >= SPLIT_COHERENCE:
+            done.append(part)
+            continue
+        halves = _two_means(vectors[part])
+        if len(halves) < 2 or min(len(h) for h in halves) < 2:
+            done.append(part)
+            continue
+        todo += [[part[i] for i in h] for h in halves]
+    return sorted(done, key=lambda p: p[0])
+
+
+def _split_one(tx: ManagedTransaction, dossier_id: str) -> Split | None:
+    take_lock(tx)
+    rows = list(tx.run(LOAD_DOSSIER_FACTS, id=dossier_id))
+    if len(rows) < SPLIT_MIN_FACTS:
+        return None
+    vectors = np.asarray([r["embedding"] for r in rows], dtype=np.float32)
+    parts = split_parts(vectors)
+    if len(parts) < 2:
+        return None
+    ids = [str(r["id"]) for r in rows]
+    texts = [str(r["text"]) for r in rows]
+    key = (
+        "split-"
+        + hashlib.sha256(json.dumps([dossier_id, [[ids[i] for i in p] for p in parts]]).encode()).hexdigest()[
+            :20
+        ]
+    )
+    if take_lock(tx, entry_id(key, 0)) is not None:
+        return None
+    dossier = rows[0]["dossier"]
+    access = Access(
+        domain=dossier["domain"],
+        sensitivity=dossier["sensitivity"],
+        namespaces=tuple(dossier.get("namespaces") or ()),
+        roles_allowed=tuple(dossier.get("roles_allowed") or ()),
+    )
+    named = [(dossier_id if n == 0 else f"dos-{key}-{n}", p) for n, p in enumerate(parts)]
+    now = datetime.now(UTC).isoformat()
+    tx.run(
+        WRITE_SPLIT,
+        source=dossier_id,
+        parts=[
+            {
+                "dossier_id": did,
+                "title": dossier.get("title")
+                if did == dossier_id
+                else group_label([texts[i] for i in p], vectors[p]),
+                "fact_ids": [ids[i] for i in p],
+                "centroid_sum": [float(x) for x in np.asarray(vectors[p], dtype=np.float64).sum(axis=0)],
+            }
+            for did, p in named
+        ],
+        create_props={"status": "active", **access.props()},
+        now=now,
+    ).consume()
+    result = tx.run(SPLIT_SUMMARIES, ids=[did for did, _ in named])
+    summaries = {str(r["dossier_id"]): (r["previous"] or "", r["summary"]) for r in result}
+    before = coherence(vectors)
+    entries = [
+        Entry(
+            "split",
+            (dossier_id, did),
+            previous_value=summaries[dossier_id][0],
+            new_value=summaries[did][1],
+            rationale=f"{len(ids)} facts at coherence {before:.2f} (< {SPLIT_COHERENCE:.2f}): "
+            f"{len(p)} of them, at coherence {coherence(vectors[p]):.2f}, moved to their own dossier",
+            details={"source": dossier_id, "part": did, "fact_ids": [ids[i] for i in p]},
+        )
+        for did, p in named[1:]
+    ]
+    write_entries(tx, key, entries, access, now)
+    return Split(dossier_id, tuple((did, tuple(ids[i] for i in p)) for did, p in named))
+
+
+def split_incoherent_dossiers(driver: Driver, dossier_ids: Sequence[str] | None = None) -> list[Split]:
+    """Split every (or each named) active dossier whose facts no longer cohere; one transaction
+    per dossier, under the routing lock, journalled (``split``) ABOUT the source and each part."""
+    records, _, _ = driver.execute_query(
+        SPLIT_CANDIDATES, ids=None if dossier_ids is None else list(dossier_ids), min_facts=SPLIT_MIN_FACTS
+    )
+    splits = []
+    with driver.session() as session:
+        for r in records:
+            done = session.execute_write(_split_one, str(r["id"]))
+            if done is not None:
+                splits.append(done)
+    return splits
 
 
 def _tag_fact_rows(block_id: str, classification: Classification, access: Access) -> list[dict[str, Any]]:
@@ -275,6 +461,7 @@ class MigrationReport:
     provenance: list[dict[str, Any]] = field(default_factory=list)
     facts_total: int = 0
     facts_embedded: int = 0
+    splits: list[Split] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -285,6 +472,7 @@ class MigrationReport:
             "provenance": self.provenance,
             "facts_total": self.facts_total,
             "facts_embedded": self.facts_embedded,
+            "splits": [s.as_json() for s in self.splits],
         }
 
 
@@ -307,7 +495,8 @@ def garden_all(
     adjudicator: Adjudicator | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> MigrationReport:
-    """Garden every unprocessed block (oldest first); a failing block is reported, not fatal."""
+    """Garden every unprocessed block (oldest first), then split dossiers that no longer cohere;
+    a failing block is reported, not fatal."""
     blocks = unprocessed_blocks(driver)
     report = MigrationReport()
     model = embedder or get_embedder()
@@ -319,4 +508,5 @@ def garden_all(
             report.failed[block_id] = f"{type(exc).__name__}: {exc}"
         if progress is not None:
             progress(block_id, n, len(blocks))
+    report.splits = split_incoherent_dossiers(driver)
     return validation_counts(driver, report)

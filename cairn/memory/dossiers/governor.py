@@ -29,89 +29,101 @@ from neo4j import Driver, ManagedTransaction
 from numpy.typing import NDArray
 
 from cairn.memory.dossiers.adjudicator import Adjudicator
+from cairn.memory.dossiers.dedup import DEDUP_COSINE, same_fact
 from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
 from cairn.memory.dossiers.lock import take_lock
 from cairn.memory.dossiers.models import FactPacket, InputError, Problem, parse_packet
-from cairn.memory.dossiers.summary import CENTRAL_FACTS, CENTROID_FROM_FACTS, SUMMARY_TEXT
+from cairn.memory.dossiers.summary import CENTRAL_POOL, SUMMARY_TEXT
 from cairn.memory.dossiers.voting import (
     Candidate,
     Decision,
+    Hit,
+    Route,
+    Vote,
     decide,
-    index_score,
-    plain_cosine,
+    plan_routes,
     run_vote,
     tally,
 )
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
 
-DEDUP_COSINE = 0.92  # at or above this a fact restates one already in the dossier
 EMBED_CHUNK = 256  # facts embedded per batch when ingesting many packets
 
-# The packet's facts into their dossier, in one statement and without reading any vector
-# back: each fact is first compared (exact cosine) with the facts already in the dossier and
-# left out if it restates one; the rest are written; the running centroid is advanced by the
-# written facts (computed from the stored facts once, for a dossier that has none yet); and
-# the summary is re-chosen around it. Returns what was kept, what was a duplicate of what, and
-# the summary before and after.
-WRITE_PACKET = f"""
-MERGE (d:Entity:Dossier {{id: $dossier_id}})
-ON CREATE SET d += $create_props, d.created_at = datetime($now), d.last_updated = datetime($now),
-              d.summary = ''
-WITH d, d.summary AS previous
-OPTIONAL CALL (d) {{
-  WITH d WHERE d.centroid_sum IS NULL
-  {CENTROID_FROM_FACTS}
-}}
-WITH d, previous, coalesce(d.centroid_sum, centroid_sum) AS base
-CALL (d) {{
-  UNWIND $facts AS row
-  OPTIONAL CALL (d, row) {{
-    MATCH (d)-[:HAS_FACT]->(old:Fact)
-    WHERE old.embedding IS NOT NULL
-    WITH old, vector.similarity.cosine(old.embedding, row.props.embedding) AS score
-    ORDER BY score DESC, old.id
-    LIMIT 1
-    RETURN old.id AS dup_id, score AS dup_score
-  }}
-  RETURN collect({{id: row.id, dup_id: dup_id, dup_score: dup_score}}) AS nearest
-}}
-WITH d, previous, base,
-     [n IN nearest WHERE n.dup_score >= $dedup_score] AS duplicates,
-     [n IN nearest WHERE n.dup_score IS NULL OR n.dup_score < $dedup_score | n.id] AS keep
-WITH d, previous, base, duplicates, keep, [row IN $facts WHERE row.id IN keep] AS rows
+# Every route of one packet into its dossier, in one statement whose cost does not grow with
+# the dossier: the facts are written, the centroid sum (advanced in Python from the one the
+# vote read) is stored, and the summary is re-chosen from the dossier's pool of central facts
+# and the new facts (see ``summary.CENTRAL_POOL``). Returns the summary before and after.
+WRITE_ROUTES = f"""
+UNWIND $routes AS r
+MERGE (d:Entity:Dossier {{id: r.dossier_id}})
+ON CREATE SET d += $create_props, d.created_at = datetime($now), d.summary = ''
+WITH d, r, d.summary AS previous
 OPTIONAL MATCH (b:Block {{block_id: $block_id}})
-CALL (d, b, rows) {{
-  UNWIND rows AS row
+CALL (d, r, b) {{
+  UNWIND r.facts AS row
   MERGE (f:Entity:Fact {{id: row.id}})
   ON CREATE SET f.created_at = datetime($now)
   SET f += row.props, f.added_at = datetime($now), f.observed_at = datetime($observed_at)
   MERGE (d)-[:HAS_FACT]->(f)
   FOREACH (_ IN CASE WHEN b IS NULL THEN [] ELSE [1] END | MERGE (f)-[:FROM_BLOCK]->(b))
 }}
-WITH d, previous, duplicates, keep, [row IN rows | row.props.embedding] AS added, base
-SET d.centroid_sum = reduce(acc = coalesce(base, [x IN added[0] | 0.0]), e IN added |
-                              [i IN range(0, size(e) - 1) | acc[i] + e[i]]),
-    d.last_updated = CASE WHEN size(keep) > 0 THEN datetime($now) ELSE d.last_updated END
-WITH d, previous, duplicates, keep
-CALL (d) {{
-  {CENTRAL_FACTS}
+SET d.centroid_sum = r.centroid_sum, d.last_updated = datetime($now)
+WITH d, r, previous, [row IN r.facts | row.id] AS new_ids
+CALL (d, new_ids) {{
+  {CENTRAL_POOL}
 }}
-WITH d, previous, duplicates, keep, {SUMMARY_TEXT} AS summary
-SET d.summary = summary
-RETURN previous, summary, keep, duplicates
+SET d.summary_pool = pool, d.summary = {SUMMARY_TEXT}
+RETURN d.id AS dossier_id, previous, d.summary AS summary
+"""
+
+# A skipped duplicate's turn and block ids join those of the stored fact it restates (each
+# list: the fact's own first, then every restatement's, each once).
+ADD_PROVENANCE = """
+UNWIND $rows AS row
+MATCH (f:Fact {id: row.id})
+WITH f, row,
+     coalesce(f.source_turn_ids, CASE WHEN f.source_turn_id IS NULL THEN [] ELSE [f.source_turn_id] END)
+       AS turns,
+     coalesce(f.source_block_ids, CASE WHEN f.source_block_id IS NULL THEN [] ELSE [f.source_block_id] END)
+       AS blocks
+SET f.source_turn_ids = reduce(acc = turns, t IN row.turns | CASE WHEN t IN acc THEN acc ELSE acc + t END),
+    f.source_block_ids = reduce(acc = blocks, b IN row.blocks | CASE WHEN b IN acc THEN acc ELSE acc + b END)
 """
 
 
 @dataclass(frozen=True)
 class SkippedFact:
     text: str
-    duplicate_of: str
+    duplicate_of: str  # the stored fact it restates, which now carries its turn and block ids
     similarity: float
+    dossier_id: str = ""  # the dossier holding that fact
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One route of a packet: which dossier, created or appended to, and the facts it received."""
+
+    dossier_id: str
+    action: Literal["created", "appended"]
+    added: tuple[str, ...]
+    decision: Decision
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "dossier_id": self.dossier_id,
+            "action": self.action,
+            "added": list(self.added),
+            "decision": self.decision.as_json(),
+        }
 
 
 @dataclass(frozen=True)
 class RoutingResult:
+    """Where a packet went. A packet on several topics may go to several dossiers
+    (``placements``); ``dossier_id``/``action``/``decision`` describe the one that received most
+    of its facts, ``added`` lists every fact written."""
+
     dossier_id: str
     action: Literal["created", "appended", "already_applied"]
     packet_key: str
@@ -119,6 +131,7 @@ class RoutingResult:
     skipped: tuple[SkippedFact, ...] = ()
     candidates: tuple[Candidate, ...] = ()
     decision: Decision | None = None
+    placements: tuple[Placement, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -127,18 +140,18 @@ class RoutingResult:
             "packet_key": self.packet_key,
             "added": list(self.added),
             "skipped": [
-                {"text": s.text, "duplicate_of": s.duplicate_of, "similarity": round(s.similarity, 4)}
+                {
+                    "text": s.text,
+                    "duplicate_of": s.duplicate_of,
+                    "similarity": round(s.similarity, 4),
+                    "dossier_id": s.dossier_id,
+                }
                 for s in self.skipped
             ],
             "candidates": [c.as_json() for c in self.candidates],
             "decision": None if self.decision is None else self.decision.as_json(),
+            "placements": [p.as_json() for p in self.placements],
         }
-
-
-@dataclass(frozen=True)
-class _Target:
-    dossier_id: str
-    created: bool
 
 
 @dataclass(frozen=True)
@@ -176,14 +189,14 @@ def _checked_vectors(packet: FactPacket, vectors: NDArray[np.float32]) -> NDArra
 
 
 def read_vote(tx: ManagedTransaction, vectors: NDArray[np.float32], packet: FactPacket) -> list[Candidate]:
-    hits, titles = run_vote(tx, vectors, packet.access)
-    return tally(hits, titles)
+    vote = run_vote(tx, vectors, packet.access)
+    return tally(vote.hits, vote.titles)
 
 
 def preview_route(
     driver: Driver, packet: FactPacket | Mapping[str, Any], embedder: Embedder | None = None
 ) -> tuple[list[Candidate], Decision]:
-    """Where the packet would go now (read-only): the vote and the rule's decision."""
+    """The vote for the packet now (read-only) and note 000's packet-level decision on it."""
     packet = _as_packet(packet)
     vectors = (embedder or get_embedder()).embed([f.text for f in packet.facts])
     with driver.session() as session:
@@ -214,9 +227,9 @@ def process_fact_packet(
     ``writer`` is the scope of a caller writing on its own behalf (GraphQL): the packet's access
     fields must lie within it (``AccessRefused`` otherwise); operators (the CLI) pass none.
     ``vectors`` lets a batch caller pass embeddings it computed for many packets at once.
-    With an ``adjudicator`` the vote is also run before the lock, so that a slow LLM call
-    never holds the lock; its verdict is used only if the vote under the lock agrees with it
-    (same candidates), otherwise the rule decides on the fresh vote.
+    With an ``adjudicator`` the packet is judged whole (one dossier), and the vote is also run
+    before the lock, so that a slow LLM call never holds the lock; its verdict is used only if
+    the vote under the lock agrees with it (same candidates), otherwise the rule decides.
     """
     packet = _as_packet(packet)
     packet.access.check_writer(writer, "fact packet")
@@ -231,15 +244,13 @@ def process_fact_packet(
         verdict = adjudicator.decide(packet, candidates, decide(candidates, len(packet.facts)))
         preset = _Preset(tuple(c.dossier_id for c in candidates), verdict)
     with driver.session() as session:
-        return session.execute_write(_apply, packet, vectors, model.name, preset)
+        return session.execute_write(_apply_one, packet, vectors, model.name, preset)
 
 
-def _decide_under_lock(candidates: list[Candidate], n_facts: int, preset: _Preset | None) -> Decision:
-    rule = decide(candidates, n_facts)
-    if preset is None:
-        return rule
+def _decide_under_lock(candidates: list[Candidate], n_facts: int, preset: _Preset) -> Decision:
     if preset.candidate_ids == tuple(c.dossier_id for c in candidates):
         return preset.decision
+    rule = decide(candidates, n_facts)
     return Decision(
         rule.action,
         rule.target,
@@ -247,51 +258,62 @@ def _decide_under_lock(candidates: list[Candidate], n_facts: int, preset: _Prese
     )
 
 
-def _dedup_in_packet(packet: FactPacket, vectors: NDArray[np.float32]) -> tuple[list[int], dict[int, int]]:
-    """Facts of the packet that restate an earlier fact of the same packet: index -> earlier index."""
-    kept: list[int] = []
-    repeats: dict[int, int] = {}
-    for i, vec in enumerate(vectors):
-        sims = [(float(vectors[j] @ vec), j) for j in kept]
-        best = max(sims, default=(-1.0, -1))
-        if best[0] >= DEDUP_COSINE:
-            repeats[i] = best[1]
-        else:
-            kept.append(i)
-    return kept, repeats
+@dataclass(frozen=True)
+class _Duplicate:
+    of: str  # a stored fact id, or the id an earlier fact of this packet will get
+    similarity: float
+    dossier_id: str | None  # None: the earlier packet fact's dossier, known once routed
+    earlier: int | None = None  # that earlier packet fact
 
 
-def _skipped(
-    packet: FactPacket,
-    vectors: NDArray[np.float32],
-    key: str,
-    repeats: dict[int, int],
-    duplicates: list[dict[str, Any]],
-) -> list[SkippedFact]:
-    """Every left-out fact with the stored fact it restates, in packet order.
-
-    A fact repeating an earlier packet fact that was itself a duplicate of a stored fact
-    points at that stored fact, so ``duplicate_of`` always names a fact that exists.
-    """
-    index_of = {fact_id(key, i): i for i in range(len(packet.facts))}
-    stored = {d["id"]: (str(d["dup_id"]), plain_cosine(float(d["dup_score"]))) for d in duplicates}
-    out: dict[int, SkippedFact] = {}
-    for d in duplicates:
-        i = index_of[d["id"]]
-        out[i] = SkippedFact(packet.facts[i].text, *stored[d["id"]])
-    for i, j in repeats.items():
-        same = float(vectors[i] @ vectors[j])
-        target = stored.get(fact_id(key, j), (fact_id(key, j), same))[0]
-        out[i] = SkippedFact(packet.facts[i].text, target, same)
-    return [out[i] for i in sorted(out)]
+def _duplicates(
+    packet: FactPacket, key: str, vectors: NDArray[np.float32], vote: Vote
+) -> dict[int, _Duplicate]:
+    """Facts that restate a stored fact (through the vote's nearest hits) or an earlier fact of
+    the packet, by ``dedup.same_fact``: packet index -> what it restates."""
+    texts = [f.text for f in packet.facts]
+    nearest: dict[int, list[Hit]] = {}
+    for h in vote.hits:
+        if h.text is not None:
+            nearest.setdefault(h.fact_index, []).append(h)
+    out: dict[int, _Duplicate] = {}
+    for i, text in enumerate(texts):
+        stored = [h for h in nearest.get(i, []) if same_fact(h.text or "", text, h.score)]
+        if stored:
+            best = max(stored, key=lambda h: (h.score, h.fact_id))
+            out[i] = _Duplicate(best.fact_id, best.score, best.dossier_id)
+            continue
+        earlier = [
+            (float(vectors[i] @ vectors[j]), j)
+            for j in range(i)
+            if same_fact(texts[j], text, float(vectors[i] @ vectors[j]))
+        ]
+        if earlier:
+            sim, j = max(earlier)
+            first = out.get(j)  # an earlier fact that is itself a duplicate points on
+            out[i] = (
+                _Duplicate(fact_id(key, j), sim, None, j)
+                if first is None
+                else _Duplicate(first.of, sim, first.dossier_id, first.earlier)
+            )
+    return out
 
 
 def _fact_rows(
-    packet: FactPacket, vectors: NDArray[np.float32], key: str, kept: list[int], model: str
+    packet: FactPacket,
+    vectors: NDArray[np.float32],
+    key: str,
+    indexes: Sequence[int],
+    model: str,
+    echoes: Mapping[int, list[int]],
 ) -> list[dict[str, Any]]:
+    """The facts of one route; ``echoes`` lists, per fact, the later packet facts restating it."""
     rows = []
-    for i in kept:
+    for i in indexes:
         f = packet.facts[i]
+        turns = [
+            t for t in dict.fromkeys([f.turn_id, *(packet.facts[j].turn_id for j in echoes.get(i, []))]) if t
+        ]
         rows.append(
             {
                 "id": fact_id(key, i),
@@ -301,6 +323,8 @@ def _fact_rows(
                     "confidence": f.confidence,
                     "source_block_id": packet.source_block_id,
                     "source_turn_id": f.turn_id,
+                    "source_block_ids": [packet.source_block_id],
+                    "source_turn_ids": turns,
                     "turn_index": f.resolved_turn_index,
                     "embedding": [float(x) for x in vectors[i]],
                     "embedding_model": model,
@@ -315,74 +339,97 @@ def _fact_rows(
 def _entries(
     packet: FactPacket,
     key: str,
-    target: _Target,
-    decision: Decision,
+    placements: list[Placement],
+    skipped: Mapping[int, SkippedFact],
+    summaries: Mapping[str, tuple[str, str]],
     candidates: list[Candidate],
-    kept: list[int],
-    skipped: list[SkippedFact],
-    summary: tuple[str, str],
 ) -> list[Entry]:
-    """The journal of one packet, in order: created | skips | summary change | facts added."""
-    about = (target.dossier_id,)
+    """The journal of one packet, in order: created | skips | per appended route, its summary
+    change and facts added. Every entry is ABOUT the dossier it changed."""
     votes = [c.as_json() for c in candidates[:5]]
-    entries: list[Entry] = []
-    if target.created:
+    index_of = {fact_id(key, i): i for i in range(len(packet.facts))}
+    entries: list[Entry] = [
+        Entry(
+            "created",
+            (p.dossier_id,),
+            new_value=packet.cluster_label,
+            rationale=p.decision.reason,
+            details={
+                "packet_key": key,
+                "source_block_id": packet.source_block_id,
+                "fact_ids": list(p.added),
+                "decision": p.decision.as_json(),
+                "votes": votes,
+            },
+        )
+        for p in placements
+        if p.action == "created"
+    ]
+    for i, s in skipped.items():
+        fact = packet.facts[i]
         entries.append(
             Entry(
-                "created",
-                about,
-                new_value=packet.cluster_label,
-                rationale=decision.reason,
+                "fact_skipped",
+                (s.dossier_id,),
+                excerpt=s.text,
+                rationale=f"restates a stored fact (cosine {s.similarity:.3f} >= {DEDUP_COSINE}, same "
+                "names, numbers and dates); its turn and block ids were added to that fact",
                 details={
                     "packet_key": key,
+                    "duplicate_of": s.duplicate_of,
+                    "similarity": round(s.similarity, 4),
+                    "source_turn_id": fact.turn_id,
                     "source_block_id": packet.source_block_id,
-                    "fact_ids": [fact_id(key, i) for i in kept],
-                    "decision": decision.as_json(),
-                    "votes": votes,
                 },
             )
         )
-    entries += [
-        Entry(
-            "fact_skipped",
-            about,
-            excerpt=s.text,
-            rationale=f"near-duplicate (cosine {s.similarity:.3f}) of a fact already stored",
-            details={"packet_key": key, "duplicate_of": s.duplicate_of, "similarity": round(s.similarity, 4)},
-        )
-        for s in skipped
-    ]
-    previous, current = summary
-    if not target.created and kept:
+    for p in placements:
+        if p.action != "appended" or not p.added:
+            continue
+        previous, current = summaries[p.dossier_id]
         if current != previous:
             entries.append(
                 Entry(
                     "summary_updated",
-                    about,
+                    (p.dossier_id,),
                     previous_value=previous,
                     new_value=current,
-                    rationale=f"{len(kept)} fact(s) appended",
+                    rationale=f"{len(p.added)} fact(s) appended",
                     details={"packet_key": key},
                 )
             )
         entries += [
             Entry(
                 "fact_added",
-                about,
-                new_value=packet.facts[i].text,
-                rationale=decision.reason,
-                confidence=packet.facts[i].confidence,
+                (p.dossier_id,),
+                new_value=packet.facts[index_of[fid]].text,
+                rationale=p.decision.reason,
+                confidence=packet.facts[index_of[fid]].confidence,
                 details={
                     "packet_key": key,
-                    "fact_id": fact_id(key, i),
+                    "fact_id": fid,
                     "source_block_id": packet.source_block_id,
-                    "decision": decision.as_json(),
+                    "decision": p.decision.as_json(),
                     "votes": votes,
                 },
             )
-            for i in kept
+            for fid in p.added
         ]
     return entries
+
+
+def _apply_one(
+    tx: ManagedTransaction,
+    packet: FactPacket,
+    vectors: NDArray[np.float32],
+    model: str,
+    preset: _Preset | None,
+) -> RoutingResult:
+    """The whole packet in one transaction (re-run from the top by the driver on a transient error)."""
+    applied_to = take_lock(tx, entry_id(packet.key, 0))
+    if applied_to is not None:
+        return RoutingResult(applied_to, "already_applied", packet.key)
+    return _apply(tx, packet, vectors, model, preset)
 
 
 def _apply(
@@ -392,44 +439,91 @@ def _apply(
     model: str,
     preset: _Preset | None,
 ) -> RoutingResult:
-    """The whole packet in one transaction (re-run from the top by the driver on a transient error)."""
+    """Vote, route, write and journal one packet; the caller holds the routing lock."""
     key = packet.key
-    applied_to = take_lock(tx, entry_id(key, 0))
-    if applied_to is not None:
-        return RoutingResult(applied_to, "already_applied", key)
-    hits, titles = run_vote(tx, vectors, packet.access)
-    candidates = tally(hits, titles)
-    decision = _decide_under_lock(candidates, len(packet.facts), preset)
-    if decision.action == "append" and decision.target is not None:
-        target = _Target(decision.target, created=False)
+    vote = run_vote(tx, vectors, packet.access)
+    candidates = tally(vote.hits, vote.titles)
+    duplicates = _duplicates(packet, key, vectors, vote)
+    fresh = [i for i in range(len(packet.facts)) if i not in duplicates]
+    if preset is None:
+        routes = plan_routes(vectors, vote, fresh)
     else:
-        target = _Target(dossier_id_for(key), created=True)
-    candidate_facts, repeats = _dedup_in_packet(packet, vectors)
+        routes = (
+            [Route(tuple(fresh), _decide_under_lock(candidates, len(packet.facts), preset))] if fresh else []
+        )
+    echoes: dict[int, list[int]] = {}
+    for i, d in sorted(duplicates.items()):
+        if d.earlier is not None:
+            echoes.setdefault(d.earlier, []).append(i)
+    placements: list[Placement] = []
+    route_rows: list[dict[str, Any]] = []
+    dossier_of: dict[int, str] = {}
+    for route in routes:
+        target = route.decision.target if route.decision.action == "append" else None
+        did = target or dossier_id_for(key)
+        total = np.asarray(vectors[list(route.indexes)], dtype=np.float64).sum(axis=0)
+        state = vote.dossiers.get(did)
+        if state is not None and state.centroid_sum is not None:
+            total = total + state.centroid_sum
+        dossier_of.update((i, did) for i in route.indexes)
+        placements.append(
+            Placement(
+                did,
+                "appended" if target else "created",
+                tuple(fact_id(key, i) for i in route.indexes),
+                route.decision,
+            )
+        )
+        route_rows.append(
+            {
+                "dossier_id": did,
+                "centroid_sum": [float(x) for x in total],
+                "facts": _fact_rows(packet, vectors, key, route.indexes, model, echoes),
+            }
+        )
+    skipped = {
+        i: SkippedFact(
+            packet.facts[i].text,
+            d.of,
+            d.similarity,
+            dossier_of[d.earlier] if d.earlier is not None else d.dossier_id or "",
+        )
+        for i, d in sorted(duplicates.items())
+    }
     now = datetime.now(UTC).isoformat()
-    record = tx.run(
-        WRITE_PACKET,
-        dossier_id=target.dossier_id,
-        create_props={"title": packet.cluster_label, "status": "active", **packet.access.props()},
-        dedup_score=index_score(DEDUP_COSINE),
-        now=now,
-        observed_at=packet.observed_at,
-        block_id=packet.source_block_id,
-        facts=_fact_rows(packet, vectors, key, candidate_facts, model),
-    ).single(strict=True)
-    kept_ids = set(record["keep"])
-    kept = [i for i in candidate_facts if fact_id(key, i) in kept_ids]
-    skipped = _skipped(packet, vectors, key, repeats, record["duplicates"])
-    summary = (record["previous"] or "", record["summary"])
-    entries = _entries(packet, key, target, decision, candidates, kept, skipped, summary)
+    summaries: dict[str, tuple[str, str]] = {}
+    if route_rows:
+        result = tx.run(
+            WRITE_ROUTES,
+            routes=route_rows,
+            create_props={"title": packet.cluster_label, "status": "active", **packet.access.props()},
+            now=now,
+            observed_at=packet.observed_at,
+            block_id=packet.source_block_id,
+        )
+        for r in result:
+            summaries[str(r["dossier_id"])] = (r["previous"] or "", r["summary"])
+    restated: dict[str, list[str]] = {}  # stored fact -> the turn ids restating it, in packet order
+    for i, d in sorted(duplicates.items()):
+        if d.earlier is None:
+            restated.setdefault(d.of, []).extend([t for t in [packet.facts[i].turn_id] if t])
+    if restated:
+        rows = [
+            {"id": fid, "turns": turns, "blocks": [packet.source_block_id]} for fid, turns in restated.items()
+        ]
+        tx.run(ADD_PROVENANCE, rows=rows).consume()
+    entries = _entries(packet, key, placements, skipped, summaries, candidates)
     write_entries(tx, key, entries, packet.access, now)
+    main = max(placements, key=lambda p: len(p.added), default=None)
     return RoutingResult(
-        dossier_id=target.dossier_id,
-        action="created" if target.created else "appended",
+        dossier_id=main.dossier_id if main else next(iter(skipped.values())).dossier_id,
+        action=main.action if main else "appended",
         packet_key=key,
-        added=tuple(fact_id(key, i) for i in kept),
-        skipped=tuple(skipped),
+        added=tuple(fid for p in placements for fid in p.added),
+        skipped=tuple(skipped.values()),
         candidates=tuple(candidates),
-        decision=decision,
+        decision=main.decision if main else None,
+        placements=tuple(placements),
     )
 
 

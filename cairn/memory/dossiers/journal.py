@@ -1,6 +1,6 @@
 """Journal entries about dossiers: the provenance of every change (SPEC §7).
 
-Each create, fact added, summary update, duplicate skipped, merge, archive and link is one
+Each create, fact added, summary update, duplicate skipped, merge, split, archive and link is one
 ``JournalEntry`` node with an ``ABOUT`` edge to every dossier it concerns. An entry carries
 the access fields of the dossier it is about, so a role sees a dossier's history exactly when
 it sees the dossier. Entries written in one transaction share a timestamp and are ordered by
@@ -27,6 +27,7 @@ OPS = (
     "merged_into",
     "archived",
     "linked",
+    "split",
 )
 
 WRITE_ENTRIES = """

@@ -4,9 +4,16 @@ No model writes these: the summary is made of the dossier's own sentences, so it
 state something the facts do not, and the same facts always give the same summary. Each
 dossier keeps ``centroid_sum`` (the sum of its fact embeddings), updated incrementally as
 facts arrive; the summary is its ``SUMMARY_FACTS`` facts most similar to that centroid, in
-the order they were added (ties go to the earlier fact), one sentence each. The selection
-runs inside Neo4j (``CENTRAL_FACTS``), so appending to a large dossier moves no vectors over
-the wire; ``extractive_summary`` is the same rule in numpy for summaries made at read time.
+the order they were added (ties go to the earlier fact), one sentence each.
+``extractive_summary`` is the rule in numpy for summaries made at read time.
+
+Kept incrementally (``CENTRAL_POOL``). Re-ranking every fact of a dossier on each append makes
+a packet's write cost grow with the dossier. Instead a dossier keeps ``summary_pool``: the ids
+of its ``POOL_FACTS`` most central facts as of the last change. An append re-ranks only that
+pool and the new facts against the new centroid, a fixed cost. The summary is therefore exact
+while a dossier holds at most ``POOL_FACTS`` facts; beyond that a fact that left the pool can
+no longer return to the summary until the pool is rebuilt from all facts (a dossier with no
+pool -- written before pools, or after a merge or a split -- gets one at its next change).
 """
 
 from __future__ import annotations
@@ -18,6 +25,30 @@ import numpy as np
 from numpy.typing import NDArray
 
 SUMMARY_FACTS = 3
+POOL_FACTS = 32
+
+# Cypher subquery body over a bound dossier ``d`` (its ``centroid_sum`` already advanced) and a
+# list ``new_ids`` of facts just added to it: the new pool (ids, most central first) and the
+# texts of its ``SUMMARY_FACTS`` most central facts in the order they were added.
+CENTRAL_POOL = f"""
+  WITH d, CASE WHEN d.summary_pool IS NULL
+              THEN COLLECT {{ MATCH (d)-[:HAS_FACT]->(x:Fact) RETURN x.id }}
+              ELSE d.summary_pool + new_ids END AS ids
+  UNWIND ids AS fid
+  WITH DISTINCT d, fid
+  MATCH (f:Fact {{id: fid}})
+  WHERE f.embedding IS NOT NULL
+  WITH f, vector.similarity.cosine(f.embedding, d.centroid_sum) AS centrality
+  ORDER BY centrality DESC, f.added_at, f.id
+  LIMIT {POOL_FACTS}
+  WITH collect(f) AS ranked
+  CALL (ranked) {{
+    UNWIND ranked[0..{SUMMARY_FACTS}] AS f
+    WITH f ORDER BY f.added_at, f.id
+    RETURN collect(f.text) AS central
+  }}
+  RETURN [f IN ranked | f.id] AS pool, central
+"""
 
 # Cypher subquery body over a bound dossier ``d``: the texts of its most central facts.
 CENTRAL_FACTS = f"""
