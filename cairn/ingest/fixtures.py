@@ -337,12 +337,18 @@ def check_references(
         ):
             if ref in domain and domain[ref] != stated:
                 problems.append(Problem(f, a.id, fld, f"is '{stated}' but '{ref}' is in '{domain[ref]}'"))
-    problems.extend(_cycles(fs, stored_edges or [], name_stored))
+    problems.extend(_cycles(fs, stored_edges or [], name_stored, set(label)))
     return problems
 
 
-def _cycles(fs: FixtureSet, stored_edges: list[tuple[str, str]], name_stored: bool) -> list[Problem]:
+def _cycles(
+    fs: FixtureSet, stored_edges: list[tuple[str, str]], name_stored: bool, known: set[str]
+) -> list[Problem]:
     """Causality has no loops: the new edges together with the stored ones must stay acyclic.
+
+    Only new edges between ``known`` ids count: one to a missing (or, for a scoped caller,
+    hidden) id is refused as such already, and letting it close a loop would tell a hidden
+    id from a missing one.
 
     With ``name_stored`` false (a caller writing under its own scope) the message names only
     the caller's own new edges on the loop, never a stored node or edge: the stored part of
@@ -353,8 +359,8 @@ def _cycles(fs: FixtureSet, stored_edges: list[tuple[str, str]], name_stored: bo
     origin: dict[tuple[str, str], str] = {}
     transitions = {t.id for t in fs.transitions}
     for e in fs.causal_edges():
-        if e.from_id == e.to_id and e.id in transitions:
-            continue  # a transition's self-loop is reported on the transition
+        if (e.from_id == e.to_id and e.id in transitions) or not {e.from_id, e.to_id} <= known:
+            continue  # reported on its record: a transition's self-loop, a missing endpoint
         graph.setdefault(e.to_id, set()).add(e.from_id)
         origin[(e.from_id, e.to_id)] = fs.origin.get(e.id) or fs.origin.get(e.to_id) or "causal edges"
     for a, b in stored_edges:

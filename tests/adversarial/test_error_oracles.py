@@ -81,6 +81,8 @@ REFERENCES: dict[str, Callable[[str], dict[str, Any]]] = {
     "transition_from": lambda ref: {"decisions": [decision(NEW)], "transitions": [transition("t", ref, NEW)]},
     "transition_to": lambda ref: {"decisions": [decision(NEW)], "transitions": [transition("t", NEW, ref)]},
     "alias_decision": lambda ref: {"events": [event(NEW)], "aliases": [alias(ref, NEW)]},
+    # V1 -> H is stored: an edge H -> V1 must not be told apart by a cycle it would close
+    "transition_closing_a_stored_path": lambda ref: {"transitions": [transition("t", ref, V1)]},
     "alias_event": lambda ref: {"decisions": [decision(NEW)], "aliases": [alias(NEW, ref)]},
 }
 
