@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any, cast
 
 import anyio
 import strawberry
+import structlog
 from graphql import GraphQLError, NoSchemaIntrospectionCustomRule
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
 from strawberry.extensions import (
@@ -222,8 +222,8 @@ Mutation = merge_types("Mutation", MUTATION_PARTS)
 
 class CairnSchema(strawberry.Schema):
     """A refusal raised on purpose (it carries a code: NOT_FOUND, a passport refusal, ...) is
-    an ordinary answer and is logged as one line; only errors without a code (bugs, outages)
-    keep strawberry's log with the traceback."""
+    an ordinary answer and is logged as one structured line; only errors without a code
+    (bugs, outages) keep strawberry's log with the traceback."""
 
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
@@ -233,8 +233,10 @@ class CairnSchema(strawberry.Schema):
             if code is None:
                 StrawberryLogger.error(error, execution_context)
                 continue
-            path = ".".join(str(p) for p in error.path or ())
-            StrawberryLogger.logger.info("refused %s at %s: %s", code, path or "-", json.dumps(error.message))
+            # Looked up per call, so the logging configuration in force applies.
+            structlog.get_logger("cairn.graphql").info(
+                "refused", code=code, path=[str(p) for p in error.path or ()], message=error.message
+            )
 
 
 schema = CairnSchema(

@@ -94,9 +94,10 @@ def test_the_ui_passport_of_another_role_reaches_nothing(
     rid = victim_asks(client, mine)
     theirs = {**dev_passport(client, attacker), "X-Request-Id": rid}  # even sent as its own request id
     assert_cannot_reach(client, theirs, rid, secrets(acme))
-    # the control: the owner reads it
-    assert trace_answer(client, mine, rid)["data"]["trace"]["request"]["anchor_id"] == HIDDEN_DECISION
-    assert HIDDEN_DECISION in readable(bundle_answer(client, mine, rid))
+    # the control: the owner reads it, later too, as the UI does (a fresh request id per request)
+    later = {**mine, "X-Request-Id": "req-later-0001", "X-Trace-Id": "trace-later-0001"}
+    assert trace_answer(client, later, rid)["data"]["trace"]["request"]["anchor_id"] == HIDDEN_DECISION
+    assert HIDDEN_DECISION in readable(bundle_answer(client, later, rid))
 
 
 @pytest.mark.parametrize("attacker", ATTACKERS)
