@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
+from hypothesis.errors import InvalidArgument
 from neo4j import Driver
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
@@ -32,6 +34,13 @@ from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
 from cairn.schema.migrate import migrate
 
 ACME = REPO_ROOT / "fixtures" / "acme"
+
+# `pytest --hypothesis-profile fuzz`: leak properties that size themselves with
+# max(their CI count, settings.default.max_examples) run at least 10,000 examples.
+try:
+    hypothesis_settings.get_profile("fuzz")
+except InvalidArgument:
+    hypothesis_settings.register_profile("fuzz", max_examples=10_000, deadline=None)
 ROLES = REPO_ROOT / "fixtures" / "policy" / "roles.yaml"
 
 

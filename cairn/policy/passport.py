@@ -171,7 +171,13 @@ def verify(
 
 
 def _check_signed(headers: Mapping[str, str], secret: str, now: float) -> None:
-    """Signature first (it covers the times), then the validity window, with a small skew."""
+    """Signature (it covers the times), then the validity window, with a small skew."""
+    bad_signature = PassportError(
+        "PASSPORT_BAD_SIGNATURE", "passport signature is missing or wrong", SIGNATURE
+    )
+    given = _get(headers, SIGNATURE) or ""
+    if not given:
+        raise bad_signature
     times = {}
     for name in VALIDITY:
         value = _get(headers, name)
@@ -180,9 +186,8 @@ def _check_signed(headers: Mapping[str, str], secret: str, now: float) -> None:
         if _UNIX_SECONDS.fullmatch(value) is None:
             raise _malformed(name, "must be Unix seconds (ASCII digits)")
         times[name] = int(value)
-    given = _get(headers, SIGNATURE) or ""
     if not _same(given, sign(headers, secret)):
-        raise PassportError("PASSPORT_BAD_SIGNATURE", "passport signature is missing or wrong", SIGNATURE)
+        raise bad_signature
     issued, expires = times[ISSUED_AT], times[EXPIRES]
     if not 0 < expires - issued <= MAX_LIFETIME_S:
         raise _malformed(EXPIRES, f"must be after {ISSUED_AT} by at most {MAX_LIFETIME_S} s")

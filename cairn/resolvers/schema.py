@@ -59,7 +59,6 @@ from cairn.resolvers.types import (
 )
 from cairn.runtime.embedder import get_embedder
 
-log = structlog.get_logger("cairn.graphql")
 Ctx = Info[RequestContext, Any]
 READ: list[type[BasePermission]] = [PassportRequired]
 WRITE: list[type[BasePermission]] = [PassportRequired, CanWrite]
@@ -346,17 +345,22 @@ Mutation = merge_types("Mutation", MUTATION_PARTS)
 
 
 class CairnSchema(strawberry.Schema):
+    """A refusal is an ordinary answer, logged as one structured line without a traceback:
+    raised on purpose (it carries a code: NOT_FOUND, a passport refusal, ...) or graphql-core's
+    own refusal of the request (no exception behind it). Anything else is a bug or an outage
+    and keeps strawberry's traceback log."""
+
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
     ) -> None:
-        """A refusal is an ordinary answer, logged as one line without a traceback: raised on
-        purpose (it carries a code) or graphql-core's own refusal of the request (no exception
-        behind it). Anything else is a bug or an outage and keeps strawberry's traceback log."""
         unexpected = []
         for error in errors:
             if _has_code(error) or isinstance(_root_cause(error), GraphQLError):
                 code = (error.extensions or {}).get("code", "GRAPHQL_REFUSED")
-                log.info("graphql refusal", code=code, path=error.path)
+                # Looked up per call, so the logging configuration in force applies.
+                structlog.get_logger("cairn.graphql").info(
+                    "refused", code=code, path=[str(p) for p in error.path or ()], message=error.message
+                )
             else:
                 unexpected.append(error)
         super().process_errors(unexpected, execution_context)

@@ -21,8 +21,6 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
-from cairn.policy.passport import headers_for
-from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
 
 ATTACKERS = ("staff", "manager", "external")
@@ -63,12 +61,6 @@ def victim_asks(client: TestClient, headers: dict[str, str]) -> str:
     rid: str = meta["request"]["request_id"]
     assert rid == headers["X-Request-Id"]
     return rid
-
-
-def victim_headers(
-    registry: PolicyRegistry, role: str, secret: str | None = None, **extra: str
-) -> dict[str, str]:
-    return {**headers_for(registry, role, secret), **extra}
 
 
 def trace_answer(client: TestClient, headers: dict[str, str], request_id: str) -> dict[str, Any]:

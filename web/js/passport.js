@@ -1,6 +1,9 @@
 // The role switcher's passport: a header set from the server's dev endpoint, which exists
-// only on a loopback server without a passport secret. Every request gets fresh
-// X-Request-Id / X-Trace-Id values, so each answer has its own trace bundle.
+// only on a loopback server without a passport secret, for pages opened by a loopback address
+// (a same-origin fetch sends that Host and no Origin). Each role is its own user
+// (u-demo-<role>), so a role never sees another role's traces. Every request gets fresh
+// X-Request-Id / X-Trace-Id values, so each answer has its own trace bundle; a bundle is
+// fetched later with the same role's passport, which is what owns it.
 
 export const ROLES = ["staff", "manager", "director", "exec", "writer", "external"];
 const STORAGE_KEY = "cairn.role";
@@ -54,8 +57,9 @@ export async function switchRole(role) {
     const body = await resp.json().catch(() => ({}));
     if (resp.status === 404) {
       throw new PassportUnavailable(
-        "This server issues no development passports (it runs with a passport secret or off loopback). " +
-          "Use a client that signs passports.",
+        "This server issues no development passports here (it runs with a passport secret or off " +
+          "loopback, or this page was not opened at a loopback address such as 127.0.0.1 or localhost). " +
+          "Open it at a loopback address, or use a client that signs passports.",
       );
     }
     if (!resp.ok)
