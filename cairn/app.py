@@ -13,11 +13,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
+from cross_web import HTTPException
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLHTTPResponse
@@ -85,6 +87,18 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
     def __init__(self) -> None:
         super().__init__(schema, allow_queries_via_get=False, multipart_uploads_enabled=False)
         self.services: Services | None = None  # set by the lifespan once Neo4j is connected
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Strawberry answers a request it cannot read (not JSON, a form, a GET) in plain text;
+        here it is a GraphQL error with a code, like every other refusal."""
+        if scope["type"] != "http":
+            return await super().__call__(scope, receive, send)
+        try:
+            response = await self.run(Request(scope, receive))
+        except HTTPException as exc:
+            error = {"message": exc.reason, "extensions": {"code": "BAD_REQUEST"}}
+            response = JSONResponse({"errors": [error]}, status_code=exc.status_code)
+        await response(scope, receive, send)
 
     async def get_context(self, request: Any, response: Any) -> RequestContext:
         services = self.services

@@ -185,3 +185,21 @@ def test_graphql_over_http_media_types(
             continue
         assert [e["extensions"]["code"] for e in body["errors"]] == [expected]
         assert ("data" in body) == (status == 200), body
+
+
+def test_unreadable_requests_are_coded_errors(client: TestClient, settings: Settings) -> None:
+    """Not JSON, a form, a GET, no query: a 4xx whose error carries a code, never plain text."""
+    headers = headers_for(PolicyRegistry.load(settings.policy_file), "staff")
+    replies = [
+        client.post(
+            "/graphql", content=b"{not json", headers={**headers, "Content-Type": "application/json"}
+        ),
+        client.post("/graphql", content=b"\xff\xfe", headers={**headers, "Content-Type": "application/json"}),
+        client.post("/graphql", data={"query": "{ __typename }"}, headers=headers),
+        client.get("/graphql", params={"query": "{ __typename }"}, headers=headers),
+        client.post("/graphql", json={"variables": {}}, headers=headers),
+        client.post("/graphql", json=[1, 2], headers=headers),
+    ]
+    for resp in replies:
+        assert 400 <= resp.status_code < 500, resp.text
+        assert [e["extensions"]["code"] for e in resp.json()["errors"]] == ["BAD_REQUEST"], resp.text
