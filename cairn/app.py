@@ -14,8 +14,9 @@ import ipaddress
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
+from cross_web import HTTPException as UnreadableRequest
 from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
@@ -23,7 +24,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import Receive, Scope, Send
+from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.http import GraphQLHTTPResponse
 
 from cairn.memory import trace as bundles
 from cairn.memory.ask import AskService
@@ -95,8 +99,33 @@ def is_loopback_request(request: Request) -> bool:
     return match is not None and is_loopback_authority(match["authority"])
 
 
+GRAPHQL_RESPONSE = "application/graphql-response+json"
+
+
+def _quality(accept: str, media_type: str) -> float:
+    """The q value ``accept`` gives ``media_type`` (0 when it is not listed; no wildcards)."""
+    for part in accept.split(","):
+        name, *params = (p.strip() for p in part.split(";"))
+        if name.lower() != media_type:
+            continue
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    return float(value)
+                except ValueError:
+                    return 0.0
+        return 1.0
+    return 0.0
+
+
 class CairnGraphQL(GraphQL[RequestContext, None]):
-    """No queries over GET, no multipart: POSTed JSON only (OWASP GraphQL guidance)."""
+    """No queries over GET, no multipart: POSTed JSON only (OWASP GraphQL guidance).
+
+    GraphQL over HTTP: a client that prefers ``application/graphql-response+json`` gets it,
+    and with it a 400 for a request that was refused before execution (syntax, validation,
+    variables), without a ``data`` entry. Others get ``application/json``, always 200.
+    """
 
     def __init__(self) -> None:
         super().__init__(schema, allow_queries_via_get=False, multipart_uploads_enabled=False)
@@ -105,6 +134,18 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
     async def render_graphql_ide(self, request: Request) -> Response:
         """strawberry's own page loads GraphiQL from a CDN; ours serves the vendored copy."""
         return HTMLResponse(GRAPHIQL_PAGE.read_text(encoding="utf-8"))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Strawberry answers a request it cannot read (not JSON, a form, a GET) in plain text;
+        here it is a GraphQL error with a code, like every other refusal."""
+        if scope["type"] != "http":
+            return await super().__call__(scope, receive, send)
+        try:
+            response = await self.run(Request(scope, receive))
+        except UnreadableRequest as exc:
+            error = {"message": exc.reason, "extensions": {"code": "BAD_REQUEST"}}
+            response = JSONResponse({"errors": [error]}, status_code=exc.status_code)
+        await response(scope, receive, send)
 
     async def get_context(self, request: Any, response: Any) -> RequestContext:
         services = self.services
@@ -118,6 +159,32 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         except PassportError as exc:
             caller, refusal = None, exc
         return RequestContext(services=services, caller=caller, refusal=refusal)
+
+    async def get_sub_response(self, request: Request | WebSocket) -> Response:
+        sub_response = await super().get_sub_response(request)
+        accept = request.headers.get("accept", "")
+        wanted = _quality(accept, GRAPHQL_RESPONSE)
+        if wanted > 0 and wanted >= _quality(accept, "application/json"):
+            sub_response.media_type = GRAPHQL_RESPONSE
+        return sub_response
+
+    def create_response(
+        self, response_data: GraphQLHTTPResponse | list[GraphQLHTTPResponse], sub_response: Response
+    ) -> Response:
+        if sub_response.media_type != GRAPHQL_RESPONSE or not isinstance(response_data, dict):
+            return super().create_response(response_data, sub_response)
+        # Refused before execution: no data, and no error belongs to a field (has a path).
+        errors = response_data.get("errors") or []
+        refused = response_data.get("data") is None and all(
+            isinstance(e, dict) and "path" not in e for e in errors
+        )
+        if refused and errors:
+            response_data = cast(GraphQLHTTPResponse, {k: v for k, v in response_data.items() if k != "data"})
+        response = super().create_response(response_data, sub_response)
+        response.headers["content-type"] = GRAPHQL_RESPONSE
+        if refused:
+            response.status_code = 400
+        return response
 
 
 async def _stored_schema_version(services: Services) -> int | None:

@@ -147,3 +147,59 @@ def test_directive_overloading_is_refused(client: TestClient, settings: Settings
     resp = client.post("/graphql", json={"query": overloaded}, headers=headers_for(registry, "staff"))
     assert resp.status_code in (200, 400)
     assert resp.json().get("errors"), "a 200-directive query must be refused"
+
+
+@pytest.mark.parametrize(
+    ("accept", "media_type"),
+    [
+        (None, "application/json"),
+        ("application/json", "application/json"),
+        ("application/graphql-response+json", "application/graphql-response+json"),
+        ("application/graphql-response+json, application/json;q=0.9", "application/graphql-response+json"),
+        ("application/graphql-response+json;q=0.5, application/json", "application/json"),
+        ("application/graphql-response+json;q=0", "application/json"),
+    ],
+)
+def test_graphql_over_http_media_types(
+    client: TestClient, settings: Settings, accept: str | None, media_type: str
+) -> None:
+    """GraphQL over HTTP: application/graphql-response+json when preferred, with 400 (and no
+    data entry) for a request refused before execution; application/json stays 200 throughout."""
+    registry = PolicyRegistry.load(settings.policy_file)
+    headers = headers_for(registry, "staff") | ({"Accept": accept} if accept else {})
+    modern = media_type != "application/json"
+    cases = [
+        ("{ __typename }", {}, 200, "data"),
+        ('{ neighbourhood(id: "acme-no-such-node") { anchor { id } } }', {}, 200, "NOT_FOUND"),
+        ("{ node(id: ", {}, 400 if modern else 200, "GRAPHQL_PARSE_FAILED"),
+        ("{ nope }", {}, 400 if modern else 200, "GRAPHQL_VALIDATION_FAILED"),
+        ("query($v: ID!) { node(id: $v) { id } }", {"v": {"a": 1}}, 400 if modern else 200, "BAD_USER_INPUT"),
+    ]
+    for query, variables, status, expected in cases:
+        resp = client.post("/graphql", json={"query": query, "variables": variables}, headers=headers)
+        assert resp.status_code == status, (query, resp.text)
+        assert resp.headers["content-type"].split(";")[0] == media_type
+        body = resp.json()
+        if expected == "data":
+            assert body["data"] == {"__typename": "Query"} and "errors" not in body
+            continue
+        assert [e["extensions"]["code"] for e in body["errors"]] == [expected]
+        assert ("data" in body) == (status == 200), body
+
+
+def test_unreadable_requests_are_coded_errors(client: TestClient, settings: Settings) -> None:
+    """Not JSON, a form, a GET, no query: a 4xx whose error carries a code, never plain text."""
+    headers = headers_for(PolicyRegistry.load(settings.policy_file), "staff")
+    replies = [
+        client.post(
+            "/graphql", content=b"{not json", headers={**headers, "Content-Type": "application/json"}
+        ),
+        client.post("/graphql", content=b"\xff\xfe", headers={**headers, "Content-Type": "application/json"}),
+        client.post("/graphql", data={"query": "{ __typename }"}, headers=headers),
+        client.get("/graphql", params={"query": "{ __typename }"}, headers=headers),
+        client.post("/graphql", json={"variables": {}}, headers=headers),
+        client.post("/graphql", json=[1, 2], headers=headers),
+    ]
+    for resp in replies:
+        assert 400 <= resp.status_code < 500, resp.text
+        assert [e["extensions"]["code"] for e in resp.json()["errors"]] == ["BAD_REQUEST"], resp.text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import is_dataclass
 from typing import Any, cast
 
 import anyio
@@ -230,6 +231,8 @@ def _too_long(value: Any) -> bool:
         return any(_too_long(v) for v in value)
     if isinstance(value, dict):
         return any(_too_long(v) for v in value.values())
+    if is_dataclass(value) and not isinstance(value, type):  # a strawberry input object
+        return _too_long(vars(value))
     return False
 
 
@@ -239,12 +242,15 @@ class TextLimit(SchemaExtension):
 
     def resolve(self, _next: Any, root: Any, info: GraphQLResolveInfo[Any], *args: Any, **kwargs: Any) -> Any:
         if kwargs:
-            definitions = info.parent_type.fields[info.field_name].args
+            field = info.parent_type.fields.get(info.field_name)  # None for __type and the like
+            definitions = field.args if field else {}
             for name, value in kwargs.items():
                 definition = definitions.get(name)
-                if definition is None or name in LONG_TEXT_ARGUMENTS:
+                if name in LONG_TEXT_ARGUMENTS or (
+                    definition is not None and get_named_type(definition.type).name == "JSON"
+                ):
                     continue
-                if get_named_type(definition.type).name != "JSON" and _too_long(value):
+                if _too_long(value):
                     why = f"is longer than {MAX_TEXT_CHARS:,} characters"
                     raise _bad_input(f"argument '{name}' of {info.field_name} {why}", argument=name)
         return _next(root, info, *args, **kwargs)

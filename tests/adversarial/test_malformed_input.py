@@ -308,6 +308,32 @@ def test_an_oversized_string_is_refused_before_embedding(
     assert ("query" in message or "text" in message) and f"{MAX_TEXT_CHARS:,}" in message
 
 
+@pytest.mark.parametrize(
+    ("role", "query", "argument"),
+    [
+        (
+            "manager",
+            'query($v: String!) { correspondenceSearch(query: "x", filters: {authors: [$v]}) { total } }',
+            "filters",
+        ),
+        (
+            "writer",
+            'mutation($v: String!) { updateFactor(input: {factorId: "f", value: 1, rationale: $v,'
+            ' confidence: 1, excerpt: "e", influencedBy: [], inferenceStatus: "x"}) { op } }',
+            "input",
+        ),
+        ("writer", "query($v: String!) { __type(name: $v) { name } }", "name"),
+    ],
+    ids=["filter-object", "input-object", "introspection"],
+)
+def test_an_oversized_string_inside_an_input_object_or_introspection_is_refused(
+    client: TestClient, registry: PolicyRegistry, role: str, query: str, argument: str
+) -> None:
+    body = assert_clean(post(client, registry, role, query, v="x" * (MAX_TEXT_CHARS + 1)))
+    assert codes(body) == ["BAD_USER_INPUT"], body
+    assert f"argument '{argument}'" in body["errors"][0]["message"]
+
+
 def test_an_oversized_string_literal_is_refused(client: TestClient, registry: PolicyRegistry) -> None:
     query = 'query { search(query: "' + "y" * (MAX_TEXT_CHARS + 1) + '") { total } }'
     body = assert_clean(post(client, registry, "manager", query))
