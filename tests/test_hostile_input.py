@@ -232,6 +232,16 @@ def test_random_packet_and_block_files_are_refused_cleanly(
     check()
 
 
+def test_a_block_listed_twice_is_refused_at_its_line(tmp_path: Path) -> None:
+    """Found by the fuzz above: the repeat was reported by block id only, without its place."""
+    path = tmp_path / "input.jsonl"
+    path.write_text("\n".join(json.dumps(VALID_BLOCK) for _ in range(3)), encoding="utf-8")
+    with pytest.raises(InputError) as refused:
+        files.read_blocks(path)
+    assert [p.where for p in refused.value.problems] == ["input.jsonl:2", "input.jsonl:3"]
+    assert all("listed twice (first at input.jsonl:1)" in p.message for p in refused.value.problems)
+
+
 # --- correspondence markdown --------------------------------------------------------------------
 
 LETTERS_FIXTURE = REPO_ROOT / "fixtures" / "correspondence" / "acme-letters.md"

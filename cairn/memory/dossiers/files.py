@@ -63,17 +63,27 @@ def _is_json_lines(text: str) -> bool:
     return True
 
 
-def _parse_all(path: Path, parse: Callable[[Any, str], T]) -> list[T]:
+def _parse_all(path: Path, parse: Callable[[Any, str], T], key: Callable[[T], str] | None = None) -> list[T]:
+    """Every record of the file, or every problem with its place; ``key`` names what must be
+    unique in the file, so a repeat is reported at its line rather than later without one."""
     parsed: list[T] = []
     problems: list[Problem] = []
+    first_seen: dict[str, str] = {}
     for where, raw in _records(path):
         if isinstance(raw, Problem):
             problems.append(raw)
             continue
         try:
-            parsed.append(parse(raw, where))
+            record = parse(raw, where)
         except InputError as exc:
             problems += exc.problems
+            continue
+        parsed.append(record)
+        if key is not None:
+            name, place = key(record), where.rstrip(": ")
+            if name in first_seen:
+                problems.append(Problem(place, f"'{name}' is listed twice (first at {first_seen[name]})"))
+            first_seen.setdefault(name, place)
     if problems:
         raise InputError("file", problems)
     if not parsed:
@@ -86,4 +96,4 @@ def read_packets(path: Path) -> list[FactPacket]:
 
 
 def read_blocks(path: Path) -> list[BlockInput]:
-    return _parse_all(path, parse_block)
+    return _parse_all(path, parse_block, key=lambda block: block.block_id)
