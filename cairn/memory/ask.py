@@ -204,12 +204,11 @@ class AskService:
                 "prompt_excluded_ids": prompt_excluded,
                 "gate": gate.passes,
             },
-            "plan.json": shown["selection_metrics"],
             "evidence_canonical.json": [_node_json(n) for n in evidence],
-            "response.json": shown["response"],
             "llm_raw.json": llm_raw,
-            "validator_report.json": shown["validator"],
         }
+        # plan.json, response.json and validator_report.json are sections of _meta.json; the
+        # trace stores them once and the bundle cuts them out on download.
         bundles.write_trace(self.trace_root, caller.user_id, caller.request_id, files)
         return AskResult(envelope=envelope_json, response=shown["response"], meta=shown, evidence=evidence)
 
