@@ -30,6 +30,7 @@ from cairn.runtime.database import async_driver
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import Settings
 from tests.conftest import ACME, wipe
+from tests.llm_server import running_llm_server
 
 EXPECTED = Path(__file__).resolve().parents[1] / "fixtures" / "acme-expected-causes.yaml"
 ROLES = ("staff", "manager", "director", "exec")
@@ -162,3 +163,40 @@ def test_cli_ask_json_is_for_scripts(answers: dict[tuple[str, str], AskResult | 
     )
     assert missing.exit_code == 4 and missing.stdout == "" and "not visible" not in missing.stdout
     assert "no node" in missing.stderr
+
+
+# --- the optional LLM path ----------------------------------------------------------------------
+
+
+def test_the_llm_gets_the_same_structured_evidence_and_the_same_checks(
+    answers: dict[tuple[str, str], AskResult | None], settings: Settings, tmp_path: Path
+) -> None:
+    registry = PolicyRegistry.load(settings.policy_file)
+    caller = verify(headers_for(registry, "director"), registry, None)
+    card = answers[(OIDC, "director")]
+    assert card is not None
+
+    async def run(url: str) -> AskResult:
+        adriver = async_driver(settings)
+        try:
+            llm = LLMClient(settings.model_copy(update={"llm_base_url": url}))
+            return await AskService(adriver, llm, tmp_path).ask(caller, OIDC, mode="query")
+        finally:
+            await adriver.close()
+
+    with running_llm_server() as url:
+        result = asyncio.run(run(url))
+    assert result.response["mode"] == "llm"
+    # The stub echoes the first prompt line: the decision with its key, as the card opens.
+    completion = result.response["llm_completion"]["text"]
+    evidence_lines = len(result.meta["evidence_sets"]["prompt_included_ids"]) - 1
+    assert completion.startswith(f"Answer based on {evidence_lines} evidence lines: decision ")
+    assert f"[{OIDC}]" in completion
+    # The card shown beside the LLM answer names the same causes.
+    assert result.envelope["causes"] == card.envelope["causes"]
+    # The stub names no cause: the same check that holds the card to its causes says so.
+    warnings = result.meta["validator"]["warnings"]
+    assert sorted(warnings) == sorted(
+        f"llm completion leaves out cause {c['id']}" for c in card.envelope["causes"]
+    )
+    assert result.meta["validator"]["error_count"] == 0

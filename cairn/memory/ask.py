@@ -26,8 +26,8 @@ from cairn.memory.selector import RANKING_POLICY, select
 from cairn.memory.templater import (
     Envelope,
     compose,
+    evidence_lines,
     permissions_note,
-    render_evidence_line,
     scrub_ids,
     validate_answer,
 )
@@ -120,9 +120,9 @@ class AskService:
         )
 
         t = time.perf_counter()
-        known = [*nodes, *ptrace.withheld_ids]
-        anchor_line = render_evidence_line(cs.anchor, known, cs)
-        items = [(s.id, render_evidence_line(nodes[s.id], known, cs)) for s in selection.ranked]
+        ranked = [s.id for s in selection.ranked]
+        anchor_line, *lines = evidence_lines(cs, [cs.anchor.id, *ranked], ptrace.withheld_ids)
+        items = list(zip(ranked, lines, strict=True))
         gate = clip(anchor_line, items, budget)
         lat["gate"] = _ms(t)
         log.info(

@@ -12,9 +12,10 @@ It is the last step before text reaches a user, so it is where the prose guarant
 
 * it reads only the anchor and the included items (never the rest of the pool);
 * every free-text piece is clamped so one long summary cannot swamp the card;
-* every known id is scrubbed from free text, and the only ids printed are the keys of visible
-  nodes (the caller receives those nodes and ids as evidence anyway); a withheld id never
-  appears, not even as a key, because the templater never holds a withheld node;
+* every withheld id is scrubbed from free text, and so is every visible id that occurs there:
+  the only ids printed are the keys of visible nodes (the caller receives those nodes and ids
+  as evidence anyway); a withheld id never appears, not even as a key, because the templater
+  never holds a withheld node;
 * records are told apart by id, never by text: two decisions sharing a title stay two records,
   and the anchor is never its own cause;
 * every line of the answer maps to the ids it rests on (``Envelope.sentences``), and
@@ -46,6 +47,7 @@ __all__ = [
     "Envelope",
     "Sentence",
     "compose",
+    "evidence_lines",
     "permissions_note",
     "relation_words",
     "render_evidence_line",
@@ -114,6 +116,30 @@ class Envelope:
         return [{**asdict(c), "relations": list(c.relations)} for c in self.causes]
 
 
+@dataclass(frozen=True)
+class KnownIds:
+    """The ids free text is scrubbed of.
+
+    Withheld ids always, with the full case-insensitive matcher: they must never show. Visible
+    ids only where they occur (a plain case-folded substring test picks them): a visible id is
+    no secret, it is printed as a key, and one matcher over every id of a large neighbourhood
+    costs more to build than the rest of the answer.
+    """
+
+    hidden: frozenset[str]
+    visible: tuple[tuple[str, str], ...]  # (id, its casefold)
+
+    @classmethod
+    def of(cls, hidden: Iterable[str], visible: Iterable[str]) -> KnownIds:
+        shown = set(visible)
+        return cls(frozenset(set(hidden) - shown), tuple((i, i.casefold()) for i in sorted(shown) if i))
+
+    def scrub(self, text: str) -> str:
+        folded = text.casefold()
+        present = [i for i, f in self.visible if f in folded]
+        return scrub_ids(text, [*self.hidden, *present])
+
+
 def relation_words(relations: Sequence[str]) -> str:
     """'based on', 'replaces and requires', … for the stored relation names.
 
@@ -142,25 +168,41 @@ def permissions_note(withheld_reasons: Sequence[str], disclose: bool) -> str | N
 def render_evidence_line(
     node: CandidateNode, known_ids: Iterable[str] = (), cs: CandidateSet | None = None
 ) -> str:
-    """The one line an item contributes to a prompt: its part, relation, key, date and reason.
+    """The one line an item contributes to a prompt: title and date, scrubbed of ``known_ids``
+    and its own id; with ``cs``, the structured line of ``evidence_lines``."""
+    if cs is not None:
+        return evidence_lines(cs, [node.id], known_ids)[0]
+    known = KnownIds.of({node.id, *known_ids}, ())
+    return _dated(_title(node, known), _date(node))
+
+
+def evidence_lines(cs: CandidateSet, ids: Sequence[str], withheld_ids: Iterable[str] = ()) -> list[str]:
+    """The prompt line of each of ``ids``: its part, relation, key, date and reason.
 
     The same structured evidence the templater answers from, so an LLM answering instead is
-    given exactly what the card would say; free text is scrubbed of every known id.
+    given exactly what the card would say; free text is scrubbed as in the card.
     """
-    known = {node.id, *known_ids}
-    if cs is None:
-        return _dated(_title(node, known), _date(node))
-    key = _key(node, known)
-    if node.id == cs.anchor.id:
-        rationale = _rationale(node, known)
-        return f"decision {_opening(node, known)}" + (f" Rationale: {rationale}." if rationale else "")
-    part = parts(cs).get(node.id, "context")
-    if part == "cause":
-        edge = _edge_into(cs, node.id)
-        why = _why(node, edge, known)
-        words = relation_words(_relations(edge))
-        return f"cause ({words}): {_dated(key, _date(node))}" + (f": {why}." if why else "")
-    return f"{part}: {_dated(key, _date(node))}"
+    nodes = cs.by_id()
+    known = KnownIds.of(withheld_ids, nodes)
+    role = parts(cs)
+    lines = []
+    for node_id in ids:
+        node = nodes[node_id]
+        key = _key(node, known)
+        part = role.get(node.id, "context")
+        if node.id == cs.anchor.id:
+            rationale = _rationale(node, known)
+            lines.append(
+                f"decision {_opening(node, known)}" + (f" Rationale: {rationale}." if rationale else "")
+            )
+        elif part == "cause":
+            edge = _edge_into(cs, node.id)
+            why = _why(node, edge, known)
+            words = relation_words(_relations(edge))
+            lines.append(f"cause ({words}): {_dated(key, _date(node))}" + (f": {why}." if why else ""))
+        else:
+            lines.append(f"{part}: {_dated(key, _date(node))}")
+    return lines
 
 
 def compose(
@@ -178,7 +220,7 @@ def compose(
     """
     nodes = cs.by_id()
     hidden = {*extra_ids} - set(nodes)
-    known = {*nodes, *hidden, *(e.source for e in cs.edges), *(e.target for e in cs.edges)}
+    known = KnownIds.of(hidden, {*nodes, *(e.source for e in cs.edges), *(e.target for e in cs.edges)})
     anchor = cs.anchor
     included = [nodes[i] for i in dict.fromkeys(included_ids) if i in nodes and i != anchor.id]
     role = parts(cs)
@@ -287,7 +329,7 @@ def _relations(edge: CandidateEdge | None) -> tuple[str, ...]:
     return edge.relations or ((edge.relation,) if edge.relation else ())
 
 
-def _cause(node: CandidateNode, edge: CandidateEdge | None, known: set[str]) -> Cause:
+def _cause(node: CandidateNode, edge: CandidateEdge | None, known: KnownIds) -> Cause:
     relations = _relations(edge) or ("causal",)
     relation = edge.relation if edge is not None and edge.relation else relations[0]
     return Cause(
@@ -302,19 +344,19 @@ def _cause(node: CandidateNode, edge: CandidateEdge | None, known: set[str]) -> 
     )
 
 
-def _why(node: CandidateNode, edge: CandidateEdge | None, known: set[str]) -> str | None:
+def _why(node: CandidateNode, edge: CandidateEdge | None, known: KnownIds) -> str | None:
     """The transition's reason (it explains the link), else the cause's own rationale."""
     text = (edge.reason if edge is not None else None) or node.text("rationale")
     if not text or not text.strip():
         return None
-    return _clamp(scrub_ids(" ".join(text.split()), known), MAX_REASON_CHARS).rstrip(" .")
+    return _clamp(known.scrub(" ".join(text.split())), MAX_REASON_CHARS).rstrip(" .")
 
 
-def _rationale(anchor: CandidateNode, known: set[str]) -> str | None:
+def _rationale(anchor: CandidateNode, known: KnownIds) -> str | None:
     text = anchor.text("rationale")
     if not text or not text.strip():
         return None
-    return _clamp(scrub_ids(" ".join(text.split()), known), MAX_REASON_CHARS).rstrip(" .")
+    return _clamp(known.scrub(" ".join(text.split())), MAX_REASON_CHARS).rstrip(" .")
 
 
 def _causal_order(nodes: list[CandidateNode]) -> list[CandidateNode]:
@@ -322,12 +364,12 @@ def _causal_order(nodes: list[CandidateNode]) -> list[CandidateNode]:
     return sorted(nodes, key=lambda n: (node_timestamp(n) is None, _date(n) or "", n.id))
 
 
-def _opening(anchor: CandidateNode, known: set[str]) -> str:
+def _opening(anchor: CandidateNode, known: KnownIds) -> str:
     """'{maker} on {date}: {title} [{id}].' with the maker and date dropped when masked or absent."""
     title = _key(anchor, known)
     date = _date(anchor)
     raw_maker = anchor.text("decision_maker") if anchor.label == "Decision" else None
-    maker = _clamp(scrub_ids(" ".join(raw_maker.split()), known), MAX_MAKER_CHARS) if raw_maker else ""
+    maker = _clamp(known.scrub(" ".join(raw_maker.split())), MAX_MAKER_CHARS) if raw_maker else ""
     if maker and date:
         return f"{maker} on {date}: {title}."
     if maker:
@@ -335,15 +377,15 @@ def _opening(anchor: CandidateNode, known: set[str]) -> str:
     return f"{_dated(title, date)}."
 
 
-def _key(node: CandidateNode, known: set[str]) -> str:
+def _key(node: CandidateNode, known: KnownIds) -> str:
     """Title plus id: the readable key of a visible node (two records may share a title)."""
     return f"{_title(node, known)} [{node.id}]"
 
 
-def _title(node: CandidateNode, known: set[str]) -> str:
+def _title(node: CandidateNode, known: KnownIds) -> str:
     """The node's headline, scrubbed then clamped (clamping cannot bring an id back; the reverse could)."""
     text = headline(node) or f"Untitled {node.label.lower()}"
-    return _clamp(scrub_ids(text, known), MAX_SENTENCE_CHARS).rstrip(" .")
+    return _clamp(known.scrub(text), MAX_SENTENCE_CHARS).rstrip(" .")
 
 
 def _dated(text: str, date: str | None) -> str:
