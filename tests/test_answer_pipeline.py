@@ -33,7 +33,7 @@ from cairn.memory.templater import (
     validate_answer,
 )
 from cairn.policy.preselector import CandidateEdge, CandidateNode, CandidateSet
-from cairn.runtime.tokens import count_tokens
+from cairn.runtime.tokens import count_tokens, count_tokens_each
 
 ANCHOR = "acme-corp-descope-onprem-2024"
 PREV = "acme-corp-unify-cloud-platform-2022"
@@ -119,6 +119,12 @@ def test_count_tokens_is_small_positive_and_stable() -> None:
 
 def test_count_tokens_is_not_capped_by_the_embedders_truncation() -> None:
     assert count_tokens("word " * 300) == 300
+
+
+def test_count_tokens_each_agrees_with_count_tokens_and_lines_sum_to_the_joined_prompt() -> None:
+    lines = ["hello world", "", "word " * 300, "cause (based on): Cloud first [d-base] (2021-06-01)."]
+    assert count_tokens_each(lines) == [count_tokens(line) for line in lines]
+    assert sum(count_tokens_each(lines)) == count_tokens("\n".join(lines))
 
 
 # --- selector -----------------------------------------------------------------------------------

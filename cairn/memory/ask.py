@@ -34,7 +34,6 @@ from cairn.memory.templater import (
 from cairn.policy.passport import Caller
 from cairn.policy.preselector import CandidateNode, CandidateSet, PolicyTrace, preselect
 from cairn.runtime.llm import LLMClient, LLMUnavailable
-from cairn.runtime.tokens import count_tokens
 
 Mode = Literal["ask", "query"]
 POLICY_ID = "why_v1"
@@ -385,7 +384,7 @@ class AskService:
                 ]
             },
         }
-        meta["response"]["prompt_tokens"] = count_tokens(prompt)
+        meta["response"]["prompt_tokens"] = gate.prompt_tokens  # the prompt is the lines the gate summed
         contract = validate_meta(meta)
         meta["validator"] = {
             "error_count": contract["error_count"] + len(answer_problems),
