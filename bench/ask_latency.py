@@ -1,15 +1,21 @@
 """`ask` latency against the raw Cypher of the same traversal, at 1k, 10k and 100k nodes.
 
-Baseline: one unfiltered Cypher query returning the anchor and its 1-hop neighbours — what
-a resolver with no policy would run. The ask pipeline adds the ACL in Cypher, masking,
-selector, budget gate, templater, meta and trace files. Goal: ask p50 within 2x of raw,
-and flat (within 1.3x) from 1k to 100k nodes. Throughput is measured over HTTP against a
-real uvicorn on loopback with 1, 8 and 32 concurrent clients.
+Baseline: one unfiltered Cypher query returning the anchor and its k-hop neighbours — what
+a resolver with no policy would run — at k=1 (staff and director asks, one hop) and k=3 (exec
+asks, three hops). The ask pipeline adds the ACL in Cypher, masking, selector, budget gate,
+templater, meta and the trace file. Each ask is timed right after the raw query on the same
+anchor, so both see the same load. Goal: ask p50 within 2x of raw at the same k, and flat
+(within 1.3x) from 1k to 100k nodes. Throughput is measured over HTTP against a real uvicorn
+on loopback with 1, 8 and 32 concurrent clients.
+
+``BENCH_ASK_SIZES=1000,10000`` limits the sizes (and skips throughput unless 100k is among
+them); ``BENCH_ASK_N`` sets the number of timed asks per series.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import tempfile
 import threading
@@ -31,11 +37,12 @@ from cairn.policy.passport import headers_for, verify  # noqa: E402
 from cairn.policy.profiles import PolicyRegistry  # noqa: E402
 from cairn.runtime.database import async_driver, sync_driver  # noqa: E402
 from cairn.runtime.llm import LLMClient  # noqa: E402
+from cairn.runtime.logging import configure_logging  # noqa: E402
 from cairn.runtime.settings import Settings  # noqa: E402
 from cairn.schema.migrate import migrate  # noqa: E402
 
-SIZES = (1_000, 10_000, 100_000)
-ASKS = 150
+SIZES = tuple(int(n) for n in os.environ.get("BENCH_ASK_SIZES", "1000,10000,100000").split(","))
+ASKS = int(os.environ.get("BENCH_ASK_N", "150"))
 WARMUP = 20
 RPS_SECONDS = 8.0
 DOMAINS = ("acme/corporate", "acme/product", "acme/region_emea", "acme/region_apac")
@@ -59,6 +66,16 @@ MATCH (a:Entity {id: $id})
 OPTIONAL MATCH (a)-[r]-(n:Entity)
 RETURN a {.*, embedding: null} AS anchor, collect({type: type(r), node: n {.*, embedding: null}}) AS hood
 """
+# The same neighbourhood as an exec ask at three hops: every node within three edges, with
+# the edges that reach it (no ACL, no caps).
+RAW_THREE_HOPS = """
+MATCH (a:Entity {id: $id})
+OPTIONAL MATCH p = (a)-[*1..3]-(n:Entity)
+WITH a, n, collect(DISTINCT last(relationships(p))) AS via
+RETURN a {.*, embedding: null} AS anchor,
+       collect({types: [r IN via | type(r)], node: n {.*, embedding: null}}) AS hood
+"""
+RAW = {"1": RAW_ONE_HOP, "3": RAW_THREE_HOPS}
 
 
 def generate(driver: Driver, n: int, seed: int = 7) -> list[str]:
@@ -120,36 +137,31 @@ def generate(driver: Driver, n: int, seed: int = 7) -> list[str]:
     return rng.sample(visible, min(len(visible), ASKS + WARMUP))
 
 
-async def time_asks(
+async def time_paired(
     settings: Settings, registry: PolicyRegistry, role: str, anchors: list[str], hops: str
-) -> list[float]:
+) -> tuple[list[float], list[float]]:
+    """Raw Cypher and ask on the same anchor, one after the other, anchor by anchor.
+
+    Paired so that both series see the same load: on a shared machine a series timed minutes
+    after the other measures the machine, not the pipeline."""
     driver = async_driver(settings)
     asker = AskService(driver, LLMClient(settings), Path(tempfile.mkdtemp(prefix="cairn-bench-traces-")))
-    samples = []
+    raw: list[float] = []
+    asks: list[float] = []
     try:
         for i, anchor in enumerate(anchors):
             caller = verify({**headers_for(registry, role), "X-Max-Hops": hops}, registry, None)
             t = time.perf_counter()
+            await driver.execute_query(RAW[hops], id=anchor)
+            raw_ms = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
             await asker.ask(caller, anchor)
             if i >= WARMUP:
-                samples.append((time.perf_counter() - t) * 1000)
+                raw.append(raw_ms)
+                asks.append((time.perf_counter() - t) * 1000)
     finally:
         await driver.close()
-    return samples
-
-
-async def time_raw(settings: Settings, anchors: list[str]) -> list[float]:
-    driver = async_driver(settings)
-    samples = []
-    try:
-        for i, anchor in enumerate(anchors):
-            t = time.perf_counter()
-            await driver.execute_query(RAW_ONE_HOP, id=anchor)
-            if i >= WARMUP:
-                samples.append((time.perf_counter() - t) * 1000)
-    finally:
-        await driver.close()
-    return samples
+    return raw, asks
 
 
 def throughput(settings: Settings, registry: PolicyRegistry, anchors: list[str]) -> dict[str, Any]:
@@ -212,6 +224,7 @@ async def _load(
 
 
 def main() -> None:
+    configure_logging()  # at CAIRN_LOG_LEVEL (WARNING here), as `cairn serve` would: no stage logs
     results: dict[str, Any] = {"sizes": {}}
     with running_neo4j() as settings:
         registry = PolicyRegistry.load(settings.policy_file)
@@ -222,17 +235,21 @@ def main() -> None:
                 t = time.perf_counter()
                 anchors = generate(driver, n)
                 gen_s = time.perf_counter() - t
-            raw = asyncio.run(time_raw(settings, anchors))
-            staff = asyncio.run(time_asks(settings, registry, "staff", anchors, "1"))
-            director = asyncio.run(time_asks(settings, registry, "director", anchors, "1"))
+            raw, staff = asyncio.run(time_paired(settings, registry, "staff", anchors, "1"))
+            raw_d, director = asyncio.run(time_paired(settings, registry, "director", anchors, "1"))
+            raw3, exec3 = asyncio.run(time_paired(settings, registry, "exec", anchors, "3"))
             results["sizes"][str(n)] = {
                 "generate_s": round(gen_s, 1),
                 "raw": summary(raw),
+                "raw_director_pairs": summary(raw_d),
                 "ask_staff": summary(staff),
                 "ask_director": summary(director),
+                "raw_k3": summary(raw3),
+                "ask_exec_k3": summary(exec3),
             }
             print(n, results["sizes"][str(n)], flush=True)
-        results["throughput_at_100k"] = throughput(settings, registry, anchors)
+        if 100_000 in SIZES:
+            results["throughput_at_100k"] = throughput(settings, registry, anchors)
     sizes = results["sizes"]
     small, large = sizes[str(SIZES[0])], sizes[str(SIZES[-1])]
     table = [
@@ -246,13 +263,28 @@ def main() -> None:
             f"| {n} | {row['raw']['p50_ms']} | {row['raw']['p95_ms']} | {row['ask_staff']['p50_ms']} | "
             f"{row['ask_staff']['p95_ms']} | {row['ask_staff']['p50_ms'] / row['raw']['p50_ms']:.2f}x | "
             f"{row['ask_director']['p50_ms']} | {row['ask_director']['p95_ms']} | "
-            f"{row['ask_director']['p50_ms'] / row['raw']['p50_ms']:.2f}x |"
+            f"{row['ask_director']['p50_ms'] / row['raw_director_pairs']['p50_ms']:.2f}x |"
         )
-    growth = large["ask_staff"]["p50_ms"] / small["ask_staff"]["p50_ms"]
-    results["growth_1k_to_100k_staff_p50"] = round(growth, 3)
     table += [
         "",
-        f"ask p50 growth {SIZES[0]} → {SIZES[-1]} nodes (staff): {growth:.2f}x",
+        "# ask latency vs raw Cypher (k=3, exec)",
+        "",
+        "| nodes | raw p50 | raw p95 | exec p50 | p95 | ratio p50 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for n, row in sizes.items():
+        raw3, exec3 = row["raw_k3"], row["ask_exec_k3"]
+        table.append(
+            f"| {n} | {raw3['p50_ms']} | {raw3['p95_ms']} | {exec3['p50_ms']} | {exec3['p95_ms']} | "
+            f"{exec3['p50_ms'] / raw3['p50_ms']:.2f}x |"
+        )
+    growth = large["ask_staff"]["p50_ms"] / small["ask_staff"]["p50_ms"]
+    results["growth_staff_p50"] = round(growth, 3)
+    table += ["", f"ask p50 growth {SIZES[0]} → {SIZES[-1]} nodes (staff): {growth:.2f}x"]
+    if "throughput_at_100k" not in results:
+        write_results("ask_latency", results, table)
+        return
+    table += [
         "",
         "| clients | requests | errors | req/s | p50 ms | p95 ms |",
         "|---|---|---|---|---|---|",

@@ -36,9 +36,11 @@ from cairn.policy.profiles import PolicyRegistry
 from cairn.resolvers.context import RequestContext, Services
 from cairn.resolvers.schema import schema
 from cairn.runtime.database import async_driver, sync_driver
+from cairn.runtime.embedder import get_embedder
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.logging import configure_logging
 from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
+from cairn.runtime.tokens import count_tokens
 from cairn.schema.migrate import READ_VERSION, SCHEMA_VERSION
 
 WEB_DIR = REPO_ROOT / "web"
@@ -217,6 +219,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
             asker=AskService(driver, LLMClient(settings), trace_root),
             trace_root=trace_root,
         )
+        # Load the embedding model and tokenizer, and embed one query, before serving: otherwise
+        # the first search waits ~11 s for them. Startup completes (and /ready answers) after this.
+        await get_embedder().aembed(["warm-up query"])
+        count_tokens("warm-up query")
         state["services"] = services
         graphql.services = services
         try:

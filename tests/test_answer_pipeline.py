@@ -1,13 +1,15 @@
 """Selector → Budget Gate → Templater on hand-built CandidateSets (no Neo4j needed).
 
-These are the guarantees the trace and the UI card rely on: one deterministic ranking, a gate
-that only ever cuts a tail, and an answer that never shows an id, whatever the summaries say.
+These are the guarantees the trace and the UI card rely on: one deterministic ranking that puts
+causes first and never merges distinct ids, a gate that only ever cuts a tail, and an answer
+that explains (every included cause with its relation, key, date and reason, "and N more" for
+the rest), whose every line maps to cited ids, and that never shows a withheld id.
 """
 
 from __future__ import annotations
 
 import random
-import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -17,15 +19,21 @@ from hypothesis import strategies as st
 from cairn.memory.budget import TOKEN_BUDGET, Budget, clip
 from cairn.memory.selector import RANKING_POLICY, select
 from cairn.memory.templater import (
+    MAX_REASON_CHARS,
     MAX_SENTENCE_CHARS,
+    MORE_CAUSES_WHERE,
     PERMISSIONS_NOTE,
     REDACTED,
+    Sentence,
     compose,
+    permissions_note,
+    relation_words,
     render_evidence_line,
     scrub_ids,
+    validate_answer,
 )
 from cairn.policy.preselector import CandidateEdge, CandidateNode, CandidateSet
-from cairn.runtime.tokens import count_tokens
+from cairn.runtime.tokens import count_tokens, count_tokens_each
 
 ANCHOR = "acme-corp-descope-onprem-2024"
 PREV = "acme-corp-unify-cloud-platform-2022"
@@ -113,6 +121,12 @@ def test_count_tokens_is_not_capped_by_the_embedders_truncation() -> None:
     assert count_tokens("word " * 300) == 300
 
 
+def test_count_tokens_each_agrees_with_count_tokens_and_lines_sum_to_the_joined_prompt() -> None:
+    lines = ["hello world", "", "word " * 300, "cause (based on): Cloud first [d-base] (2021-06-01)."]
+    assert count_tokens_each(lines) == [count_tokens(line) for line in lines]
+    assert sum(count_tokens_each(lines)) == count_tokens("\n".join(lines))
+
+
 # --- selector -----------------------------------------------------------------------------------
 
 
@@ -126,7 +140,13 @@ def test_selector_ranks_every_non_anchor_node_once_and_is_order_independent() ->
         shuffled = list(cs.nodes)
         random.Random(seed).shuffle(shuffled)
         assert select(CandidateSet(cs.anchor, shuffled, cs.edges)) == selection
-    assert RANKING_POLICY == "score_desc__ts_iso_desc__id_asc"
+    assert RANKING_POLICY == "tier_asc__score_desc__ts_iso_desc__id_asc"
+    # Causes lead, then consequences, then alias projections (whatever their scores).
+    assert [s.id for s in selection.ranked][:2] == [COST, PREV] or [s.id for s in selection.ranked][:2] == [
+        PREV,
+        COST,
+    ]
+    assert [s.id for s in selection.ranked][2:] == [NEXT, ALIAS]
 
 
 def test_selector_signals_and_defaults() -> None:
@@ -174,18 +194,16 @@ def test_selector_ties_go_to_newer_timestamp_then_smaller_id() -> None:
     assert [s.id for s in ranked] == ["n-a", "n-b", "n-newer", "n-older"]
 
 
-def test_selector_drops_near_duplicates_of_better_items_and_of_the_anchor() -> None:
+def test_selector_never_merges_distinct_ids_however_alike_only_repeats_of_one_id() -> None:
+    """A predecessor titled like the anchor, and two records sharing a title, all stay."""
     anchor = anchor_decision(tags=None)
     keep = event("e-keep", summary="Frankfurt region went live", timestamp="2024-01-20T00:00:00Z")
     again = event("e-again", summary="Frankfurt region went live!", timestamp="2023-01-20T00:00:00Z")
-    echo = event("e-echo", summary="De-scope the on-prem SKU by 2025")
-    masked_a = event("e-masked-a", masked=("summary",), summary="x")
-    masked_b = event("e-masked-b", masked=("summary",), summary="x")
-    selection = select(CandidateSet(anchor, [again, keep, echo, masked_a, masked_b], []))
-    assert sorted(selection.duplicates) == ["e-again", "e-echo"]
-    assert selection.ranked[0].id == "e-keep"
-    # Fully masked items share no words, so they are not duplicates of each other.
-    assert {"e-masked-a", "e-masked-b"} <= {s.id for s in selection.ranked}
+    echo = decision("d-echo", option="De-scope the on-prem SKU by 2025")
+    selection = select(CandidateSet(anchor, [again, keep, echo, keep], [causal("d-echo", ANCHOR)]))
+    assert selection.duplicates == ["e-keep"]
+    assert selection.ranked[0].id == "d-echo"  # a cause, however alike its title
+    assert sorted(s.id for s in selection.ranked) == ["d-echo", "e-again", "e-keep"]
 
 
 # --- budget gate --------------------------------------------------------------------------------
@@ -269,17 +287,78 @@ def test_gate_property_included_is_a_prefix_and_nothing_is_lost(
 # --- templater ----------------------------------------------------------------------------------
 
 
-def test_envelope_has_the_note_004_shape() -> None:
+def test_envelope_explains_with_causes_in_causal_order_then_consequences_and_projections() -> None:
     cs = descope_set()
     envelope = compose(cs, [ALIAS, COST, NEXT, PREV], withheld_by_policy=False)
     assert envelope.text == (
-        "CEO on 2024-02-01: De-scope the on-prem SKU by 2025.\n"
-        "Supporting Facts: Corporate announces de-scoping of on-prem SKU by 2025 (2024-02-12); "
-        "On-prem support costs doubled year over year (2023-09-01)\n"
-        "From: Unify on a single cloud platform. Next: Pivot to cloud-only product tiers."
+        f"CEO on 2024-02-01: De-scope the on-prem SKU by 2025 [{ANCHOR}].\n"
+        "Rationale: Two stacks cost more than the on-prem revenue they protect.\n"
+        "Because:\n"
+        f"- based on: Unify on a single cloud platform [{PREV}] (2022-06-01).\n"
+        f"- supported by: On-prem support costs doubled year over year [{COST}] (2023-09-01).\n"
+        f"Led to: Pivot to cloud-only product tiers [{NEXT}] (2024-03-05).\n"
+        f"Projected as: Corporate announces de-scoping of on-prem SKU by 2025 [{ALIAS}] (2024-02-12)."
     )
-    assert envelope.cited_ids == [ANCHOR, ALIAS, COST, PREV, NEXT]
-    assert envelope.permissions_note is None
+    assert envelope.cited_ids == [ANCHOR, PREV, COST, NEXT, ALIAS]
+    assert [(c.id, c.relation, c.words) for c in envelope.causes] == [
+        (PREV, "based_on", "based on"),
+        (COST, "supported_by", "supported by"),
+    ]
+    assert envelope.more_causes == 0 and envelope.permissions_note is None
+    assert validate_answer(envelope, cs.by_id(), [HIDDEN]) == []
+
+
+def test_each_cause_carries_its_relation_and_the_transition_reason_or_its_rationale() -> None:
+    anchor = anchor_decision()
+    old = decision(
+        "d-old", option="Keep two stacks", timestamp="2021-01-01T00:00:00Z", rationale="Old reason."
+    )
+    base = decision(
+        "d-base", option="Cloud first", timestamp="2021-06-01T00:00:00Z", rationale="Cheaper to run."
+    )
+    both = event("e-both", summary="Renewals declined", timestamp="2023-01-01T00:00:00Z")
+    edges = [
+        CandidateEdge(
+            "d-old", ANCHOR, "CAUSAL_PRECEDES", "replaces", ("replaces",), "One stack replaces two."
+        ),
+        CandidateEdge("d-base", ANCHOR, "CAUSAL_PRECEDES", "requires", ("based_on", "requires"), None),
+        CandidateEdge("e-both", ANCHOR, "CAUSAL_PRECEDES", "supported_by", ("led_to", "supported_by"), None),
+    ]
+    envelope = compose(CandidateSet(anchor, [both, base, old], edges), ["e-both", "d-base", "d-old"], False)
+    lines = envelope.text.splitlines()[3:]
+    assert lines == [
+        "- replaces: Keep two stacks [d-old] (2021-01-01) — One stack replaces two.",
+        "- based on and requires: Cloud first [d-base] (2021-06-01) — Cheaper to run.",
+        "- supported by: Renewals declined [e-both] (2023-01-01).",
+    ]
+    assert relation_words(["causal"]) == "follows from"
+    assert relation_words(["led_to"]) == "prompted by"
+    assert relation_words(["causal", "requires"]) == "requires"
+
+
+def test_shared_titles_stay_two_records_and_the_anchor_is_never_its_own_cause() -> None:
+    anchor = anchor_decision()
+    twin = decision("d-twin", option="De-scope the on-prem SKU by 2025", timestamp="2023-01-01T00:00:00Z")
+    cs = CandidateSet(anchor, [twin], [causal("d-twin", ANCHOR, "requires"), causal(ANCHOR, ANCHOR)])
+    envelope = compose(cs, [s.id for s in select(cs).ranked], withheld_by_policy=False)
+    assert [c.id for c in envelope.causes] == ["d-twin"]
+    assert "- requires: De-scope the on-prem SKU by 2025 [d-twin] (2023-01-01)." in envelope.text
+    assert envelope.text.count(f"[{ANCHOR}]") == 1
+
+
+def test_clipped_causes_are_counted_with_where_to_see_them() -> None:
+    anchor = anchor_decision()
+    causes = [
+        event(f"acme-e-cause-{i}", summary=f"Cause {i}", timestamp=f"2023-0{i + 1}-01T00:00:00Z")
+        for i in range(5)
+    ]
+    cs = CandidateSet(anchor, causes, [causal(c.id, ANCHOR, "supported_by") for c in causes])
+    envelope = compose(cs, ["acme-e-cause-4", "acme-e-cause-1"], withheld_by_policy=False)
+    assert [c.id for c in envelope.causes] == ["acme-e-cause-1", "acme-e-cause-4"]
+    assert envelope.more_causes == 3
+    assert envelope.text.splitlines()[-1] == f"- … and 3 more causes ({MORE_CAUSES_WHERE})."
+    assert "Cause 0" not in envelope.text and "Cause 2" not in envelope.text
+    assert validate_answer(envelope, cs.by_id(), []) == []
 
 
 @pytest.mark.parametrize("withheld", [True, False])
@@ -290,13 +369,33 @@ def test_permissions_note_appears_iff_withheld(withheld: bool) -> None:
     assert envelope.permissions_note == (PERMISSIONS_NOTE if withheld else None)
 
 
+def test_permissions_note_discloses_counts_by_reason_only_where_the_profile_allows() -> None:
+    reasons = ["scope:domain", "acl:sensitivity_exceeded", "scope:domain"]
+    assert permissions_note(reasons, disclose=False) == PERMISSIONS_NOTE
+    assert permissions_note(reasons, disclose=True) == (
+        "Note: 3 items were withheld due to your permissions "
+        "(1 above your sensitivity ceiling, 2 outside your domains)."
+    )
+    assert permissions_note(["edge:not_allowed"], disclose=True) == (
+        "Note: 1 item was withheld due to your permissions (1 behind a link your role may not follow)."
+    )
+    assert permissions_note([], disclose=True) is None
+    note = permissions_note(reasons, disclose=True)
+    envelope = compose(descope_set(), [COST], withheld_by_policy=True, extra_ids=[HIDDEN], note=note)
+    assert envelope.text.endswith(str(note)) and envelope.permissions_note == note
+
+
 def test_envelope_uses_only_included_items() -> None:
     envelope = compose(descope_set(), [COST], withheld_by_policy=False)
     assert envelope.text == (
-        "CEO on 2024-02-01: De-scope the on-prem SKU by 2025.\n"
-        "Supporting Facts: On-prem support costs doubled year over year (2023-09-01)"
+        f"CEO on 2024-02-01: De-scope the on-prem SKU by 2025 [{ANCHOR}].\n"
+        "Rationale: Two stacks cost more than the on-prem revenue they protect.\n"
+        "Because:\n"
+        f"- supported by: On-prem support costs doubled year over year [{COST}] (2023-09-01).\n"
+        f"- … and 1 more cause ({MORE_CAUSES_WHERE})."
     )
-    assert envelope.cited_ids == [ANCHOR, COST]
+    assert envelope.cited_ids == [ANCHOR, COST, PREV]
+    assert "Unify" not in envelope.text and "Pivot" not in envelope.text
 
 
 def test_envelope_handles_masked_fields() -> None:
@@ -307,15 +406,19 @@ def test_envelope_handles_masked_fields() -> None:
     )
     cs = CandidateSet(anchor, [n for n in cs.nodes if n.id != ALIAS] + [masked_alias], cs.edges)
     envelope = compose(cs, [ALIAS, COST], withheld_by_policy=False)
-    assert envelope.text.startswith("De-scope the on-prem SKU by 2025 (2024-02-01).\n")
-    assert "CEO" not in envelope.text
-    assert "From:" not in envelope.text and "Next:" not in envelope.text
-    assert ALIAS not in envelope.cited_ids  # nothing visible to say about it
+    assert envelope.text.startswith(f"De-scope the on-prem SKU by 2025 [{ANCHOR}] (2024-02-01).\n")
+    assert "CEO" not in envelope.text and "Rationale" not in envelope.text
+    assert "Led to:" not in envelope.text
 
-    undated = anchor_decision(decision_maker=None, timestamp=None)
-    assert compose(CandidateSet(undated, [], []), [], False).text == "De-scope the on-prem SKU by 2025."
-    untitled = anchor_decision(option=None)
-    assert compose(CandidateSet(untitled, [], []), [], False).text == "CEO on 2024-02-01: Untitled decision."
+    undated = anchor_decision(decision_maker=None, timestamp=None, rationale=None)
+    assert (
+        compose(CandidateSet(undated, [], []), [], False).text
+        == f"De-scope the on-prem SKU by 2025 [{ANCHOR}]."
+    )
+    untitled = anchor_decision(option=None, rationale=None)
+    assert compose(CandidateSet(untitled, [], []), [], False).text == (
+        f"CEO on 2024-02-01: Untitled decision [{ANCHOR}]."
+    )
 
 
 def test_event_anchor_has_no_maker_and_names_the_decision_it_projects() -> None:
@@ -326,43 +429,48 @@ def test_event_anchor_has_no_maker_and_names_the_decision_it_projects() -> None:
         timestamp="2024-02-12T14:00:00Z",
         decision_maker="ignored on events",
     )
-    source = decision(ANCHOR, option="De-scope the on-prem SKU by 2025", timestamp="2024-02-01T10:00:00Z")
+    source = decision(
+        ANCHOR,
+        option="De-scope the on-prem SKU by 2025",
+        timestamp="2024-02-01T10:00:00Z",
+        rationale="Costs.",
+    )
     nxt = decision(NEXT, option="Pivot to cloud-only product tiers", timestamp="2024-03-05T12:00:00Z")
     cs = CandidateSet(anchor, [source, nxt], [alias(ANCHOR, ALIAS), causal(ALIAS, NEXT, "led_to")])
     envelope = compose(cs, [NEXT, ANCHOR], withheld_by_policy=True, extra_ids=[HIDDEN])
     assert envelope.text == (
-        "Corporate announces de-scoping of on-prem SKU by 2025 (2024-02-12).\n"
-        "From: De-scope the on-prem SKU by 2025. Next: Pivot to cloud-only product tiers.\n"
-        + PERMISSIONS_NOTE
+        f"Corporate announces de-scoping of on-prem SKU by 2025 [{ALIAS}] (2024-02-12).\n"
+        "Because:\n"
+        f"- projected from: De-scope the on-prem SKU by 2025 [{ANCHOR}] (2024-02-01) — Costs.\n"
+        f"Led to: Pivot to cloud-only product tiers [{NEXT}] (2024-03-05).\n" + PERMISSIONS_NOTE
     )
     assert envelope.cited_ids == [ALIAS, ANCHOR, NEXT]
 
 
-def test_envelope_caps_supporting_facts_and_clamps_their_length() -> None:
+def test_envelope_clamps_long_titles_and_reasons() -> None:
     anchor = anchor_decision()
     causes = [
-        event(
-            f"acme-e-cause-{i}",
-            summary=f"Cause {i} " + "with a very long explanation " * 20,
+        decision(
+            f"acme-d-cause-{i}",
+            option=f"Cause {i} " + "with a very long explanation " * 20,
+            rationale="because " * 100,
             timestamp=f"2023-0{i + 1}-01T00:00:00Z",
         )
         for i in range(5)
     ]
     cs = CandidateSet(anchor, causes, [causal(c.id, ANCHOR) for c in causes])
     envelope = compose(cs, [c.id for c in reversed(causes)], withheld_by_policy=False)
-    facts = envelope.text.splitlines()[1].removeprefix("Supporting Facts: ").split("; ")
-    assert len(facts) == 3
-    assert envelope.cited_ids == [ANCHOR, "acme-e-cause-4", "acme-e-cause-3", "acme-e-cause-2"]
-    for fact in facts:
-        summary = re.sub(r" \(\d{4}-\d{2}-\d{2}\)$", "", fact)
-        assert len(summary) <= MAX_SENTENCE_CHARS
-        assert summary.endswith("…")
+    assert [c.id for c in envelope.causes] == [c.id for c in causes]
+    for cause in envelope.causes:
+        assert len(cause.title) <= MAX_SENTENCE_CHARS and cause.title.endswith("…")
+        assert cause.why is not None and len(cause.why) <= MAX_REASON_CHARS
 
 
-def test_envelope_never_contains_an_id_even_when_the_text_does() -> None:
+def test_envelope_never_contains_a_withheld_id_and_free_text_never_an_id() -> None:
     anchor = anchor_decision(
         option=f"Follow-up to {PREV} and {HIDDEN.upper()}",
         decision_maker=f"CEO ({HIDDEN})",
+        rationale=f"As {HIDDEN} said.",
     )
     leaky = event(
         COST,
@@ -371,20 +479,46 @@ def test_envelope_never_contains_an_id_even_when_the_text_does() -> None:
     )
     nxt = decision(NEXT, option=f"Pivot (tracked as {NEXT})", timestamp="2024-03-05T12:00:00Z")
     prev = decision(PREV, option=f"{PREV}", timestamp="2022-03-05T12:00:00Z")
-    cs = CandidateSet(
-        anchor, [leaky, nxt, prev], [causal(COST, ANCHOR), causal(ANCHOR, NEXT), causal(PREV, ANCHOR)]
-    )
+    edges = [
+        CandidateEdge(COST, ANCHOR, "CAUSAL_PRECEDES", "causal", (), f"Per {HIDDEN}."),
+        causal(ANCHOR, NEXT),
+        causal(PREV, ANCHOR),
+    ]
+    cs = CandidateSet(anchor, [leaky, nxt, prev], edges)
     envelope = compose(cs, [COST, NEXT, PREV], withheld_by_policy=True, extra_ids=[HIDDEN])
-    lowered = envelope.text.lower()
-    for node_id in (ANCHOR, PREV, NEXT, COST, HIDDEN):
-        assert node_id not in lowered
-    assert REDACTED in envelope.text
+    assert HIDDEN not in envelope.text.lower()
+    # Visible ids appear only as keys, once per record that a line cites.
+    for node_id in (ANCHOR, PREV, NEXT, COST):
+        assert envelope.text.lower().count(node_id) == 1
     assert envelope.text.startswith(
-        f"CEO ([redacted]) on 2024-02-01: Follow-up to {REDACTED} and {REDACTED}."
+        f"CEO ([redacted]) on 2024-02-01: Follow-up to {REDACTED} and {REDACTED} [{ANCHOR}]."
     )
+    assert validate_answer(envelope, cs.by_id(), [HIDDEN]) == []
     for node in cs.nodes:
         line = render_evidence_line(node, known_ids=[HIDDEN, ANCHOR])
         assert not any(i in line.lower() for i in (ANCHOR, node.id, HIDDEN))
+        structured = render_evidence_line(node, [HIDDEN, *cs.by_id()], cs)
+        assert HIDDEN not in structured.lower() and structured.lower().count(node.id) == 1
+
+
+def test_validator_catches_unsupported_lines_stray_keys_and_leaks() -> None:
+    cs = descope_set()
+    good = compose(cs, [COST, PREV], withheld_by_policy=False)
+    visible = cs.by_id()
+    assert validate_answer(good, visible, [HIDDEN]) == []
+    invented = replace(good, text=good.text + "\nIt was also cheaper.")
+    assert validate_answer(invented, visible, [HIDDEN]) == ["line 6 maps to no cited id"]
+    stray = replace(good, text=good.text.replace(f"[{COST}]", f"[{NEXT}]"))
+    assert any("maps to no cited id" in p for p in validate_answer(stray, visible, [HIDDEN]))
+    keyed = replace(
+        good, sentences=[*good.sentences[:-1], Sentence(good.sentences[-1].text + f" [{NEXT}]", (PREV,))]
+    )
+    keyed = replace(keyed, text="\n".join(s.text for s in keyed.sentences))
+    assert "line 5 prints the key of a record it does not cite" in validate_answer(keyed, visible, [HIDDEN])
+    uncited = replace(good, cited_ids=[ANCHOR])
+    assert "line 4 rests on 1 id(s) not visible or not cited" in validate_answer(uncited, visible, [HIDDEN])
+    leaked = replace(good, text=good.text + f"\n{PERMISSIONS_NOTE} {HIDDEN}")
+    assert "a withheld id appears in the text" in validate_answer(leaked, visible, [HIDDEN])
 
 
 slugs = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=12)
@@ -409,7 +543,7 @@ def test_scrub_property_no_known_id_survives_as_a_token(
 
 def test_scrub_covers_the_template_text_as_well_as_the_fields() -> None:
     envelope = compose(descope_set(), [COST], withheld_by_policy=False, extra_ids=["2024-02-01", "costs"])
-    assert envelope.text.startswith(f"CEO on {REDACTED}: De-scope the on-prem SKU by 2025.")
+    assert envelope.text.startswith(f"CEO on {REDACTED}: De-scope the on-prem SKU by 2025 [{ANCHOR}].")
     assert "costs" not in envelope.text
 
 
@@ -448,7 +582,9 @@ def test_pipeline_clips_the_tail_and_answers_from_what_is_left() -> None:
     assert gate.included == [s.id for s in selection.ranked[:2]]
     assert [e["id"] for e in gate.excluded] == [s.id for s in selection.ranked[2:]]
     envelope = compose(cs, gate.included, withheld_by_policy=False)
-    assert set(envelope.cited_ids) <= {ANCHOR, *gate.included}
+    clipped_causes = {e["id"] for e in gate.excluded} & {PREV, COST}
+    assert set(envelope.cited_ids) <= {ANCHOR, *gate.included, *clipped_causes}
+    assert envelope.more_causes == len(clipped_causes)
     for excluded in gate.excluded:
         text = nodes[excluded["id"]].fields.get("summary") or nodes[excluded["id"]].fields["option"]
         assert text not in envelope.text

@@ -404,8 +404,8 @@ def test_search_is_filtered_before_ranking(client: TestClient, registry: PolicyR
     director = gql(client, q, passport(registry, "director"), q="GPU platform for AI inference")["data"][
         "search"
     ]
-    assert director["total"] == 49
-    assert staff["total"] == len(staff["hits"]) == 22  # exactly what staff may see, per the fixture ACL
+    assert director["total"] == 67
+    assert staff["total"] == len(staff["hits"]) == 34  # exactly what staff may see, per the fixture ACL
     assert all(not h["node"]["domain"].startswith("acme/corporate") for h in staff["hits"])
     ext = gql(client, q, passport(registry, "external"), q="anything")
     assert ext["errors"][0]["extensions"]["code"] == "FORBIDDEN_SEARCH"

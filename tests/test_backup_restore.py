@@ -35,7 +35,7 @@ def test_backup_wipe_restore_round_trip(driver: Driver, settings: Settings, tmp_
     with sync_driver(settings) as fresh:
         assert graph_checksum(fresh) == before
         count = fresh.execute_query("MATCH (n:Entity) RETURN count(n) AS c")[0][0]["c"]
-    assert count == 49
+    assert count == 67
 
 
 def test_restore_without_a_dump_is_refused(settings: Settings, tmp_path: Path) -> None:

@@ -185,11 +185,11 @@ def acme_set() -> FixtureSet:
 
 
 def test_demo_set_has_the_documented_size(acme_set: FixtureSet) -> None:
-    assert len(acme_set.decisions) == 16
-    assert len(acme_set.events) == 33
-    assert len(acme_set.transitions) == 14
-    assert len(acme_set.aliases) == 9
-    assert len(acme_set.causal_edges()) == 44
+    assert len(acme_set.decisions) == 26
+    assert len(acme_set.events) == 41
+    assert len(acme_set.transitions) == 21
+    assert len(acme_set.aliases) == 10
+    assert len(acme_set.causal_edges()) == 64
 
 
 def test_counts_per_label_and_relationship_type(
@@ -206,9 +206,9 @@ def test_counts_per_label_and_relationship_type(
         "all_rels": len(acme_set.causal_edges()) + len(acme_set.aliases),
     }
     assert counts(empty_db) == expected
-    assert (report.decisions, report.events, report.causal_edges, report.aliases) == (16, 33, 44, 9)
-    assert expected["Decision"] == 16 and expected["Event"] == 33
-    assert expected["CAUSAL_PRECEDES"] == 44 and expected["ALIAS_OF"] == 9
+    assert (report.decisions, report.events, report.causal_edges, report.aliases) == (26, 41, 64, 10)
+    assert expected["Decision"] == 26 and expected["Event"] == 41
+    assert expected["CAUSAL_PRECEDES"] == 64 and expected["ALIAS_OF"] == 10
 
 
 def test_every_causal_edge_carries_its_relation(acme_db: Driver, acme_set: FixtureSet) -> None:
@@ -220,9 +220,11 @@ def test_every_causal_edge_carries_its_relation(acme_db: Driver, acme_set: Fixtu
     expected = {(e.from_id, e.to_id): (e.id, e.relation, e.relations) for e in acme_set.causal_edges()}
     assert stored == expected
 
-    # Transitions keep 'causal', also where a decision field states the same pair.
+    # Transitions keep their own relation ('causal', 'replaces', 'requires'), also where a
+    # decision field states the same pair.
     for t in acme_set.transitions:
-        assert stored[(t.from_id, t.to_id)][1] == "causal", t.id
+        assert stored[(t.from_id, t.to_id)][1] == t.relation, t.id
+    assert {t.relation for t in acme_set.transitions} == {"causal", "replaces", "requires"}
     assert stored[(UNIFY, DESCOPE)] == ("trans-acme-a1-to-a3", "causal", ("based_on", "causal"))
     # An edge that came from supported_by is named so, also when the event's led_to states it too.
     support = "acme-e-onprem-support-cost-2023"
@@ -232,9 +234,16 @@ def test_every_causal_edge_carries_its_relation(acme_db: Driver, acme_set: Fixtu
     for e in from_support:
         expected_relation = "causal" if "causal" in e.relations else "supported_by"
         assert stored[(e.from_id, e.to_id)][1] == expected_relation, (e.from_id, e.to_id)
-    # Every based_on pair is also a transition and every led_to pair also a supported_by one,
-    # so the merge leaves exactly these two names on the demo set.
-    assert {v[1] for v in stored.values()} == {"causal", "supported_by"}
+    # The demo set also has based_on and led_to pairs stated by nothing stronger, so every
+    # name survives the merge somewhere.
+    assert {v[1] for v in stored.values()} == {
+        "causal",
+        "supported_by",
+        "based_on",
+        "led_to",
+        "replaces",
+        "requires",
+    }
     assert any("based_on" in v[2] for v in stored.values())
     assert any("led_to" in v[2] for v in stored.values())
 
@@ -329,7 +338,7 @@ def test_bad_set_is_refused_and_nothing_is_written(
     for problem in info.value.problems:
         assert str(problem) in str(info.value)
     assert graph_checksum(acme_db) == before
-    assert label_count(acme_db, "Entity") == 49
+    assert label_count(acme_db, "Entity") == 67
 
 
 @pytest.mark.parametrize("case", sorted(BAD_SETS))
@@ -354,8 +363,8 @@ def test_the_good_copy_with_the_extra_decision_ingests(
     """The base of every bad set is itself valid, so each refusal is down to its one defect."""
     root = copy_with_new_decision(acme_dir, tmp_path)
     report = ingest_fixture_dir(empty_db, root)
-    assert (report.decisions, report.events) == (17, 33)
-    assert label_count(empty_db, "Decision") == 17
+    assert (report.decisions, report.events) == (27, 41)
+    assert label_count(empty_db, "Decision") == 27
 
 
 def test_every_problem_is_reported_in_one_run(acme_db: Driver, acme_dir: Path, tmp_path: Path) -> None:
@@ -431,5 +440,5 @@ def test_cli_output_names_the_record_id(acme_db: Driver, acme_dir: Path, tmp_pat
 def test_cli_ingests_the_demo_set(empty_db: Driver, acme_dir: Path) -> None:
     result = CliRunner().invoke(app, ["ingest", "fixtures", str(acme_dir)])
     assert result.exit_code == 0, result.output
-    assert "ingested 16 decisions, 33 events, 44 causal edges, 9 alias overlays" in _flat(result.output)
-    assert label_count(empty_db, "Entity") == 49
+    assert "ingested 26 decisions, 41 events, 64 causal edges, 10 alias overlays" in _flat(result.output)
+    assert label_count(empty_db, "Entity") == 67

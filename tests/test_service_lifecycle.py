@@ -22,12 +22,15 @@ from typing import Any
 import httpx
 import pytest
 from neo4j import Driver
+from starlette.testclient import TestClient
 
+from cairn.app import create_app
 from cairn.memory.dossiers.lock import LOCK_ID
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
 from cairn.runtime.database import connection
+from cairn.runtime.embedder import get_embedder
 from cairn.runtime.malloc import cap_malloc_arenas
 from cairn.runtime.settings import Settings
 from cairn.schema.migrate import SCHEMA_VERSION
@@ -136,6 +139,23 @@ def test_health_and_readiness_when_all_is_well_and_with_an_old_schema(driver: Dr
             }
             assert httpx.get(f"{served.url}/health").status_code == 200  # alive, just not ready
         assert httpx.get(f"{served.url}/ready").status_code == 200
+
+
+def test_the_model_is_loaded_during_start_up_not_by_the_first_search(
+    driver: Driver, settings: Settings
+) -> None:
+    """The first search after `cairn serve` used to wait ~11 s for the model to load lazily."""
+    get_embedder.cache_clear()
+    app = create_app(settings)
+    assert get_embedder.cache_info().currsize == 0
+    with TestClient(app) as client:  # start-up (the lifespan) has run
+        assert get_embedder.cache_info().currsize == 1
+        assert client.get("/ready").json()["ready"] is True
+        misses = get_embedder.cache_info().misses
+        headers = headers_for(PolicyRegistry.load(settings.policy_file), "staff")
+        body = {"query": '{ search(query: "cloud platform", k: 1) { total } }'}
+        assert "errors" not in client.post("/graphql", json=body, headers=headers).json()
+        assert get_embedder.cache_info().misses == misses  # the search reused the loaded model
 
 
 # --- start-up refusals --------------------------------------------------------------------------

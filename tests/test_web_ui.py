@@ -308,6 +308,39 @@ def test_director_sees_no_note_and_downloads_full_bundle(open_page: OpenPage) ->
     shoot(page, "ask-director-1280x800")
 
 
+ASK_CAUSES = "query($id: ID!) { ask(anchorId: $id) { envelope { text causes moreCauses } } }"
+OIDC_DECISION = "acme-prod-oidc-replaces-saml-2024"
+
+
+@pytest.mark.parametrize("role", ["staff", "director"])
+def test_answer_card_lists_causes_with_relations_and_links_that_re_anchor(
+    open_page: OpenPage, service: str, registry: PolicyRegistry, role: str
+) -> None:
+    envelope = api(service, registry, role, ASK_CAUSES, id=OIDC_DECISION)["ask"]["envelope"]
+    causes = envelope["causes"]
+    assert len(causes) >= 4 and envelope["moreCauses"] == 0
+    page = open_page()
+    use_role(page, role)
+    show(page, f"#/ask?anchor={OIDC_DECISION}")
+    items = page.locator(".answer-card .cause-list li.cause")
+    expect(items).to_have_count(len(causes))
+    for i, cause in enumerate(causes):
+        item = items.nth(i)
+        expect(item).to_have_attribute("data-id", cause["id"])
+        expect(item.locator(".chip-relation")).to_have_text(cause["words"])
+        expect(item.locator("a.cause-link")).to_have_text(cause["title"])
+    withheld = hidden_neighbours(service, registry, role, OIDC_DECISION)
+    assert (role == "staff") == bool(withheld)
+    html = page.content()
+    assert not [i for i in withheld if i in html], "a withheld id reached the page"
+    shoot(page, f"ask-causes-{role}-1280x800")
+
+    first = causes[0]
+    items.first.locator("a.cause-link").click()
+    expect(page).to_have_url(re.compile(rf"#/ask\?anchor={re.escape(first['id'])}"))
+    expect(page.locator(".answer-card h2")).to_contain_text(first["title"])
+
+
 # --- Graph ------------------------------------------------------------------------------
 
 

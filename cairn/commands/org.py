@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from cairn.memory.ask import AskService
 from cairn.policy.passport import headers_for, verify
@@ -18,9 +19,10 @@ from cairn.policy.preselector import AnchorNotVisible
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.database import async_driver
 from cairn.runtime.llm import LLMClient
+from cairn.runtime.logging import configure_logging
 from cairn.runtime.settings import REPO_ROOT, get_settings
 
-console = Console()
+err = Console(stderr=True)
 
 
 class Mode(StrEnum):
@@ -33,8 +35,17 @@ def ask(
     role: Annotated[str, typer.Option(help="role profile to ask as")] = "staff",
     mode: Annotated[Mode, typer.Option(help="ask = templater; query = LLM when allowed")] = Mode.ask,
     meta: Annotated[bool, typer.Option(help="print the full audit meta as JSON")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print the answer, its causes and the request id as JSON")
+    ] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="stage logs on stderr")] = False,
 ) -> None:
-    """Why was ANCHOR decided? Answered as ROLE would see it, with the audit meta on request."""
+    """Why was ANCHOR decided? Answered as ROLE would see it, with the audit meta on request.
+
+    Only the answer goes to stdout, unwrapped (a terminal wraps it; a pipe gets whole lines);
+    logs go to stderr and only warnings are shown unless --verbose.
+    """
+    configure_logging("INFO" if verbose else "WARNING")
     settings = get_settings()
     registry = PolicyRegistry.load(settings.policy_file)
     caller = verify(headers_for(registry, role), registry, None)
@@ -51,13 +62,27 @@ def ask(
     try:
         result = asyncio.run(run())
     except AnchorNotVisible:
-        console.print(f"no node '{anchor}' visible to role {role}")
+        err.print(f"no node '{escape(anchor)}' visible to role {escape(role)}")
         raise typer.Exit(4) from None
     if meta:
         print(json.dumps(result.meta, indent=2))
         return
-    console.print(result.envelope["text"])
-    console.print(f"[dim]request {caller.request_id}; trace in {settings.traces}[/]")
+    if as_json:
+        answer = {
+            "request_id": caller.request_id,
+            "anchor_id": anchor,
+            "role": role,
+            **result.envelope,
+            "response": result.response,
+        }
+        print(json.dumps(answer, indent=2, ensure_ascii=False))
+        return
+    # print, not console.print: rich would hard-wrap at 80 columns off a terminal and read the
+    # [record-id] keys as markup.
+    if result.response["mode"] == "llm":
+        print(result.response["llm_completion"]["text"], end="\n\n")
+    print(result.envelope["text"])
+    err.print(f"[dim]request {caller.request_id}; trace in {escape(str(settings.traces))}[/]")
 
 
 def bench(

@@ -23,20 +23,26 @@ from neo4j import AsyncDriver
 from cairn.memory import trace as bundles
 from cairn.memory.budget import Budget, clip
 from cairn.memory.selector import RANKING_POLICY, select
-from cairn.memory.templater import compose, render_evidence_line, scrub_ids
+from cairn.memory.templater import (
+    Envelope,
+    compose,
+    evidence_lines,
+    permissions_note,
+    scrub_ids,
+    validate_answer,
+)
 from cairn.policy.passport import Caller
 from cairn.policy.preselector import CandidateNode, CandidateSet, PolicyTrace, preselect
 from cairn.runtime.llm import LLMClient, LLMUnavailable
-from cairn.runtime.tokens import count_tokens
-
-log = structlog.get_logger("cairn.ask")
 
 Mode = Literal["ask", "query"]
 POLICY_ID = "why_v1"
 PROMPT_ID = "why_v1.0"
 SYSTEM_PROMPT = (
-    "You explain why an organisational decision was taken, using only the evidence lines given. "
-    "Do not invent facts, do not mention identifiers. Answer in at most four sentences."
+    "You explain why an organisational decision was taken, using only the evidence lines given: "
+    "the decision, then each cause with its relation, key in brackets, date and reason. "
+    "Name every cause with its relation and its key; do not invent facts or identifiers. "
+    "Answer in at most six sentences."
 )
 
 
@@ -82,6 +88,8 @@ class AskService:
         mode: Mode = "ask",
         budget: Budget | None = None,
     ) -> AskResult:
+        # Looked up per call, not cached at import: `cairn ask` sets the level before its first ask.
+        log = structlog.get_logger("cairn.ask")
         budget = budget or Budget()
         lat: dict[str, float] = {}
         started = time.perf_counter()
@@ -111,8 +119,9 @@ class AskService:
         )
 
         t = time.perf_counter()
-        anchor_line = render_evidence_line(cs.anchor)
-        items = [(s.id, render_evidence_line(nodes[s.id])) for s in selection.ranked]
+        ranked = [s.id for s in selection.ranked]
+        anchor_line, *lines = evidence_lines(cs, [cs.anchor.id, *ranked], ptrace.withheld_ids)
+        items = list(zip(ranked, lines, strict=True))
         gate = clip(anchor_line, items, budget)
         lat["gate"] = _ms(t)
         log.info(
@@ -126,16 +135,22 @@ class AskService:
 
         included = [cs.anchor.id, *gate.included]
         withheld = bool(ptrace.withheld_ids)
-        prompt = "\n".join([anchor_line, *(line for i, line in items if i in set(gate.included))])
+        kept = set(gate.included)
+        prompt = "\n".join([anchor_line, *(line for i, line in items if i in kept)])
 
         t = time.perf_counter()
-        envelope = compose(cs, included, withheld_by_policy=withheld, extra_ids=ptrace.withheld_ids)
+        note = permissions_note(
+            [ptrace.reasons_by_id[i] for i in ptrace.withheld_ids], caller.profile.can_see_withheld_counts
+        )
+        envelope = compose(cs, included, withheld, extra_ids=ptrace.withheld_ids, note=note)
+        answer_problems = validate_answer(envelope, nodes, ptrace.withheld_ids)
         lat["templater"] = _ms(t)
         log.info("templater", request_id=caller.request_id, cited_ids=envelope.cited_ids)
 
         response, llm_raw, fallback_reason = await self._respond(
             caller, mode, cs, ptrace, envelope, prompt, budget
         )
+        llm_warnings = _check_completion(response, envelope)
         if response["mode"] == "llm":
             lat["llm"] = response.pop("_latency_ms")
 
@@ -161,11 +176,15 @@ class AskService:
             lat,
             started,
             fallback_reason,
+            answer_problems,
+            llm_warnings,
         )
         envelope_json = {
             "text": envelope.text,
             "permissions_note": envelope.permissions_note,
             "cited_ids": envelope.cited_ids,
+            "causes": envelope.causes_json(),
+            "more_causes": envelope.more_causes,
         }
         shown = _redact(audit, ptrace)
         evidence = [cs.anchor, *cs.nodes]
@@ -179,17 +198,16 @@ class AskService:
                 "edges": [e.__dict__ for e in cs.edges],
                 "policy_trace": ptrace.__dict__,
             },
-            "plan.json": shown["selection_metrics"],
             "evidence_post.json": {
                 "prompt_included_ids": included,
                 "prompt_excluded_ids": prompt_excluded,
                 "gate": gate.passes,
             },
             "evidence_canonical.json": [_node_json(n) for n in evidence],
-            "response.json": shown["response"],
             "llm_raw.json": llm_raw,
-            "validator_report.json": shown["validator"],
         }
+        # plan.json, response.json and validator_report.json are sections of _meta.json; the
+        # trace stores them once and the bundle cuts them out on download.
         bundles.write_trace(self.trace_root, caller, files)
         return AskResult(envelope=envelope_json, response=shown["response"], meta=shown, evidence=evidence)
 
@@ -199,7 +217,7 @@ class AskService:
         mode: Mode,
         cs: CandidateSet,
         ptrace: PolicyTrace,
-        envelope: Any,
+        envelope: Envelope,
         prompt: str,
         budget: Budget,
     ) -> tuple[dict[str, Any], dict[str, Any] | None, str | None]:
@@ -219,7 +237,9 @@ class AskService:
             result = await self.llm.complete(SYSTEM_PROMPT, prompt, budget.desired_completion_tokens)
         except LLMUnavailable as exc:
             return templated, None, str(exc)
-        known = [n.id for n in [cs.anchor, *cs.nodes]] + ptrace.withheld_ids
+        # The same rule as the card: only the keys of the records the answer cites may appear.
+        cited = set(envelope.cited_ids)
+        known = [n.id for n in [cs.anchor, *cs.nodes] if n.id not in cited] + ptrace.withheld_ids
         text = scrub_ids(result.text, known)
         response = {
             "mode": "llm",
@@ -253,6 +273,8 @@ class AskService:
         lat: dict[str, float],
         started: float,
         fallback_reason: str | None,
+        answer_problems: list[str],
+        llm_warnings: list[str],
     ) -> dict[str, Any]:
         pool = [cs.anchor, *cs.nodes]
         nodes = cs.by_id()
@@ -362,8 +384,12 @@ class AskService:
                 ]
             },
         }
-        meta["response"]["prompt_tokens"] = count_tokens(prompt)
-        meta["validator"] = validate_meta(meta)
+        meta["response"]["prompt_tokens"] = gate.prompt_tokens  # the prompt is the lines the gate summed
+        contract = validate_meta(meta)
+        meta["validator"] = {
+            "error_count": contract["error_count"] + len(answer_problems),
+            "warnings": [*contract["warnings"], *answer_problems, *llm_warnings],
+        }
         return meta
 
 
@@ -408,6 +434,16 @@ def validate_meta(meta: dict[str, Any]) -> dict[str, Any]:
         if section not in meta or name not in meta[section]
     ]
     return {"error_count": len(missing), "warnings": [f"missing {m}" for m in missing]}
+
+
+def _check_completion(response: dict[str, Any], envelope: Envelope) -> list[str]:
+    """The LLM's text is held to the card: it was scrubbed to the cited keys in ``_respond``;
+    here, a warning for each cause it leaves unnamed (the card still lists them all)."""
+    if response["mode"] != "llm":
+        return []
+    text = response["llm_completion"]["text"]
+    missing = [c.id for c in envelope.causes if c.id not in text and c.title not in text]
+    return [f"llm completion leaves out cause {i}" for i in missing]
 
 
 def _redact(audit: dict[str, Any], ptrace: PolicyTrace) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypedDict
 
-from cairn.runtime.tokens import count_tokens
+from cairn.runtime.tokens import count_tokens_each
 
 __all__ = ["TOKEN_BUDGET", "Budget", "GatePass", "GateResult", "clip"]
 
@@ -63,8 +63,7 @@ def clip(anchor_line: str, items: list[tuple[str, str]], budget: Budget) -> Gate
     prompt actually sent last (``stop``), so the log shows both sides of the cut.
     """
     limit = budget.max_prompt_tokens
-    anchor_tokens = count_tokens(anchor_line)
-    costs = [count_tokens(line) for _, line in items]
+    anchor_tokens, *costs = count_tokens_each([anchor_line, *(line for _, line in items)])
 
     used = anchor_tokens
     fitting = 0

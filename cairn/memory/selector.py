@@ -18,10 +18,15 @@ completeness   0.05    share of the fields its label normally carries that are v
 quality        0.05    headline length/noise penalty: very short, very long or symbol-heavy text
 =============  ======  ==========================================================================
 
-Ties (after rounding the score to 6 places) go to the newer item, then to the smaller id.
-Light dedup: an item whose word set has Jaccard >= 0.9 with the anchor or with an item already
-kept is dropped from the ranking and listed in ``Selection.duplicates``, so it is reported as
-excluded with reason ``duplicate`` instead of silently vanishing.
+Before the score comes the item's part in the answer (``tier``): the anchor's direct causes
+first, then its direct consequences, then its alias projections, then everything else. A why
+answer is its causes, so a cause must never lose its place in the budget to a better-scored
+bystander. Within a tier, ties (after rounding the score to 6 places) go to the newer item,
+then to the smaller id.
+
+Only identical evidence is deduplicated: a node reached twice (same id) is ranked once and the
+repeat is listed in ``Selection.duplicates``. Distinct ids are never merged, however alike
+their titles: two decisions may share a title and still be two records.
 """
 
 from __future__ import annotations
@@ -35,17 +40,18 @@ from datetime import UTC, datetime
 from cairn.policy.preselector import CandidateNode, CandidateSet
 
 __all__ = [
-    "DUPLICATE_THRESHOLD",
     "RANKING_POLICY",
+    "TIERS",
     "Scored",
     "Selection",
     "headline",
     "node_timestamp",
+    "parts",
     "select",
 ]
 
-RANKING_POLICY = "score_desc__ts_iso_desc__id_asc"
-DUPLICATE_THRESHOLD = 0.9
+RANKING_POLICY = "tier_asc__score_desc__ts_iso_desc__id_asc"
+TIERS = ("cause", "consequence", "alias", "context")
 
 WEIGHTS = {
     "sim": 0.30,
@@ -118,33 +124,45 @@ def node_timestamp(node: CandidateNode) -> datetime | None:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
+def parts(cs: CandidateSet) -> dict[str, str]:
+    """Each neighbour's part in the answer: a direct cause, consequence or alias projection.
+
+    An alias event anchor counts the decision it projects as its cause: that is where it came
+    from. A node that is both a cause and a consequence (a two-way link) counts as a cause.
+    """
+    anchor = cs.anchor.id
+    found: dict[str, str] = {}
+    for edge in cs.edges:
+        if edge.target == anchor and edge.type in ("CAUSAL_PRECEDES", "ALIAS_OF"):
+            found[edge.source] = "cause"
+        elif edge.type == "CAUSAL_PRECEDES" and edge.source == anchor:
+            found.setdefault(edge.target, "consequence")
+        elif edge.type == "ALIAS_OF" and edge.source == anchor:
+            found.setdefault(edge.target, "alias")
+    return found
+
+
 def select(cs: CandidateSet) -> Selection:
-    """Score every non-anchor candidate once, order by RANKING_POLICY, then drop near-duplicates."""
+    """Score every non-anchor candidate once and order by RANKING_POLICY; repeats of an id go."""
     anchor_words = _words(cs.anchor)
     anchor_ts = node_timestamp(cs.anchor)
-    nodes = [n for n in _unique(cs.nodes) if n.id != cs.anchor.id]
+    nodes, duplicates = _unique(n for n in cs.nodes if n.id != cs.anchor.id)
+    role = parts(cs)
+    tier = {n.id: TIERS.index(role.get(n.id, "context")) for n in nodes}
     scored = {n.id: _score(n, anchor_words, anchor_ts) for n in nodes}
-    order = sorted(nodes, key=lambda n: (-scored[n.id].score, *_newest_first(n), n.id))
-
-    kept_words = [anchor_words]
-    ranked: list[Scored] = []
-    duplicates: list[str] = []
-    for node in order:
-        words = _words(node)
-        if any(_jaccard(words, seen) >= DUPLICATE_THRESHOLD for seen in kept_words):
-            duplicates.append(node.id)
-            continue
-        kept_words.append(words)
-        ranked.append(scored[node.id])
-    return Selection(ranked, duplicates)
+    order = sorted(nodes, key=lambda n: (tier[n.id], -scored[n.id].score, *_newest_first(n), n.id))
+    return Selection([scored[n.id] for n in order], duplicates)
 
 
-def _unique(nodes: Iterable[CandidateNode]) -> list[CandidateNode]:
-    """First occurrence of each id, so a node reached twice is still ranked once."""
+def _unique(nodes: Iterable[CandidateNode]) -> tuple[list[CandidateNode], list[str]]:
+    """First occurrence of each id, plus the ids seen again (identical evidence, reported)."""
     seen: dict[str, CandidateNode] = {}
+    repeats: list[str] = []
     for node in nodes:
+        if node.id in seen:
+            repeats.append(node.id)
         seen.setdefault(node.id, node)
-    return list(seen.values())
+    return list(seen.values()), repeats
 
 
 def _score(node: CandidateNode, anchor_words: frozenset[str], anchor_ts: datetime | None) -> Scored:

@@ -1,56 +1,208 @@
 """The Templater: composes the short answer (note 004 §2) from the items the gate let through.
 
+A why answer is an explanation, so it is built from the structure the graph holds, not from
+loose text: the decision (who, when, what, and its rationale when the role may read it), then
+"Because:" every direct cause the caller may see, in causal order (oldest first), each with the
+relation its CAUSAL_PRECEDES edge carries ("based on", "supported by", "replaces", …), its date,
+its key (title plus id) and the transition's reason or the cause's own rationale; then what the
+decision led to and where it was projected. When the budget gate clipped causes, the answer says
+how many more there are and where to see them.
+
 It is the last step before text reaches a user, so it is where the prose guarantees are kept:
-it reads only the anchor and the included items (never the rest of the pool), every free-text
-piece is clamped so one long summary cannot swamp the card, and every known node id, visible or
-withheld, is scrubbed from the prose, because an id is itself evidence that a node exists. The
-permissions note is the only trace of withheld items a reader ever sees.
+
+* it reads only the anchor and the included items (never the rest of the pool);
+* every free-text piece is clamped so one long summary cannot swamp the card;
+* every withheld id is scrubbed from free text, and so is every visible id that occurs there:
+  the only ids printed are the keys of visible nodes (the caller receives those nodes and ids
+  as evidence anyway); a withheld id never appears, not even as a key, because the templater
+  never holds a withheld node;
+* records are told apart by id, never by text: two decisions sharing a title stay two records,
+  and the anchor is never its own cause;
+* every line of the answer maps to the ids it rests on (``Envelope.sentences``), and
+  ``validate_answer`` checks that mapping, so an unsupported sentence is caught.
+
+The permissions note is the only trace of withheld items a reader ever sees: a fixed sentence,
+or, where the role profile allows disclosure, how many were withheld and why.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from typing import Any
 
-from cairn.memory.selector import headline, node_timestamp
-from cairn.policy.preselector import CandidateNode, CandidateSet
+from cairn.memory.selector import headline, node_timestamp, parts
+from cairn.policy.preselector import CandidateEdge, CandidateNode, CandidateSet
 
 __all__ = [
-    "MAX_FACTS",
+    "MAX_REASON_CHARS",
     "MAX_SENTENCE_CHARS",
+    "MORE_CAUSES_WHERE",
     "PERMISSIONS_NOTE",
     "REDACTED",
+    "Cause",
     "Envelope",
+    "Sentence",
     "compose",
+    "evidence_lines",
+    "permissions_note",
+    "relation_words",
     "render_evidence_line",
     "scrub_ids",
+    "validate_answer",
 ]
 
 PERMISSIONS_NOTE = "Note: Some evidence was withheld due to your permissions."
 REDACTED = "[redacted]"
-MAX_FACTS = 3
 MAX_SENTENCE_CHARS = 200
+MAX_REASON_CHARS = 240
 MAX_MAKER_CHARS = 80
+MORE_CAUSES_WHERE = "see the evidence list and the trace bundle"
 ELLIPSIS = "…"
+# How a stored relation name reads in "<decision> <relation> <cause>"; unknown names are shown
+# as written (underscores as spaces), so a record's own vocabulary ("replaces", "requires") stays.
+RELATION_WORDS = {"causal": "follows from", "led_to": "prompted by", "alias": "projected from"}
+GENERIC_RELATIONS = frozenset({"causal", "led_to"})
+# Withheld reasons (policy/acl.py, preselector) as a reader would say them.
+WITHHELD_WORDS = {
+    "scope:domain": "outside your domains",
+    "acl:role_missing": "not shared with your role",
+    "acl:namespace_mismatch": "in a namespace you do not hold",
+    "acl:sensitivity_exceeded": "above your sensitivity ceiling",
+    "edge:not_allowed": "behind a link your role may not follow",
+}
 _ALNUM = re.compile(r"[^\W_]")
 _NOT_AFTER_ALNUM = r"(?<![^\W_])"
 _NOT_BEFORE_ALNUM = r"(?![^\W_])"
 
 
 @dataclass(frozen=True)
+class Cause:
+    """One visible direct cause as the answer names it (also what the UI lists and links)."""
+
+    id: str
+    label: str
+    title: str
+    relation: str  # the stored name of the strongest relation ("based_on", "replaces", …)
+    relations: tuple[str, ...]  # every stored name, for an edge stated by several sources
+    words: str  # how the relations read
+    date: str | None
+    why: str | None  # the transition's reason, else the cause's own rationale
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One line of the answer and the ids it rests on."""
+
+    text: str
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Envelope:
-    """The UI card: the answer text, the ids it rests on (for the trace only) and the note, if any."""
+    """The UI card: the answer text, the ids it rests on, its causes, and the note, if any."""
 
     text: str
     cited_ids: list[str]
     permissions_note: str | None
+    causes: list[Cause] = field(default_factory=list)
+    more_causes: int = 0
+    sentences: list[Sentence] = field(default_factory=list)
+
+    def causes_json(self) -> list[dict[str, Any]]:
+        return [{**asdict(c), "relations": list(c.relations)} for c in self.causes]
 
 
-def render_evidence_line(node: CandidateNode, known_ids: Iterable[str] = ()) -> str:
-    """The one line an item contributes to a prompt; ids are scrubbed since prompts are shown too."""
-    return _dated(_title(node, {node.id, *known_ids}), _date(node))
+@dataclass(frozen=True)
+class KnownIds:
+    """The ids free text is scrubbed of.
+
+    Withheld ids always, with the full case-insensitive matcher: they must never show. Visible
+    ids only where they occur (a plain case-folded substring test picks them): a visible id is
+    no secret, it is printed as a key, and one matcher over every id of a large neighbourhood
+    costs more to build than the rest of the answer.
+    """
+
+    hidden: frozenset[str]
+    visible: tuple[tuple[str, str], ...]  # (id, its casefold)
+
+    @classmethod
+    def of(cls, hidden: Iterable[str], visible: Iterable[str]) -> KnownIds:
+        shown = set(visible)
+        return cls(frozenset(set(hidden) - shown), tuple((i, i.casefold()) for i in sorted(shown) if i))
+
+    def scrub(self, text: str) -> str:
+        folded = text.casefold()
+        present = [i for i, f in self.visible if f in folded]
+        return scrub_ids(text, [*self.hidden, *present])
+
+
+def relation_words(relations: Sequence[str]) -> str:
+    """'based on', 'replaces and requires', … for the stored relation names.
+
+    The generic names ("causal", "led_to") only say that a link exists; when an edge also carries
+    a specific name, that name is the one a reader needs.
+    """
+    named = [r for r in dict.fromkeys(relations) if r]
+    specific = [r for r in named if r not in GENERIC_RELATIONS]
+    words = [RELATION_WORDS.get(r, r.replace("_", " ")) for r in (specific or named)]
+    return " and ".join(words) if words else RELATION_WORDS["causal"]
+
+
+def permissions_note(withheld_reasons: Sequence[str], disclose: bool) -> str | None:
+    """None when nothing was withheld; the fixed note, or counts by reason where disclosed."""
+    if not withheld_reasons:
+        return None
+    if not disclose:
+        return PERMISSIONS_NOTE
+    n = len(withheld_reasons)
+    by_reason = Counter(WITHHELD_WORDS.get(r, "withheld by policy") for r in withheld_reasons)
+    kinds = ", ".join(f"{count} {words}" for words, count in sorted(by_reason.items()))
+    items = "1 item was" if n == 1 else f"{n} items were"
+    return f"Note: {items} withheld due to your permissions ({kinds})."
+
+
+def render_evidence_line(
+    node: CandidateNode, known_ids: Iterable[str] = (), cs: CandidateSet | None = None
+) -> str:
+    """The one line an item contributes to a prompt: title and date, scrubbed of ``known_ids``
+    and its own id; with ``cs``, the structured line of ``evidence_lines``."""
+    if cs is not None:
+        return evidence_lines(cs, [node.id], known_ids)[0]
+    known = KnownIds.of({node.id, *known_ids}, ())
+    return _dated(_title(node, known), _date(node))
+
+
+def evidence_lines(cs: CandidateSet, ids: Sequence[str], withheld_ids: Iterable[str] = ()) -> list[str]:
+    """The prompt line of each of ``ids``: its part, relation, key, date and reason.
+
+    The same structured evidence the templater answers from, so an LLM answering instead is
+    given exactly what the card would say; free text is scrubbed as in the card.
+    """
+    nodes = cs.by_id()
+    known = KnownIds.of(withheld_ids, nodes)
+    role = parts(cs)
+    lines = []
+    for node_id in ids:
+        node = nodes[node_id]
+        key = _key(node, known)
+        part = role.get(node.id, "context")
+        if node.id == cs.anchor.id:
+            rationale = _rationale(node, known)
+            lines.append(
+                f"decision {_opening(node, known)}" + (f" Rationale: {rationale}." if rationale else "")
+            )
+        elif part == "cause":
+            edge = _edge_into(cs, node.id)
+            why = _why(node, edge, known)
+            words = relation_words(_relations(edge))
+            lines.append(f"cause ({words}): {_dated(key, _date(node))}" + (f": {why}." if why else ""))
+        else:
+            lines.append(f"{part}: {_dated(key, _date(node))}")
+    return lines
 
 
 def compose(
@@ -58,38 +210,83 @@ def compose(
     included_ids: list[str],
     withheld_by_policy: bool,
     extra_ids: Iterable[str] = (),
+    note: str | None = None,
 ) -> Envelope:
-    """The §2 answer for ``cs.anchor`` built only from ``included_ids`` (in their given order).
+    """The §2 answer for ``cs.anchor`` built only from ``included_ids``.
 
     ``extra_ids`` are ids the caller knows but the CandidateSet does not carry (the policy-withheld
-    ones), so they are scrubbed too. Parts without visible data are left out rather than filled.
+    ones), so they are scrubbed too. ``note`` overrides the fixed permissions note (the disclosed
+    counts); it is used only when ``withheld_by_policy``. Parts without visible data are left out.
     """
     nodes = cs.by_id()
-    known = {*nodes, *extra_ids, *(e.source for e in cs.edges), *(e.target for e in cs.edges)}
+    hidden = {*extra_ids} - set(nodes)
+    known = KnownIds.of(hidden, {*nodes, *(e.source for e in cs.edges), *(e.target for e in cs.edges)})
     anchor = cs.anchor
     included = [nodes[i] for i in dict.fromkeys(included_ids) if i in nodes and i != anchor.id]
-    before, after, aliases = _neighbours(cs)
+    role = parts(cs)
 
-    facts = [
-        n for n in included if n.label != "Decision" and (n.id in before or n.id in aliases) and headline(n)
-    ][:MAX_FACTS]
-    origin = _first_decision(included, before)
-    successor = _first_decision(included, after)
+    all_causes = [n for n in nodes.values() if role.get(n.id) == "cause" and n.id != anchor.id]
+    causes = _causal_order([n for n in included if role.get(n.id) == "cause"])
+    clipped = _causal_order([n for n in all_causes if n not in causes])
+    effects = _causal_order([n for n in included if role.get(n.id) == "consequence"])
+    aliases = _causal_order([n for n in included if role.get(n.id) == "alias"])
 
-    lines = [_opening(anchor, known)]
-    if facts:
-        lines.append("Supporting Facts: " + "; ".join(_dated(_title(n, known), _date(n)) for n in facts))
-    links = [f"{label}: {_title(n, known)}." for label, n in (("From", origin), ("Next", successor)) if n]
-    if links:
-        lines.append(" ".join(links))
-    # Pieces were scrubbed one by one; scrubbing the joined text also catches an id spelled
-    # across two pieces.
-    text = scrub_ids("\n".join(lines), known)
-    note = PERMISSIONS_NOTE if withheld_by_policy else None
-    if note:
-        text = f"{text}\n{note}"
-    cited = [anchor.id, *(n.id for n in facts), *(n.id for n in (origin, successor) if n)]
-    return Envelope(text, cited, note)
+    sentences = [Sentence(_opening(anchor, known), (anchor.id,))]
+    rationale = _rationale(anchor, known)
+    if rationale:
+        sentences.append(Sentence(f"Rationale: {rationale}.", (anchor.id,)))
+    named = [_cause(n, _edge_into(cs, n.id), known) for n in causes]
+    if named or clipped:
+        sentences.append(Sentence("Because:", tuple(c.id for c in named) or tuple(n.id for n in clipped)))
+    for c in named:
+        line = f"- {c.words}: {c.title} [{c.id}]" + (f" ({c.date})" if c.date else "")
+        sentences.append(Sentence(line + (f" — {c.why}." if c.why else "."), (c.id,)))
+    if clipped:
+        more = f"- … and {len(clipped)} more cause{'s' if len(clipped) > 1 else ''} ({MORE_CAUSES_WHERE})."
+        sentences.append(Sentence(more, tuple(n.id for n in clipped)))
+    for label, group in (("Led to", effects), ("Projected as", aliases)):
+        if group:
+            listed = "; ".join(_dated(_key(n, known), _date(n)) for n in group)
+            sentences.append(Sentence(f"{label}: {listed}.", tuple(n.id for n in group)))
+
+    # Pieces were scrubbed one by one; scrubbing each line again for the withheld ids also
+    # catches one spelled across two pieces (visible ids are printed on purpose, as keys).
+    sentences = [Sentence(scrub_ids(s.text, hidden), s.ids) for s in sentences]
+    text = "\n".join(s.text for s in sentences)
+    final_note = (note or PERMISSIONS_NOTE) if withheld_by_policy else None
+    if final_note:
+        text = f"{text}\n{final_note}"
+    cited = list(dict.fromkeys(i for s in sentences for i in s.ids))
+    return Envelope(text, cited, final_note, named, len(clipped), sentences)
+
+
+def validate_answer(envelope: Envelope, visible_ids: Iterable[str], withheld_ids: Iterable[str]) -> list[str]:
+    """Problems with an answer's grounding; empty when every sentence maps to visible cited ids.
+
+    Checked: each line of the text (bar the note) is a sentence with at least one id; every id a
+    sentence rests on is visible and cited; a line prints only the keys of records it cites; no
+    withheld id appears anywhere in the text.
+    """
+    visible = set(visible_ids)
+    cited = set(envelope.cited_ids)
+    problems: list[str] = []
+    lines = [ln for ln in envelope.text.split("\n") if ln != envelope.permissions_note]
+    by_text = {s.text: s for s in envelope.sentences}
+    for n, line in enumerate(lines, start=1):
+        sentence = by_text.get(line)
+        if sentence is None or not sentence.ids:
+            problems.append(f"line {n} maps to no cited id")
+            continue
+        stray = [i for i in sentence.ids if i not in visible or i not in cited]
+        if stray:
+            problems.append(f"line {n} rests on {len(stray)} id(s) not visible or not cited")
+        for key in re.findall(r"\[([^\[\]]+)\]", line):
+            if key in visible and key not in sentence.ids:
+                problems.append(f"line {n} prints the key of a record it does not cite")
+    leaked = scrub_ids(envelope.text, withheld_ids) != envelope.text
+    if leaked:
+        problems.append("a withheld id appears in the text")
+    return problems
 
 
 def scrub_ids(text: str, ids: Iterable[str]) -> str:
@@ -118,39 +315,61 @@ def _bounded(node_id: str) -> str:
     return f"{before}{re.escape(node_id)}{after}"
 
 
-def _neighbours(cs: CandidateSet) -> tuple[set[str], set[str], set[str]]:
-    """Ids directly before the anchor, directly after it, and its alias projections.
-
-    The decision an alias-event anchor projects counts as "before": it is where the event came from.
-    """
-    anchor = cs.anchor.id
-    before: set[str] = set()
-    after: set[str] = set()
-    aliases: set[str] = set()
-    for edge in cs.edges:
-        if edge.type == "CAUSAL_PRECEDES":
-            if edge.target == anchor:
-                before.add(edge.source)
-            elif edge.source == anchor:
-                after.add(edge.target)
-        elif edge.type == "ALIAS_OF":
-            if edge.source == anchor:
-                aliases.add(edge.target)
-            elif edge.target == anchor:
-                before.add(edge.source)
-    return before, after, aliases
+def _edge_into(cs: CandidateSet, cause_id: str) -> CandidateEdge | None:
+    """The edge that makes ``cause_id`` a cause of the anchor (a causal edge before an alias)."""
+    into = [e for e in cs.edges if e.source == cause_id and e.target == cs.anchor.id]
+    return next((e for e in into if e.type == "CAUSAL_PRECEDES"), into[0] if into else None)
 
 
-def _first_decision(included: list[CandidateNode], ids: set[str]) -> CandidateNode | None:
-    return next((n for n in included if n.label == "Decision" and n.id in ids and headline(n)), None)
+def _relations(edge: CandidateEdge | None) -> tuple[str, ...]:
+    if edge is None:
+        return ()
+    if edge.type == "ALIAS_OF":
+        return ("alias",)
+    return edge.relations or ((edge.relation,) if edge.relation else ())
 
 
-def _opening(anchor: CandidateNode, known: set[str]) -> str:
-    """'{maker} on {date}: {title}.' with the maker and date dropped when masked or absent."""
-    title = _title(anchor, known)
+def _cause(node: CandidateNode, edge: CandidateEdge | None, known: KnownIds) -> Cause:
+    relations = _relations(edge) or ("causal",)
+    relation = edge.relation if edge is not None and edge.relation else relations[0]
+    return Cause(
+        id=node.id,
+        label=node.label,
+        title=_title(node, known),
+        relation=relation,
+        relations=relations,
+        words=relation_words(relations),
+        date=_date(node),
+        why=_why(node, edge, known),
+    )
+
+
+def _why(node: CandidateNode, edge: CandidateEdge | None, known: KnownIds) -> str | None:
+    """The transition's reason (it explains the link), else the cause's own rationale."""
+    text = (edge.reason if edge is not None else None) or node.text("rationale")
+    if not text or not text.strip():
+        return None
+    return _clamp(known.scrub(" ".join(text.split())), MAX_REASON_CHARS).rstrip(" .")
+
+
+def _rationale(anchor: CandidateNode, known: KnownIds) -> str | None:
+    text = anchor.text("rationale")
+    if not text or not text.strip():
+        return None
+    return _clamp(known.scrub(" ".join(text.split())), MAX_REASON_CHARS).rstrip(" .")
+
+
+def _causal_order(nodes: list[CandidateNode]) -> list[CandidateNode]:
+    """Oldest first (a cause precedes what it caused); undated last; ties by id."""
+    return sorted(nodes, key=lambda n: (node_timestamp(n) is None, _date(n) or "", n.id))
+
+
+def _opening(anchor: CandidateNode, known: KnownIds) -> str:
+    """'{maker} on {date}: {title} [{id}].' with the maker and date dropped when masked or absent."""
+    title = _key(anchor, known)
     date = _date(anchor)
     raw_maker = anchor.text("decision_maker") if anchor.label == "Decision" else None
-    maker = _clamp(scrub_ids(" ".join(raw_maker.split()), known), MAX_MAKER_CHARS) if raw_maker else ""
+    maker = _clamp(known.scrub(" ".join(raw_maker.split())), MAX_MAKER_CHARS) if raw_maker else ""
     if maker and date:
         return f"{maker} on {date}: {title}."
     if maker:
@@ -158,10 +377,15 @@ def _opening(anchor: CandidateNode, known: set[str]) -> str:
     return f"{_dated(title, date)}."
 
 
-def _title(node: CandidateNode, known: set[str]) -> str:
+def _key(node: CandidateNode, known: KnownIds) -> str:
+    """Title plus id: the readable key of a visible node (two records may share a title)."""
+    return f"{_title(node, known)} [{node.id}]"
+
+
+def _title(node: CandidateNode, known: KnownIds) -> str:
     """The node's headline, scrubbed then clamped (clamping cannot bring an id back; the reverse could)."""
     text = headline(node) or f"Untitled {node.label.lower()}"
-    return _clamp(scrub_ids(text, known), MAX_SENTENCE_CHARS).rstrip(" .")
+    return _clamp(known.scrub(text), MAX_SENTENCE_CHARS).rstrip(" .")
 
 
 def _dated(text: str, date: str | None) -> str:

@@ -30,6 +30,14 @@ VIEW_FILES = (
 )
 FULL_FILES = (*VIEW_FILES, "_meta_audit.json", "evidence_pre.json", "evidence_post.json", "llm_raw.json")
 BUNDLES = ("bundle_view", "bundle_full")
+# One file per request: an ask writes its whole trace in one compact JSON object.
+TRACE_FILE = "trace.json"
+# Bundle files that are sections of the caller's meta: stored once, cut out when read.
+FROM_META = {
+    "plan.json": "selection_metrics",
+    "response.json": "response",
+    "validator_report.json": "validator",
+}
 
 
 class BundleRefused(PermissionError):
@@ -57,25 +65,37 @@ def _folder(root: Path, caller: Caller, request_id: str) -> Path:
 
 
 def write_trace(root: Path, caller: Caller, files: dict[str, Any]) -> Path:
-    """Write each file of the caller's current request as compact JSON (atomically: temp file
-    then rename).
+    """Write all of the caller's current request's files as one compact JSON object
+    (atomically: temp file then rename).
 
-    Compact on purpose: ``indent`` switches json to its pure-Python encoder, which made the
-    trace the most expensive stage of an ask."""
+    One file and compact on purpose: the trace is written on the request path, and one file per
+    part plus ``indent`` (json's pure-Python encoder) made it the most expensive stage of an ask."""
     folder = _folder(root, caller, caller.request_id)
     folder.mkdir(parents=True, exist_ok=True)
-    for name, content in files.items():
-        tmp = folder / f".{name}.tmp"
-        tmp.write_text(json.dumps(content, separators=(",", ":"), default=str), encoding="utf-8")
-        tmp.replace(folder / name)
+    tmp = folder / f".{TRACE_FILE}.tmp"
+    tmp.write_text(json.dumps(files, separators=(",", ":"), default=str), encoding="utf-8")
+    tmp.replace(folder / TRACE_FILE)
     return folder
 
 
-def read_trace_file(root: Path, caller: Caller, request_id: str, name: str) -> Any:
-    path = _folder(root, caller, request_id) / name
+def _parts(folder: Path) -> dict[str, Any]:
+    path = folder / TRACE_FILE
     if not path.is_file():
         raise FileNotFoundError("no such trace")
-    return json.loads(path.read_text(encoding="utf-8"))
+    parts: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    meta = parts.get("_meta.json")
+    if isinstance(meta, dict):
+        for name, section in FROM_META.items():
+            if name not in parts and section in meta:
+                parts[name] = meta[section]
+    return parts
+
+
+def read_trace_file(root: Path, caller: Caller, request_id: str, name: str) -> Any:
+    parts = _parts(_folder(root, caller, request_id))
+    if name not in parts:
+        raise FileNotFoundError("no such trace")
+    return parts[name]
 
 
 def bundle_zip(root: Path, caller: Caller, request_id: str, name: str) -> bytes:
@@ -87,10 +107,10 @@ def bundle_zip(root: Path, caller: Caller, request_id: str, name: str) -> bytes:
     folder = _folder(root, caller, request_id)
     if not folder.is_dir():
         raise FileNotFoundError("no such trace")
+    parts = _parts(folder)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for file in VIEW_FILES if name == "bundle_view" else FULL_FILES:
-            path = folder / file
-            if path.is_file():
-                zf.writestr(file, path.read_bytes())
+            if file in parts:
+                zf.writestr(file, json.dumps(parts[file], separators=(",", ":"), default=str))
     return buffer.getvalue()

@@ -45,8 +45,9 @@ WITH f, type(r) AS rel_type, visible,
 WITH f, rel_type, visible, CASE WHEN visible THEN found[0..$cap] ELSE found END AS kept
 UNWIND kept AS k
 WITH f, rel_type, visible, k, k.n AS n
-RETURN {{from_id: f.id, id: n.id, rel_type: rel_type, relation: k.r.relation, outgoing: k.outgoing,
-        edge_ok: k.edge_ok, reason: k.reason, label: [l IN labels(n) WHERE l <> 'Entity'][0],
+RETURN {{from_id: f.id, id: n.id, rel_type: rel_type, relation: k.r.relation, relations: k.r.relations,
+        reason: CASE WHEN visible THEN k.r.reason END, outgoing: k.outgoing,
+        edge_ok: k.edge_ok, acl: k.reason, label: [l IN labels(n) WHERE l <> 'Entity'][0],
         props: CASE WHEN visible THEN n {{.*, embedding: null}} END}} AS row
 """
 
@@ -95,6 +96,8 @@ class CandidateEdge:
     target: str
     type: str
     relation: str | None
+    relations: tuple[str, ...] = ()
+    reason: str | None = None  # the transition's reason; None unless the scope shows rationales
 
 
 @dataclass
@@ -180,21 +183,32 @@ class _Walk:
             if row["props"] is None:
                 self.trace.hidden_edges += 1
                 if nid not in self.seen:
-                    reason = row["reason"] if row["edge_ok"] else "edge:not_allowed"
+                    reason = row["acl"] if row["edge_ok"] else "edge:not_allowed"
                     # An ACL reason outranks an edge reason: it holds whatever path is taken.
                     if self.hidden.get(nid, "edge:not_allowed") == "edge:not_allowed":
                         self.hidden[nid] = reason
                 continue
             self.used.add(row["rel_type"])
             src, dst = (row["from_id"], nid) if row["outgoing"] else (nid, row["from_id"])
-            self.edges[(src, dst, row["rel_type"])] = CandidateEdge(
-                src, dst, row["rel_type"], row["relation"]
-            )
             if nid not in self.seen:
                 fields, masked = mask(row["label"], row["props"], self.scope)
                 self.seen[nid] = CandidateNode(nid, row["label"], hop, fields, masked)
                 frontier.append(nid)
+            ends = (self.seen[row["from_id"]], self.seen[nid])
+            self.edges[(src, dst, row["rel_type"])] = CandidateEdge(
+                src,
+                dst,
+                row["rel_type"],
+                row["relation"],
+                tuple(row["relations"] or ()),
+                row["reason"] if all(self._shows_rationale(n) for n in ends) else None,
+            )
         return frontier
+
+    def _shows_rationale(self, node: CandidateNode) -> bool:
+        """A transition's reason is a rationale: shown only where the scope shows decision rationales."""
+        allowed = self.scope.visible_fields("Decision", str(node.fields.get("domain", "")))
+        return allowed is None or "rationale" in allowed
 
     def result(self) -> tuple[CandidateSet, PolicyTrace]:
         withheld = sorted(i for i in self.hidden if i not in self.seen)

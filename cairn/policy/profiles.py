@@ -55,6 +55,8 @@ class RoleProfile(_Strict):
     can_write: bool = False
     can_introspect: bool = False
     can_search: bool = True
+    # May an answer say how many items were withheld and why (counts by reason, never ids)?
+    can_see_withheld_counts: bool = False
 
     @cached_property
     def policy_key(self) -> str:

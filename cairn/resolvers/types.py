@@ -72,6 +72,10 @@ class Envelope:
     text: str
     permissions_note: str | None
     cited_ids: list[strawberry.ID]
+    causes: JSON = strawberry.field(
+        description="The visible direct causes named, in causal order: id, title, relation(s), date, why."
+    )
+    more_causes: int = strawberry.field(description="Visible causes the token budget left out of the text.")
 
 
 @strawberry.type
@@ -114,4 +118,6 @@ def envelope_of(data: dict[str, Any]) -> Envelope:
         text=data["text"],
         permissions_note=data["permissions_note"],
         cited_ids=[strawberry.ID(i) for i in data["cited_ids"]],
+        causes=cast(JSON, data["causes"]),
+        more_causes=data["more_causes"],
     )

@@ -12,7 +12,7 @@ from importlib.resources import files
 
 from tokenizers import Tokenizer
 
-__all__ = ["count_tokens"]
+__all__ = ["count_tokens", "count_tokens_each"]
 
 
 @lru_cache(maxsize=1)
@@ -32,3 +32,8 @@ def _tokenizer() -> Tokenizer:
 def count_tokens(text: str) -> int:
     """Tokens ``text`` adds to a prompt; special tokens are left out because a prompt is one sequence."""
     return len(_tokenizer().encode(text, add_special_tokens=False).ids)
+
+
+def count_tokens_each(texts: list[str]) -> list[int]:
+    """``count_tokens`` of each text, in one batch call: the gate counts every evidence line."""
+    return [len(e.ids) for e in _tokenizer().encode_batch(texts, add_special_tokens=False)]

@@ -70,6 +70,9 @@ def trace_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         for name in ("_meta.json", "envelope.json"):
             (folder / name).write_text(json.dumps({"canary": CANARY}), encoding="utf-8")
+        # The one-file trace form, as an ask writes it.
+        canary_trace = {"_meta.json": {"canary": CANARY}, "envelope.json": {"canary": CANARY}}
+        (folder / "trace.json").write_text(json.dumps(canary_trace), encoding="utf-8")
     return root
 
 

@@ -10,7 +10,7 @@ import { auditContent } from "./audit.js";
 
 const ASK = `query Ask($id: ID!, $mode: AskMode!, $budget: Int) {
   ask(anchorId: $id, mode: $mode, tokenBudget: $budget) {
-    envelope { text permissionsNote citedIds }
+    envelope { text permissionsNote citedIds causes moreCauses }
     response
     meta
     evidence { id label hop domain title timestamp fields masked }
@@ -167,6 +167,10 @@ function answerCard(result, toggle, navigate) {
   const anchorNode = evidence.find((n) => n.hop === 0) || evidence[0];
   const note = envelope.permissionsNote;
   const lines = envelope.text.split("\n").filter((line) => line.trim() && line !== note);
+  // The "Because:" block is shown as a list of links instead of its text lines.
+  const causeLines = lines.filter((line) => line === "Because:" || line.startsWith("- "));
+  const opening = lines.filter((line) => !causeLines.includes(line) && !isTail(line));
+  const tail = lines.filter((line) => isTail(line));
   const llm = response.mode === "llm" && response.llm_completion;
   const runtime = meta.runtime || {};
 
@@ -209,7 +213,9 @@ function answerCard(result, toggle, navigate) {
     h(
       "div",
       { class: "envelope", "aria-label": "Answer envelope" },
-      lines.map((line) => h("p", {}, line)),
+      opening.map((line) => h("p", {}, line)),
+      causeList(envelope, navigate),
+      tail.map((line) => h("p", {}, line)),
     ),
     note
       ? h("p", { class: "permissions-note", role: "note" }, note)
@@ -241,6 +247,57 @@ function answerCard(result, toggle, navigate) {
       ),
     ),
     downloads(meta),
+  );
+}
+
+function isTail(line) {
+  return line.startsWith("Led to: ") || line.startsWith("Projected as: ");
+}
+
+// Each visible cause: its relation, a link that asks why about it, its date and its reason.
+function causeList(envelope, navigate) {
+  const causes = envelope.causes || [];
+  if (!causes.length && !envelope.moreCauses) return null;
+  return h(
+    "section",
+    { class: "causes", "aria-labelledby": "causes-h" },
+    h("h3", { id: "causes-h" }, "Because"),
+    h(
+      "ol",
+      { class: "cause-list" },
+      causes.map((cause) =>
+        h(
+          "li",
+          { class: "cause", dataset: { id: cause.id, relation: cause.relation } },
+          chip(cause.words, "chip-relation"),
+          " ",
+          h(
+            "a",
+            {
+              class: "cause-link",
+              href: `#/ask?anchor=${encodeURIComponent(cause.id)}`,
+              title: `Ask why about ${cause.id}`,
+              onclick: (e) => {
+                e.preventDefault();
+                navigate("ask", { anchor: cause.id });
+              },
+            },
+            cause.title,
+          ),
+          " ",
+          h("code", { class: "cause-id" }, cause.id),
+          cause.date ? h("span", { class: "cause-date" }, ` · ${cause.date}`) : null,
+          cause.why ? h("p", { class: "cause-why" }, cause.why) : null,
+        ),
+      ),
+    ),
+    envelope.moreCauses
+      ? h(
+          "p",
+          { class: "more-causes hint" },
+          `… and ${envelope.moreCauses} more (see the evidence list and the trace bundle).`,
+        )
+      : null,
   );
 }
 
