@@ -243,13 +243,15 @@ def test_search_results_and_counts_never_exceed_the_role(
 
 
 def test_merge_keeps_facts_and_history_and_links_the_merged_one(diet_db: Driver, embedder: Embedder) -> None:
-    # one of two facts matches the diet dossier: a minority, so the packet starts its own dossier
-    facts = ["User eats tofu and tempeh for protein", "User buys groceries on Saturdays"]
-    other = process_fact_packet(diet_db, packet("Groceries", facts, "b9"), embedder=embedder).dossier_id
+    # Changed with issue 16 (packets are routed per topic): the tofu fact joins the diet dossier
+    # on its own and the stamps fact starts a dossier, which is then merged into the diet one
+    facts = ["User eats tofu and tempeh for protein", "User collects vintage stamps"]
+    routed = process_fact_packet(diet_db, packet("Stamps", facts, "b9"), embedder=embedder)
+    (other,) = [p.dossier_id for p in routed.placements if p.action == "created"]
     veg = retrieve_relevant_dossiers(diet_db, Scope.system(), "vegetarian", embedder=embedder).dossiers[0].id
     assert other != veg
     result = merge_dossiers(diet_db, other, veg, "same topic")
-    assert len(result.moved_facts) == 2
+    assert len(result.moved_facts) == 1
     merged = get_dossier(diet_db, Scope.system(), veg)
     source = get_dossier(diet_db, Scope.system(), other)
     assert merged is not None and source is not None

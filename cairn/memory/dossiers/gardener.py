@@ -239,21 +239,21 @@ def coherence(vectors: NDArray[np.float32]) -> float:
 
 
 def _two_means(vectors: NDArray[np.float32]) -> list[list[int]]:
-    """Spherical 2-means, seeded deterministically: the fact farthest from the centroid, then the
-    fact farthest from it. Returns the two parts in order of their first fact."""
-    centroid = vectors.sum(axis=0)
-    a = int(np.argmin(np.round(vectors @ centroid, 6)))
-    b = int(np.argmin(np.round(vectors @ vectors[a], 6)))
+    """Spherical 2-means, seeded deterministically with the two least similar facts. Returns
+    the two parts in order of their first fact."""
+    sims = np.round(vectors @ vectors.T, 6)
+    a, b = divmod(int(np.argmin(sims)), len(vectors))
     centres = np.stack([vectors[a], vectors[b]]).astype(np.float64)
-    labels = np.zeros(len(vectors), dtype=int)
+    labels = np.full(len(vectors), -1)
     for _ in range(SPLIT_ROUNDS):
         new = np.argmax(np.round(vectors @ centres.T, 6), axis=1)
-        if (new == labels).all() and _ > 0:
+        if (new == labels).all():
             break
         labels = new
         for k in (0, 1):
             if (labels == k).any():
-                centres[k] = vectors[labels == k].sum(axis=0)
+                total = vectors[labels == k].sum(axis=0)
+                centres[k] = total / (np.linalg.norm(total) or 1.0)
     parts = [[i for i in range(len(vectors)) if labels[i] == k] for k in (0, 1)]
     return sorted((p for p in parts if p), key=lambda p: p[0])
 

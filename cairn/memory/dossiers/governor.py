@@ -32,11 +32,14 @@ from cairn.memory.dossiers.adjudicator import Adjudicator
 from cairn.memory.dossiers.dedup import DEDUP_COSINE, same_fact
 from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
 from cairn.memory.dossiers.lock import take_lock
-from cairn.memory.dossiers.models import FactPacket, InputError, Problem, parse_packet
+from cairn.memory.dossiers.models import Access, FactPacket, InputError, Problem, parse_packet
 from cairn.memory.dossiers.summary import CENTRAL_POOL, SUMMARY_TEXT
 from cairn.memory.dossiers.voting import (
+    TOP_K_PER_FACT,
+    VOTE_THRESHOLD,
     Candidate,
     Decision,
+    DossierState,
     Hit,
     Route,
     Vote,
@@ -48,7 +51,15 @@ from cairn.memory.dossiers.voting import (
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
 
-EMBED_CHUNK = 256  # facts embedded per batch when ingesting many packets
+EMBED_CHUNK = 64  # facts embedded per batch when ingesting many packets (small: routing overlaps)
+PACKETS_PER_TRANSACTION = 16  # ingest_packets commits this many packets at once
+
+# Which of these packets were applied before (their first journal entry exists), and where.
+APPLIED = """
+UNWIND $markers AS marker
+MATCH (:JournalEntry {id: marker})-[:ABOUT]->(d:Dossier)
+RETURN marker, min(d.id) AS applied_to
+"""
 
 # Every route of one packet into its dossier, in one statement whose cost does not grow with
 # the dossier: the facts are written, the centroid sum (advanced in Python from the one the
@@ -432,16 +443,74 @@ def _apply_one(
     return _apply(tx, packet, vectors, model, preset)
 
 
+class _Pending:
+    """Facts written earlier in the same transaction, which the vector index does not see yet
+    (index updates apply at commit): the vote of a later packet adds their hits exactly."""
+
+    def __init__(self) -> None:
+        self.vectors: list[NDArray[np.float32]] = []
+        self.facts: list[tuple[str, str, str]] = []  # fact id, dossier id, text
+        self.states: dict[str, DossierState] = {}
+        self.titles: dict[str, str] = {}
+        self.access: dict[str, Access] = {}
+
+    def add(self, vote: Vote, vectors: NDArray[np.float32], access: Access) -> Vote:
+        if not self.facts:
+            return vote
+        sims = vectors @ np.stack(self.vectors).T
+        hits = list(vote.hits)
+        for i, row in enumerate(sims):
+            for j in np.argsort(-row, kind="stable")[:TOP_K_PER_FACT]:
+                fid, did, text = self.facts[j]
+                score = float(row[j])
+                if score >= VOTE_THRESHOLD and self.access[did] == access:
+                    hits.append(Hit(i, did, fid, score, text if score >= DEDUP_COSINE else None))
+        by_fact: dict[int, list[Hit]] = {}
+        for h in sorted(hits, key=lambda h: (h.fact_index, -h.score, h.fact_id)):
+            by_fact.setdefault(h.fact_index, []).append(h)
+        kept = [h for found in by_fact.values() for h in found[:TOP_K_PER_FACT]]
+        mine = {did for did, a in self.access.items() if a == access}
+        return Vote(
+            kept,
+            {**vote.titles, **{d: self.titles[d] for d in mine}},
+            {**vote.dossiers, **{d: self.states[d] for d in mine}},
+        )
+
+    def record(
+        self,
+        packet: FactPacket,
+        vectors: NDArray[np.float32],
+        vote: Vote,
+        placements: list[Placement],
+        sums: dict[str, NDArray[np.float64]],
+    ) -> None:
+        """The packet's facts, and the state its dossiers are left in (``vote``: as it found them)."""
+        index_of = {fact_id(packet.key, i): i for i in range(len(packet.facts))}
+        for p in placements:
+            for fid in p.added:
+                self.vectors.append(vectors[index_of[fid]])
+                self.facts.append((fid, p.dossier_id, packet.facts[index_of[fid]].text))
+            before = vote.dossiers.get(p.dossier_id)
+            self.states[p.dossier_id] = DossierState(
+                sums[p.dossier_id], len(p.added) + (before.size if before else 0)
+            )
+            self.titles.setdefault(p.dossier_id, packet.cluster_label)
+            self.access[p.dossier_id] = packet.access
+
+
 def _apply(
     tx: ManagedTransaction,
     packet: FactPacket,
     vectors: NDArray[np.float32],
     model: str,
     preset: _Preset | None,
+    pending: _Pending | None = None,
 ) -> RoutingResult:
     """Vote, route, write and journal one packet; the caller holds the routing lock."""
     key = packet.key
     vote = run_vote(tx, vectors, packet.access)
+    if pending is not None:
+        vote = pending.add(vote, vectors, packet.access)
     candidates = tally(vote.hits, vote.titles)
     duplicates = _duplicates(packet, key, vectors, vote)
     fresh = [i for i in range(len(packet.facts)) if i not in duplicates]
@@ -457,6 +526,7 @@ def _apply(
             echoes.setdefault(d.earlier, []).append(i)
     placements: list[Placement] = []
     route_rows: list[dict[str, Any]] = []
+    sums: dict[str, NDArray[np.float64]] = {}
     dossier_of: dict[int, str] = {}
     for route in routes:
         target = route.decision.target if route.decision.action == "append" else None
@@ -474,6 +544,7 @@ def _apply(
                 route.decision,
             )
         )
+        sums[did] = total
         route_rows.append(
             {
                 "dossier_id": did,
@@ -514,6 +585,8 @@ def _apply(
         tx.run(ADD_PROVENANCE, rows=rows).consume()
     entries = _entries(packet, key, placements, skipped, summaries, candidates)
     write_entries(tx, key, entries, packet.access, now)
+    if pending is not None:
+        pending.record(packet, vectors, vote, placements, sums)
     main = max(placements, key=lambda p: len(p.added), default=None)
     return RoutingResult(
         dossier_id=main.dossier_id if main else next(iter(skipped.values())).dossier_id,
@@ -527,6 +600,44 @@ def _apply(
     )
 
 
+def _apply_group(
+    tx: ManagedTransaction, packets: list[FactPacket], vectors: list[NDArray[np.float32]], model: str
+) -> list[RoutingResult]:
+    """Several packets in one transaction, in order, each under its own idempotency key."""
+    take_lock(tx)
+    markers = [entry_id(p.key, 0) for p in packets]
+    applied = {str(r["marker"]): str(r["applied_to"]) for r in tx.run(APPLIED, markers=markers)}
+    pending = _Pending()
+    results: list[RoutingResult] = []
+    done: dict[str, str] = {}
+    for p, vecs, marker in zip(packets, vectors, markers, strict=True):
+        where = applied.get(marker) or done.get(p.key)
+        if where is not None:
+            results.append(RoutingResult(where, "already_applied", p.key))
+            continue
+        result = _apply(tx, p, vecs, model, None, pending)
+        done[p.key] = result.dossier_id
+        results.append(result)
+    return results
+
+
+def _route_group(
+    driver: Driver, packets: list[FactPacket], vectors: list[NDArray[np.float32]], model: Embedder
+) -> list[RoutingResult]:
+    """One transaction for the group; if it fails, each packet alone (so only a bad one fails)."""
+    checked = [_checked_vectors(p, v) for p, v in zip(packets, vectors, strict=True)]
+    try:
+        with driver.session() as session:
+            return session.execute_write(_apply_group, packets, checked, model.name)
+    except Exception:  # retried packet by packet: the one at fault raises there, alone
+        if len(packets) == 1:
+            raise
+    return [
+        process_fact_packet(driver, p, embedder=model, vectors=v)
+        for p, v in zip(packets, checked, strict=True)
+    ]
+
+
 Progress = Callable[[int], None]
 
 
@@ -538,10 +649,14 @@ def ingest_packets(
     adjudicator: Adjudicator | None = None,
     progress: Progress | None = None,
 ) -> list[RoutingResult]:
-    """Route many packets, one transaction each, embedding the next batch while this one is written.
+    """Route many packets in order, embedding the next batch while this one is written.
 
     Embedding (torch, GIL released) and routing (waiting on Neo4j) overlap in two threads, so
-    throughput approaches that of embedding alone. Packets are applied in order.
+    throughput approaches that of embedding alone. Up to ``PACKETS_PER_TRANSACTION`` packets
+    share a transaction (one lock, one commit), each under its own idempotency key, so a kill
+    leaves whole packets only and a re-run skips those applied; if the shared transaction
+    fails, its packets are retried one transaction each. With an ``adjudicator`` every packet
+    has its own transaction (its verdict is reached before the lock).
     """
     model = embedder or get_embedder()
     chunks: list[list[FactPacket]] = []
@@ -566,12 +681,23 @@ def ingest_packets(
             if n + 1 < len(chunks):
                 pending = pool.submit(embed, chunks[n + 1])
             offset = 0
+            slices = []
             for p in chunk:
-                vecs = matrix[offset : offset + len(p.facts)]
+                slices.append(matrix[offset : offset + len(p.facts)])
                 offset += len(p.facts)
-                results.append(
-                    process_fact_packet(driver, p, embedder=model, adjudicator=adjudicator, vectors=vecs)
-                )
+            step = 1 if adjudicator is not None else PACKETS_PER_TRANSACTION
+            for start in range(0, len(chunk), step):
+                group, vecs = chunk[start : start + step], slices[start : start + step]
+                if adjudicator is not None:
+                    routed = [
+                        process_fact_packet(
+                            driver, group[0], embedder=model, adjudicator=adjudicator, vectors=vecs[0]
+                        )
+                    ]
+                else:
+                    routed = _route_group(driver, group, vecs, model)
+                results += routed
                 if progress is not None:
-                    progress(len(p.facts))
+                    for p in group:
+                        progress(len(p.facts))
     return results

@@ -25,10 +25,12 @@ from neo4j import ManagedTransaction
 
 LOCK_ID = "dossier-routing"
 
-# Clauses run in order: the journal lookup reads only once the lock is held.
+# Clauses run in order: the journal lookup reads only once the lock is held. Setting a property
+# takes the node's exclusive lock even when the value does not change, so after the first time
+# taking the lock leaves the graph as it was (a re-run of applied work changes nothing).
 TAKE_LOCK = """
 MERGE (l:CairnLock {id: $lock})
-SET l.seq = coalesce(l.seq, 0) + 1
+SET l.held = true
 WITH l
 OPTIONAL MATCH (:JournalEntry {id: $marker})-[:ABOUT]->(d:Dossier)
 RETURN min(d.id) AS applied_to

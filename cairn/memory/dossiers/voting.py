@@ -44,13 +44,19 @@ FACT_INDEX = vector_index_name("Fact")
 TOP_K_PER_FACT = 10
 VOTE_THRESHOLD = 0.4  # plain cosine, as in note 000
 CLUSTER_COSINE = 0.4  # a packet fact joins a cluster whose centroid is this close (the vote threshold)
-# A cluster joins a dossier only if the dossier's coherence after the join -- the mean cosine
-# of its facts to their centroid, |sum of vectors| / count, computed from the centroid sum --
-# stays at least this. Coherence falls as unrelated facts join, so a dossier that would turn
-# into a catch-all stops accepting, whatever its size. Tuned on the LoCoMo development split
-# (bench/locomo_routing.py): 0.75 left a dossier with 20% of a conversation, 0.78 keeps every
-# dossier under 12% while note 000's vegetarian packets still append.
+# A cluster joins a dossier only if the dossier stays coherent. For a dossier of more than
+# SMALL_DOSSIER facts (after the join) that means its coherence -- the mean cosine of its facts
+# to their centroid, |sum of vectors| / count, known from the centroid sum -- stays at least
+# KAPPA_JOIN; coherence falls as loosely related facts join, so a dossier that would turn into
+# a catch-all stops accepting, whatever its size. A small dossier only needs a mean pairwise
+# cosine of SMALL_PAIRWISE ((|sum|^2 - count) / (count * (count - 1)) for unit vectors): a
+# new story gathers its first facts freely. Tuned on the LoCoMo development split
+# (bench/locomo_routing.py), where shared names make every fact of a person look alike:
+# coherence 0.75 alone left a dossier with 20% of a conversation's facts, these keep every
+# dossier under 12% while note 000's packets and the demo fixtures route as before.
 KAPPA_JOIN = 0.78
+SMALL_DOSSIER = 8
+SMALL_PAIRWISE = 0.3
 
 
 def index_score(cosine: float) -> float:
@@ -287,7 +293,8 @@ class _Fit:
 
 
 def _fits(cluster: Sequence[int], vectors: NDArray[np.float32], vote: Vote) -> list[_Fit]:
-    """The dossiers this cluster may join: most of its facts voted for them and they stay coherent."""
+    """The dossiers this cluster may join: most of its facts voted for them and they stay coherent
+    (see ``KAPPA_JOIN``)."""
     members = set(cluster)
     supporters: dict[str, set[int]] = {}
     for h in vote.hits:
@@ -299,11 +306,16 @@ def _fits(cluster: Sequence[int], vectors: NDArray[np.float32], vote: Vote) -> l
         state = vote.dossiers.get(did)
         if state is None or state.centroid_sum is None or 2 * len(voters) <= len(cluster):
             continue
-        joined = state.centroid_sum + total
-        coherence = float(np.linalg.norm(joined)) / (state.size + len(cluster))
+        count = state.size + len(cluster)
+        length = float(np.linalg.norm(state.centroid_sum + total))
+        coherence = length / count
         norms = float(np.linalg.norm(state.centroid_sum)) * float(np.linalg.norm(total))
         cosine = float(state.centroid_sum @ total) / (norms or 1.0)
-        if coherence >= KAPPA_JOIN:
+        if count <= SMALL_DOSSIER:
+            fits_in = (length * length - count) / (count * (count - 1)) >= SMALL_PAIRWISE
+        else:
+            fits_in = coherence >= KAPPA_JOIN
+        if fits_in:
             fits.append(_Fit(did, len(voters), cosine, coherence))
     # nearest centroid first; equal to 6 decimals is a tie, broken by id
     fits.sort(key=lambda f: (-round(f.centroid_cosine, 6), f.dossier_id))
@@ -358,7 +370,8 @@ def plan_routes(vectors: NDArray[np.float32], vote: Vote, indexes: Sequence[int]
                 packet_rule.reason
                 if not hits
                 else "no dossier that most of these facts voted for stays coherent with them "
-                f"(coherence >= {KAPPA_JOIN})"
+                f"(coherence >= {KAPPA_JOIN}, or mean pairwise cosine >= {SMALL_PAIRWISE} "
+                f"up to {SMALL_DOSSIER} facts)"
             )
             routes.append(Route(tuple(sorted(unrouted)), Decision("create", None, why)))
     return sorted(routes, key=lambda r: r.indexes[0])
