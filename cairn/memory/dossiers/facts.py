@@ -162,14 +162,14 @@ def lucene_query(text: str, drop: frozenset[str] = frozenset()) -> str:
 class FusionConfig:
     """How the ranked lists are combined; defaults are the measured best (bench/results/locomo.md)."""
 
-    rrf_k: float = 60.0  # the usual RRF constant: a rank's weight is 1 / (rrf_k + rank)
+    rrf_k: float = 20.0  # a rank's weight is 1 / (rrf_k + rank); 20 beat the usual 60 (top ranks count more)
     dense_weight: float = 1.0
     text_weight: float = 1.0
     depth: int = 50  # candidates taken from each list (at least 2 x top_k)
     seeds: int = 10  # top fused facts whose block neighbours are expanded
     neighbour_weight: float = 0.3  # share of a seed's fused score a neighbour receives
     neighbour_window: int | None = 3  # only neighbours this many turns away (None: whole block)
-    block_decay: float = 0.9  # each further fact from an already-ranked block is scaled by this
+    block_decay: float = 1.0  # each further fact from an already-ranked block is scaled by this (1: off)
     drop_question_words: bool = True  # leave QUESTION_WORDS out of the full-text query
 
 
