@@ -1,4 +1,8 @@
-"""Run every benchmark module in bench/ (or the ones named on the command line)."""
+"""Run every benchmark module in bench/ (or the ones named on the command line).
+
+``python -m bench locomo --data PATH``: the names come first; the options after them are
+passed on to each named module's ``main`` as its command line.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,10 @@ import time
 import bench
 
 
-def main(names: list[str]) -> int:
+def main(args: list[str]) -> int:
+    split = next((i for i, a in enumerate(args) if a.startswith("-")), len(args))
+    names, options = args[:split], args[split:]
+    sys.argv = [sys.argv[0], *options]
     modules = names or sorted(
         m.name
         for m in pkgutil.iter_modules(bench.__path__)

@@ -8,13 +8,18 @@ property over generated access fields.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from neo4j import Driver
+from starlette.testclient import TestClient
+from typer.testing import CliRunner
 
+from cairn.app import create_app
+from cairn.cli import app as cli
 from cairn.memory.dossiers.curation import (
     CurationError,
     archive_dossier,
@@ -24,6 +29,8 @@ from cairn.memory.dossiers.curation import (
     related_dossiers,
 )
 from cairn.memory.dossiers.demo import load_demo_dossiers
+from cairn.memory.dossiers.facts import FACT_TEXT_INDEX, FactRetriever, FusionConfig, lucene_query
+from cairn.memory.dossiers.facts import format_for_context as format_facts
 from cairn.memory.dossiers.governor import process_fact_packet
 from cairn.memory.dossiers.retriever import (
     format_for_context,
@@ -31,10 +38,12 @@ from cairn.memory.dossiers.retriever import (
     get_dossier_history,
     retrieve_relevant_dossiers,
 )
+from cairn.policy.passport import headers_for
 from cairn.policy.profiles import SENSITIVITY_RANK, PolicyRegistry, RoleProfile, matches
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
 from cairn.runtime.settings import Settings
+from cairn.runtime.tokens import count_tokens
 from tests.conftest import wipe
 
 ROLES = ("staff", "manager", "director", "exec", "writer")
@@ -392,3 +401,267 @@ def test_a_search_result_shows_the_newest_facts_and_counts_them_all(
     whole = get_dossier(empty_db, staff, hit.id)
     assert whole is not None and [f["text"] for f in whole.facts] == RUNNING_FACTS
     assert whole.fact_count == len(RUNNING_FACTS)
+
+
+# --- fact-level search (FactRetriever) -----------------------------------------------------------
+
+FACT_TEXTS = (
+    "User is strictly vegetarian",
+    "User runs three times a week",
+    "Caroline attended an LGBTQ support group",
+    "Melanie painted a lake sunrise last year",
+    "The quarterly budget review is on Friday",
+    "User's sister lives in Lisbon",
+)
+SEED_FACTS = """
+UNWIND $rows AS row
+CREATE (d:Entity:Dossier {id: row.dossier_id, title: row.title, summary: row.text, status: 'active'})
+SET d += row.dossier_access
+CREATE (f:Entity:Fact {id: row.fact_id, text: row.text, embedding: row.embedding, source_block_id: row.block,
+                       source_turn_id: row.turn, observed_at: datetime('2023-05-08T13:56:00Z'),
+                       added_at: datetime()})
+SET f += row.fact_access
+CREATE (d)-[:HAS_FACT]->(f)
+"""
+
+
+@pytest.fixture(scope="module")
+def fact_vectors(embedder: Embedder) -> list[list[float]]:
+    return [[float(x) for x in v] for v in embedder.embed(list(FACT_TEXTS))]
+
+
+def _fact_visible(profile: RoleProfile, dossier: dict[str, Any], fact: dict[str, Any]) -> bool:
+    """The oracle: both vertices visible and the HAS_FACT edge rule allows dossier -> fact."""
+    return (
+        _vertex_ok(profile, dossier)
+        and _vertex_ok(profile, fact)
+        and any(
+            e.type == "HAS_FACT"
+            and matches(dossier["domain"], e.from_domains)
+            and matches(fact["domain"], e.to_domains)
+            for e in profile.edges
+        )
+    )
+
+
+seeded_facts = st.lists(
+    st.tuples(st.integers(0, len(FACT_TEXTS) - 1), access_fields, access_fields), min_size=1, max_size=8
+)
+
+
+# 60 examples (each: 8 facts at most, five roles' searches): ~3 s an example on the shared 2-core machine.
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(facts=seeded_facts)
+def test_fact_search_returns_and_counts_only_visible_facts(
+    driver: Driver,
+    embedder: Embedder,
+    registry: PolicyRegistry,
+    fact_vectors: list[list[float]],
+    facts: list[tuple[int, dict[str, Any], dict[str, Any]]],
+) -> None:
+    wipe(driver)
+    rows = [
+        {
+            "dossier_id": f"dos_{i}",
+            "fact_id": f"fact_{i}",
+            "title": f"Topic {i}",
+            "text": FACT_TEXTS[t],
+            "embedding": fact_vectors[t],
+            "block": f"b{i % 2}",
+            "turn": f"D1:{i}",
+            "dossier_access": d_access,
+            "fact_access": f_access,
+        }
+        for i, (t, d_access, f_access) in enumerate(facts)
+    ]
+    driver.execute_query(SEED_FACTS, rows=rows)
+    retriever = FactRetriever(driver, embedder)
+    for role in ROLES:
+        profile, scope = registry.roles[role], scope_of(registry, role)
+        expected = {
+            r["fact_id"] for r in rows if _fact_visible(profile, r["dossier_access"], r["fact_access"])
+        }
+        result = retriever.search(scope, "vegetarian sister in Lisbon", top_k=10)
+        assert {h.fact["id"] for h in result.hits} == expected
+        assert result.total == len(expected)
+        assert {h.dossier.id for h in result.hits} <= {f"dos_{i}" for i, _ in enumerate(facts)}
+        for h in result.hits:
+            assert h.dossier.summary == h.fact["text"]  # its one fact is visible, so the summary stays
+
+
+RARE_FACTS = [
+    "Caroline went hiking with friends in the mountains",
+    "Melanie likes pottery and painting on weekends",
+    "Caroline is researching adoption agencies",
+    "Melanie's kids love the beach in summer",
+    "Caroline gave a talk at a school about her journey",
+    "Melanie ran a charity race for mental health",
+    "Caroline keeps a journal of her counseling sessions",
+    "Melanie bought new running shoes last week",
+    "Caroline's grandmother gave her a necklace from Sweden",
+    "Melanie plays the clarinet in a community band",
+    "Caroline named her new puppy Oscar",
+]
+
+
+def test_full_text_finds_a_rare_word_that_dense_misses(empty_db: Driver, embedder: Embedder) -> None:
+    """Dense ranks the pottery facts first (the question is about pottery); the rare word brings
+    the one fact that names the Zorvex up through the full-text list."""
+    target = "The warranty for the Zorvex expires in March"
+    facts = [*RARE_FACTS, "Melanie signed pottery classes for her kids at the studio", target]
+    process_fact_packet(
+        empty_db,
+        packet("Friends", facts, "conv-session-1", timestamp="2023-05-08T13:56:00Z"),
+        embedder=embedder,
+    )
+    question = "Did Melanie take her kids to pottery with the Zorvex?"
+    dense = FactRetriever(empty_db, embedder, FusionConfig(text_weight=0.0, neighbour_weight=0.0))
+    fused = FactRetriever(empty_db, embedder, FusionConfig(neighbour_weight=0.0))
+    dense_order = [h.fact["text"] for h in dense.search(Scope.system(), question, top_k=20).hits]
+    fused_hits = fused.search(Scope.system(), question, top_k=20).hits
+    fused_order = [h.fact["text"] for h in fused_hits]
+    assert fused_order.index(target) < 4 < 5 <= dense_order.index(target)  # in the top 4 only when fused
+    hit = fused_hits[fused_order.index(target)]
+    assert hit.matched == ("dense", "text")
+    assert hit.fact["source_turn_ids"] == []
+    assert hit.observed_at is not None and hit.observed_at.startswith("2023-05-08")
+
+
+def test_lucene_query_passes_no_syntax_through() -> None:
+    assert (
+        lucene_query('Oscar AND (dog* OR "cat") -x ~2 \\ /re/')
+        == "oscar OR and OR dog OR or OR cat OR x OR 2 OR re"
+    )
+    assert lucene_query("?!") == ""
+
+
+def test_fact_search_without_query_words_ranks_by_vector(diet_db: Driver, embedder: Embedder) -> None:
+    hits = FactRetriever(diet_db, embedder).search(Scope.system(), "?!", top_k=4).hits
+    assert len(hits) == 4 and all(h.matched[0] == "dense" for h in hits)
+
+
+def test_fact_context_respects_the_budget_and_shows_observed_dates(
+    empty_db: Driver, embedder: Embedder
+) -> None:
+    process_fact_packet(
+        empty_db,
+        packet("Friends", RARE_FACTS, "conv-session-1", timestamp="2023-05-08T13:56:00Z"),
+        embedder=embedder,
+    )
+    hits = FactRetriever(empty_db, embedder).search(Scope.system(), "Caroline", top_k=11).hits
+    full = format_facts(hits)
+    assert full.startswith("=== MEMORY")
+    assert "## Friends" in full
+    assert f"  - [2023-05-08] {hits[0].fact['text']}" in full
+    assert full.count("  - [2023-05-08] ") == 11
+    for budget in (5, 40, 80, 150):
+        text = format_facts(hits, max_tokens=budget)
+        assert count_tokens(text) <= budget
+        shown = [h.fact["text"] for h in hits if h.fact["text"] in text]
+        assert shown == [h.fact["text"] for h in hits[: len(shown)]]  # a prefix of the ranking
+    assert format_facts(hits, max_tokens=5) == ""
+    assert format_facts([]) == ""
+
+
+def test_dossier_context_shows_the_observed_date(empty_db: Driver, embedder: Embedder) -> None:
+    process_fact_packet(
+        empty_db,
+        packet("Friends", RARE_FACTS[:2], "conv-session-1", timestamp="2023-05-08T13:56:00Z"),
+        embedder=embedder,
+    )
+    result = retrieve_relevant_dossiers(empty_db, Scope.system(), "hiking", embedder=embedder)
+    assert "(observed: 2023-05-08, added: " in format_for_context(result.dossiers)
+
+
+# --- memorySearch over GraphQL and `cairn dossier ask` ------------------------------------------
+
+MEMORY_SEARCH = """query($q: String!, $k: Int!, $t: Int) {
+  memorySearch(query: $q, k: $k, maxTokens: $t) {
+    count context
+    hits { factId text observedAt addedAt sourceBlockId sourceTurnIds dossierId dossierTitle dossierSummary
+           score matched }
+  }
+}"""
+
+
+@pytest.fixture
+def demo_client(empty_db: Driver, embedder: Embedder, settings: Settings) -> Iterator[TestClient]:
+    load_demo_dossiers(empty_db, embedder)
+    with TestClient(create_app(settings)) as c:
+        yield c
+
+
+def _gql(client: TestClient, registry: PolicyRegistry, role: str, query: str, **variables: Any) -> Any:
+    resp = client.post(
+        "/graphql", json={"query": query, "variables": variables}, headers=headers_for(registry, role)
+    )
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+def test_memory_search_over_graphql_for_two_roles(
+    demo_client: TestClient, registry: PolicyRegistry, empty_db: Driver
+) -> None:
+    records, _, _ = empty_db.execute_query(
+        "MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact) WHERE 'confidential' IN d.namespaces "
+        "RETURN d.id AS id, collect(f.id) AS facts"
+    )
+    secret, secret_facts = records[0]["id"], set(records[0]["facts"])
+    staff = _gql(demo_client, registry, "staff", MEMORY_SEARCH, q="Initech acquisition", k=50)
+    assert "errors" not in staff, staff
+    result = staff["data"]["memorySearch"]
+    text = json.dumps(staff)
+    assert secret not in text and "Initech" not in text and "Falcon" not in text
+    assert not secret_facts & {h["factId"] for h in result["hits"]}
+    staff_count = result["count"]
+
+    director = _gql(demo_client, registry, "director", MEMORY_SEARCH, q="Initech acquisition", k=50)
+    found = director["data"]["memorySearch"]
+    top = found["hits"][0]
+    assert top["dossierId"] == secret and "Initech" in top["text"] and "text" in top["matched"]
+    assert top["dossierTitle"] and top["sourceBlockId"]
+    assert found["count"] == staff_count + len(secret_facts)
+    assert found["context"].startswith("=== MEMORY") and "Initech" in found["context"]
+
+    budgeted = _gql(demo_client, registry, "director", MEMORY_SEARCH, q="Initech acquisition", k=50, t=30)
+    assert count_tokens(budgeted["data"]["memorySearch"]["context"]) <= 30
+    refused = demo_client.post("/graphql", json={"query": MEMORY_SEARCH, "variables": {"q": "x", "k": 3}})
+    assert "errors" in refused.json() and refused.json()["data"] is None
+
+
+def test_cli_dossier_ask(empty_db: Driver, embedder: Embedder) -> None:
+    process_fact_packet(
+        empty_db,
+        packet("Friends", RARE_FACTS, "conv-session-1", timestamp="2023-05-08T13:56:00Z"),
+        embedder=embedder,
+    )
+    restricted = packet("Secret", ["Caroline's puppy Oscar is a secret agent"], "b9", access=RESTRICTED)
+    process_fact_packet(empty_db, restricted, embedder=embedder)
+    runner = CliRunner()
+    as_staff = runner.invoke(cli, ["dossier", "ask", "Oscar the puppy", "--role", "staff", "--json"])
+    assert as_staff.exit_code == 0, as_staff.output
+    body = json.loads(as_staff.output)
+    assert body["hits"][0]["fact"]["text"] == "Caroline named her new puppy Oscar"
+    assert body["hits"][0]["dossier"]["title"] == "Friends"
+    assert "secret agent" not in as_staff.output and body["count"] == len(RARE_FACTS)
+    as_operator = runner.invoke(cli, ["dossier", "ask", "Oscar the puppy", "--top-k", "2"])
+    assert as_operator.exit_code == 0, as_operator.output
+    assert "secret agent" in as_operator.output and "2023-05-08" in as_operator.output
+    context = runner.invoke(cli, ["dossier", "ask", "Oscar", "--max-tokens", "150", "--role", "staff"])
+    assert context.exit_code == 0 and context.output.startswith("=== MEMORY")
+    assert count_tokens(context.output) <= 150 and "Oscar" in context.output
+    unknown = runner.invoke(cli, ["dossier", "ask", "Oscar", "--role", "nobody"])
+    assert unknown.exit_code != 0 and "no role 'nobody'" in unknown.output
+
+
+def test_migrate_installs_the_fact_text_fulltext_index(driver: Driver) -> None:
+    records, _, _ = driver.execute_query(
+        "SHOW INDEXES YIELD name, type, labelsOrTypes, properties, state, options "
+        "WHERE name = $name RETURN type, labelsOrTypes, properties, state, options",
+        name=FACT_TEXT_INDEX,
+    )
+    assert len(records) == 1
+    row = records[0]
+    assert (row["type"], row["labelsOrTypes"], row["properties"]) == ("FULLTEXT", ["Fact"], ["text"])
+    assert row["state"] == "ONLINE"
+    assert row["options"]["indexConfig"]["fulltext.analyzer"] == "english"

@@ -70,6 +70,7 @@ HOOD = """query($id: ID!, $hops: Int!) {
 ASK_META = "query($id: ID!) { ask(anchorId: $id) { meta } }"
 DOSSIER_SEARCH = "query($q: String!) { dossierSearch(query: $q, topK: 10) { dossiers { id title } } }"
 DOSSIER = "query($id: ID!) { dossier(id: $id) { facts { id } history { id } } }"
+MEMORY_SEARCH = "query($q: String!) { memorySearch(query: $q, k: 10) { hits { factId text dossierId } } }"
 FACTOR = """query($id: ID!, $asOf: DateTime) {
   factor(id: $id, asOf: $asOf) { value }
   journal(factorId: $id, limit: 100) { id newValue }
@@ -429,6 +430,25 @@ def test_dossier_search_and_page(open_page: OpenPage, service: str, registry: Po
     expect(page.locator(".facts-table tbody tr")).to_have_count(len(expected["facts"]))
     expect(page.locator(".timeline > li")).to_have_count(len(expected["history"]))
     shoot(page, "dossier-staff-1280x800")
+
+
+def test_dossier_question_lists_facts_under_their_dossiers(
+    open_page: OpenPage, service: str, registry: PolicyRegistry
+) -> None:
+    question = "What does the user eat?"
+    hits = api(service, registry, "staff", MEMORY_SEARCH, q=question)["memorySearch"]["hits"]
+    assert hits, "the demo dossiers should hold facts about the user's diet"
+    page = open_page()
+    page.get_by_role("link", name="Dossiers").click()
+    page.get_by_label("Question").fill(question)
+    page.get_by_role("button", name="Ask").click()
+    groups = page.locator(".memory-group")
+    expect(groups).to_have_count(len({h["dossierId"] for h in hits}))
+    expect(page.locator(".memory-facts > li")).to_have_count(len(hits))
+    first = page.locator(f'.memory-group[data-id="{hits[0]["dossierId"]}"]')
+    expect(first.locator(".memory-facts > li").first).to_contain_text(hits[0]["text"])
+    expect(page.locator(".memory-answer")).not_to_contain_text("Initech")
+    shoot(page, "dossier-ask-staff-1280x800")
 
 
 def test_factor_page_value_history_as_of_and_what_if(

@@ -1,4 +1,4 @@
-"""`cairn dossier search|show|export|merge|archive|link|related`, `cairn garden BLOCK_ID | --all`,
+"""`cairn dossier search|ask|show|export|merge|archive|link|related`, `cairn garden BLOCK_ID | --all`,
 `cairn ingest packets FILE` and `cairn ingest blocks FILE`.
 
 Reads run as the operator (everything, unmasked) unless ``--role`` names a role profile, in
@@ -20,7 +20,7 @@ from rich.table import Table
 
 from cairn.commands.common import fail as _fail
 from cairn.commands.common import open_driver as _driver
-from cairn.memory.dossiers import blocks, curation, files, gardener, governor, retriever
+from cairn.memory.dossiers import blocks, curation, facts, files, gardener, governor, retriever
 from cairn.memory.dossiers.models import InputError
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
@@ -92,6 +92,41 @@ def search(
         table.add_column(col)
     for d in result.dossiers:
         table.add_row(f"{d.score or 0:.2f}", d.id, escape(d.title), str(len(d.facts)), escape(d.summary))
+    console.print(table)
+
+
+@dossier_app.command("ask")
+def ask(
+    question: Annotated[str, typer.Argument(help="the question to find facts for")],
+    top_k: Annotated[int, typer.Option("--top-k", min=1, max=50)] = 10,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option("--max-tokens", min=1, help="print the facts as LLM context within this budget"),
+    ] = None,
+    role: RoleOption = None,
+    as_json: AsJson = False,
+) -> None:
+    """The facts that best answer the question (vector + full-text, fused), under their dossiers."""
+    scope = _scope(role)
+    with _driver() as driver:
+        result = facts.FactRetriever(driver).search(scope, question, top_k)
+    if as_json:
+        _print_json({"count": result.total, "hits": [h.as_json() for h in result.hits]})
+        return
+    if max_tokens is not None:
+        print(facts.format_for_context(result.hits, max_tokens=max_tokens), end="")
+        return
+    table = Table(title=f"{len(result.hits)} fact(s) of {result.total} candidate(s)")
+    for col in ("#", "observed", "fact", "dossier", "turns"):
+        table.add_column(col)
+    for n, h in enumerate(result.hits, start=1):
+        table.add_row(
+            str(n),
+            str(h.observed_at or "")[:10],
+            escape(str(h.fact.get("text", ""))),
+            escape(h.dossier.title),
+            escape(", ".join(h.fact.get("source_turn_ids") or [])),
+        )
     console.print(table)
 
 

@@ -18,7 +18,8 @@ from strawberry.permission import BasePermission
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from cairn.memory.dossiers import blocks, curation, gardener, governor, retriever
+from cairn.memory.dossiers import blocks, curation, facts, gardener, governor, retriever
+from cairn.memory.dossiers.facts import FactHit
 from cairn.memory.dossiers.models import AccessRefused, InputError
 from cairn.memory.dossiers.retriever import DossierView
 from cairn.memory.dossiers.voting import VOTE_THRESHOLD
@@ -139,6 +140,49 @@ class DossierSearch:
     context: str = strawberry.field(description="the dossiers formatted for an LLM context window")
 
 
+@strawberry.type(description="A fact that answers a memory search, with its dossier as context.")
+class MemoryHit:
+    fact_id: strawberry.ID
+    text: str | None
+    observed_at: str | None = strawberry.field(description="when it was observed (its packet's timestamp)")
+    added_at: str | None = strawberry.field(description="when it was ingested")
+    source_block_id: str | None
+    source_turn_ids: list[str] = strawberry.field(description="every turn it came from, its own first")
+    dossier_id: strawberry.ID
+    dossier_title: str | None
+    dossier_summary: str | None
+    score: float = strawberry.field(description="fused rank score; comparable within one search only")
+    matched: list[str] = strawberry.field(description="which rankings found it: dense, text, block")
+
+    @classmethod
+    def of(cls, h: FactHit) -> MemoryHit:
+        f = h.fact
+        return cls(
+            fact_id=strawberry.ID(str(f["id"])),
+            text=f.get("text"),
+            observed_at=f.get("observed_at"),
+            added_at=f.get("added_at"),
+            source_block_id=f.get("source_block_id"),
+            source_turn_ids=[str(t) for t in f.get("source_turn_ids") or []],
+            dossier_id=strawberry.ID(h.dossier.id),
+            dossier_title=h.dossier.fields.get("title"),
+            dossier_summary=h.dossier.fields.get("summary"),
+            score=round(h.score, 6),
+            matched=list(h.matched),
+        )
+
+
+@strawberry.type(description="The visible facts that best answer a question, best first.")
+class MemorySearch:
+    count: int = strawberry.field(
+        description="visible facts among the fused candidates, before the top-k cut"
+    )
+    hits: list[MemoryHit]
+    context: str = strawberry.field(
+        description="the hits grouped by dossier, dated, for an LLM context window"
+    )
+
+
 @strawberry.type(description="A conversation block's sticky tags and what is left of it.")
 class ConversationBlock:
     block_id: str
@@ -233,6 +277,23 @@ class DossierQuery:
             count=result.total,
             dossiers=[Dossier.of(v) for v in result.dossiers],
             context=retriever.format_for_context(result.dossiers),
+        )
+
+    @strawberry.field(
+        permission_classes=SEARCH,
+        description="Facts that answer a question (hybrid vector + full-text ranking, block expansion).",
+    )
+    async def memory_search(
+        self, info: Ctx, query: str, k: int = 10, max_tokens: int | None = None
+    ) -> MemorySearch:
+        caller = caller_of(info)
+        driver = info.context.services.sync_driver
+        top_k = max(0, min(k, MAX_TOP_K))
+        result = await _run(lambda: facts.FactRetriever(driver).search(caller.scope, query, top_k))
+        return MemorySearch(
+            count=result.total,
+            hits=[MemoryHit.of(h) for h in result.hits],
+            context=facts.format_for_context(result.hits, max_tokens=max_tokens),
         )
 
     @strawberry.field(

@@ -14,7 +14,7 @@ from neomodel import db as neomodel_db
 
 from cairn.schema.nodes import MACHINERY_CLASSES, NODE_CLASSES
 
-SCHEMA_VERSION = 2  # 2: uniqueness constraints on the lock and version nodes
+SCHEMA_VERSION = 3  # 2: uniqueness constraints on the lock and version nodes; 3: Fact.text full-text
 
 SHOW_CONSTRAINTS = "SHOW CONSTRAINTS YIELD name RETURN name"
 SHOW_INDEXES = "SHOW INDEXES YIELD name RETURN name"

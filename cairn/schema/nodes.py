@@ -13,6 +13,7 @@ from neomodel import (
     BooleanProperty,
     DateTimeProperty,
     FloatProperty,
+    FulltextIndex,
     IntegerProperty,
     StringProperty,
     StructuredNode,
@@ -48,7 +49,9 @@ class Dossier(Entity):
 
 
 class Fact(Entity):
-    text = StringProperty(required=True)
+    # Full-text (Lucene BM25, english analyzer: stemming and stop words) for fact search's
+    # lexical half (cairn/memory/dossiers/facts.py); consistent, so a fact is found at once.
+    text = StringProperty(required=True, fulltext_index=FulltextIndex(analyzer="english"))
     fact_type = StringProperty()
     confidence = FloatProperty()
     added_at = DateTimeProperty()
@@ -195,3 +198,8 @@ VECTOR_INDEXED_LABELS: tuple[str, ...] = (
 def vector_index_name(label: str) -> str:
     """The name neomodel gives the vector index on ``label.embedding``."""
     return f"vector_index_{label}_embedding"
+
+
+def fulltext_index_name(label: str, prop: str) -> str:
+    """The name neomodel gives the full-text index on ``label.prop``."""
+    return f"fulltext_index_{label}_{prop}"

@@ -99,6 +99,23 @@ RETURN did AS dossier_id, size(visible) AS visible_count,
        CASE WHEN size(visible) < stored THEN [f IN visible | f {{.text, .embedding}}] END AS summary_rows
 """
 
+# Dossiers as context for fact search: fields and visible-fact count, and the visible facts'
+# texts and vectors only when some are hidden (the summary is then rebuilt from them).
+DOSSIER_HEADERS = f"""
+UNWIND $ids AS did
+MATCH (d:Dossier {{id: did}})
+WHERE {acl_visible("d")}
+CALL (d) {{
+  OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
+  WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f")}
+  WITH f ORDER BY f.added_at, f.id
+  RETURN collect(f) AS visible
+}}
+WITH d, visible, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
+RETURN d {{.*, centroid_sum: null}} AS props, size(visible) AS visible_count,
+       CASE WHEN size(visible) < stored THEN [f IN visible | f {{.text, .embedding}}] END AS summary_rows
+"""
+
 ONE_DOSSIER = f"""
 MATCH (d:Dossier {{id: $id}})
 WHERE {acl_visible("d")}
@@ -204,6 +221,17 @@ def _view(
     return DossierView(str(props["id"]), fields, masked, shown, score, fact_count=count)
 
 
+def dossier_headers(driver: Driver, scope: Scope, dossier_ids: Sequence[str]) -> dict[str, DossierView]:
+    """The visible dossiers among ``dossier_ids``, masked, with no facts: context for fact search."""
+    records, _, _ = driver.execute_query(DOSSIER_HEADERS, {**scope.cypher_params(), "ids": list(dossier_ids)})
+    out = {}
+    for r in records:
+        rows = r["summary_rows"]
+        facts = _Facts([], int(r["visible_count"]), None if rows is None else summary_of(rows))
+        out[str(r["props"]["id"])] = _view(r["props"], facts, scope)
+    return out
+
+
 def retrieve_relevant_dossiers(
     driver: Driver,
     scope: Scope,
@@ -259,6 +287,13 @@ def get_dossier(driver: Driver, scope: Scope, dossier_id: str) -> DossierView | 
     return replace(view, history=get_dossier_history(driver, scope, dossier_id))
 
 
+def _dates(fact: dict[str, Any]) -> str:
+    """When a fact was observed (its session's date) and when it was ingested: questions ask "when"."""
+    added = f"added: {fact.get('added_at', '')}"
+    observed = fact.get("observed_at")
+    return f"observed: {str(observed)[:10]}, {added}" if observed else added
+
+
 def format_for_context(dossiers: Sequence[DossierView]) -> str:
     """The dossiers as a block of LLM context, in note 000's layout."""
     if not dossiers:
@@ -270,7 +305,7 @@ def format_for_context(dossiers: Sequence[DossierView]) -> str:
         parts.append("")
         capped = d.fact_count > len(d.facts)
         parts.append(f"Facts (newest {len(d.facts)} of {d.fact_count}):" if capped else "Facts:")
-        parts += [f"  - {f.get('text', '')} (added: {f.get('added_at', '')})" for f in d.facts]
+        parts += [f"  - {f.get('text', '')} ({_dates(f)})" for f in d.facts]
         if d.score is not None:
             parts.append("")
             parts.append(f"(Score: {d.score:.2f})")

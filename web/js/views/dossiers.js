@@ -1,4 +1,5 @@
-// Dossiers: search (`dossierSearch`) and one dossier's page (`dossier`, `block`,
+// Dossiers: ask the memory (`memorySearch`: the facts that answer a question, under their
+// dossiers), search (`dossierSearch`) and one dossier's page (`dossier`, `block`,
 // `relatedDossiers`): its facts with the block and section tags that apply to them,
 // its blocks' sticky tags, and its journalled history (provenance).
 
@@ -10,6 +11,12 @@ const SEARCH = `query Dossiers($q: String!, $k: Int!) {
   dossierSearch(query: $q, topK: $k) {
     count
     dossiers { id title summary status lastUpdated score facts { id } }
+  }
+}`;
+const ASK = `query Memory($q: String!, $k: Int!) {
+  memorySearch(query: $q, k: $k) {
+    count
+    hits { factId text observedAt addedAt sourceTurnIds dossierId dossierTitle dossierSummary matched }
   }
 }`;
 const DOSSIER = `query Dossier($id: ID!) {
@@ -39,6 +46,88 @@ function dossierLink(id, title, navigate) {
   );
 }
 
+function askPanel(question, navigate) {
+  const inputId = uid("memory-q");
+  const answer = h("div", { class: "memory-answer", "aria-live": "polite" });
+  const input = h("input", {
+    id: inputId,
+    type: "search",
+    name: "ask",
+    value: question,
+    required: true,
+    placeholder: "e.g. When did the user start running?",
+  });
+  const panel = h(
+    "section",
+    { class: "panel memory-ask", "aria-labelledby": "memory-ask-h" },
+    h("h2", { id: "memory-ask-h" }, "Ask the memory"),
+    h(
+      "form",
+      {
+        class: "search-form",
+        role: "search",
+        onsubmit: (e) => {
+          e.preventDefault();
+          if (input.value.trim()) navigate("dossiers", { ask: input.value.trim() });
+        },
+      },
+      h("label", { for: inputId }, "Question"),
+      h("div", { class: "search-row" }, input, h("button", { type: "submit", class: "btn" }, "Ask")),
+    ),
+    answer,
+  );
+  if (question) {
+    replace(answer, stateBox("loading", "Finding the facts…"));
+    gql(ASK, { q: question, k: 10 })
+      .then(({ memorySearch }) => replace(answer, memoryAnswer(memorySearch, navigate)))
+      .catch((err) => replace(answer, errorBox(err)));
+  }
+  return panel;
+}
+
+// The hits in rank order, grouped under their dossier (groups in the order of their best hit).
+function memoryAnswer(result, navigate) {
+  if (!result.hits.length) {
+    return stateBox("empty", "No fact you may see answers this", "Try other words.");
+  }
+  const groups = new Map();
+  for (const hit of result.hits) {
+    if (!groups.has(hit.dossierId)) groups.set(hit.dossierId, { hit, facts: [] });
+    groups.get(hit.dossierId).facts.push(hit);
+  }
+  return h(
+    "div",
+    {},
+    h("p", { class: "hint" }, `${result.hits.length} of ${result.count} matching fact${result.count === 1 ? "" : "s"}`),
+    h(
+      "ul",
+      { class: "card-list", "aria-label": "Facts that answer the question" },
+      [...groups.values()].map(({ hit, facts }) =>
+        h(
+          "li",
+          { class: "card memory-group", dataset: { id: hit.dossierId } },
+          h("h3", {}, dossierLink(hit.dossierId, hit.dossierTitle, navigate)),
+          hit.dossierSummary ? h("p", { class: "card-meta" }, hit.dossierSummary) : null,
+          h(
+            "ol",
+            { class: "memory-facts" },
+            facts.map((f) =>
+              h(
+                "li",
+                { dataset: { id: f.factId } },
+                h("time", { datetime: f.observedAt || f.addedAt || "" }, day(f.observedAt || f.addedAt)),
+                " ",
+                f.text,
+                f.sourceTurnIds.length ? h("span", { class: "hint" }, ` (${f.sourceTurnIds.join(", ")})`) : null,
+              ),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
 export function renderDossiers(main, params, { navigate }) {
   const q = params.get("q") || "";
   const inputId = uid("dossier-q");
@@ -54,6 +143,7 @@ export function renderDossiers(main, params, { navigate }) {
   replace(
     main,
     h("h1", { class: "visually-hidden" }, "Dossiers"),
+    askPanel(params.get("ask") || "", navigate),
     h(
       "section",
       { class: "panel dossier-search", "aria-labelledby": "dossier-search-h" },

@@ -1,0 +1,394 @@
+"""Fact-level retrieval: the facts that answer a question, ranked, each with its dossier as context.
+
+Dossier search (``retriever.retrieve_relevant_dossiers``) answers "which topics"; an
+application that feeds a model needs the *facts*, first the ones that answer. On LoCoMo,
+returning dossiers with their newest facts found 5% of the evidence where a flat cosine
+over the facts found 59%, so this ranks facts directly and uses dossiers only as context.
+
+Ranking is hybrid: the Fact vector index (cosine, re-scored exactly) and Neo4j's full-text
+index on ``Fact.text`` (Lucene BM25, english analyzer) each give a ranked list, fused by
+reciprocal rank (RRF: robust to the two scores' different scales, no calibration). Then
+graph expansion: the facts of the same source block (a conversation session) as a top
+hit get a small share of its score, which brings in the other half of a multi-hop answer
+told in the same session. What was measured for each choice is in bench/results/locomo.md.
+
+Scope: every candidate list is filtered by the caller's Scope inside Cypher (the policy
+module's ``acl_visible`` on the fact and its dossier, and the HAS_FACT edge allowlist)
+before it is ordered, cut or counted. Both indexes are queried before the filter (they
+cannot take one), so each fetch is larger than the list it must fill and grows until the
+list is full or the index has nothing more; only then does the dense side fall back to an
+exact scan over the visible facts. Hidden facts cost time, never a rank.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from neo4j import Driver
+
+from cairn.memory.dossiers.retriever import DossierView, dossier_headers, edge_allowed
+from cairn.memory.dossiers.voting import FACT_INDEX, plain_cosine
+from cairn.policy.acl import acl_visible
+from cairn.policy.preselector import mask
+from cairn.policy.scope import Scope
+from cairn.runtime.embedder import Embedder, get_embedder
+from cairn.runtime.tokens import count_tokens
+from cairn.schema.nodes import fulltext_index_name
+
+FACT_TEXT_INDEX = fulltext_index_name("Fact", "text")
+
+# A fact is a candidate only if it, its dossier and the edge between them are visible.
+_VISIBLE = f"""d.status IN $statuses AND {acl_visible("d")} AND {acl_visible("f")}
+    AND {edge_allowed("HAS_FACT", "d", "f")}"""
+
+# What a caller may be shown of a fact (before masking); never the 384-float vector. A fact
+# that absorbed skipped duplicates lists every source turn in ``source_turn_ids``.
+FACT_FIELDS = """f {.id, .text, .fact_type, .confidence, .added_at, .observed_at, .source_block_id,
+  .turn_index, .domain, .sensitivity, .namespaces, .roles_allowed,
+  source_turn_ids: coalesce(f.source_turn_ids, CASE WHEN f.source_turn_id IS NULL THEN []
+                                               ELSE [f.source_turn_id] END)}"""
+_HIT = f"{{fact: {FACT_FIELDS}, dossier_id: d.id, score: score}}"
+
+_DENSE = f"""
+  CALL db.index.vector.queryNodes($vector_index, $dense_fetch, $vec) YIELD node
+  WITH collect(node) AS fetched
+  CALL (fetched) {{
+    UNWIND fetched AS f
+    MATCH (d:Dossier)-[:HAS_FACT]->(f)
+    WHERE {_VISIBLE}
+    WITH f, d, vector.similarity.cosine(f.embedding, $vec) AS score
+    ORDER BY score DESC, f.id
+    LIMIT $depth
+    RETURN collect({_HIT}) AS dense
+  }}
+  RETURN size(fetched) AS dense_fetched, dense
+"""
+_TEXT = f"""
+  CALL db.index.fulltext.queryNodes($text_index, $lucene, {{limit: $text_fetch}}) YIELD node, score
+  WITH collect({{f: node, score: score}}) AS fetched
+  CALL (fetched) {{
+    UNWIND fetched AS x
+    WITH x.f AS f, x.score AS score
+    MATCH (d:Dossier)-[:HAS_FACT]->(f)
+    WHERE {_VISIBLE}
+    WITH f, d, score
+    ORDER BY score DESC, f.id
+    LIMIT $depth
+    RETURN collect({_HIT}) AS text
+  }}
+  RETURN size(fetched) AS text_fetched, text
+"""
+# Both ranked lists in one round trip; without query words only the dense one.
+HYBRID_CANDIDATES = (
+    f"CALL () {{{_DENSE}}}\nCALL () {{{_TEXT}}}\nRETURN dense_fetched, dense, text_fetched, text"
+)
+DENSE_CANDIDATES = f"CALL () {{{_DENSE}}}\nRETURN dense_fetched, dense, 0 AS text_fetched, [] AS text"
+
+# Exact cosine over every visible fact: when hidden facts crowd the index's answer out.
+DENSE_EXACT = f"""
+MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact)
+WHERE f.embedding IS NOT NULL AND {_VISIBLE}
+WITH f, d, vector.similarity.cosine(f.embedding, $vec) AS score
+ORDER BY score DESC, f.id
+LIMIT $depth
+RETURN collect({_HIT}) AS dense
+"""
+
+# The visible facts told in the same block (session) as each seed, with their turn distance.
+SAME_BLOCK = f"""
+UNWIND $seeds AS seed
+MATCH (s:Fact {{id: seed}})
+MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact {{source_block_id: s.source_block_id}})
+WHERE f <> s AND {_VISIBLE}
+WITH seed, f, d, 0.0 AS score,
+     CASE WHEN s.turn_index IS NULL OR f.turn_index IS NULL THEN null
+          ELSE abs(s.turn_index - f.turn_index) END AS distance
+RETURN seed, collect({{hit: {_HIT}, distance: distance}}) AS neighbours
+"""
+
+FIRST_FETCH = 100
+MAX_FETCH = 6_400
+_WORD = re.compile(r"[^\W_]+")
+MAX_QUERY_WORDS = 48
+
+
+# Words that make a question a question: they say what kind of answer is wanted, not what it
+# is about, and (not being in Lucene's english stop list) would match facts that merely use them.
+QUESTION_WORDS = frozenset(
+    [
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "how",
+        "did",
+        "does",
+        "do",
+        "done",
+        "has",
+        "have",
+        "had",
+        "is",
+        "are",
+        "was",
+        "were",
+        "would",
+        "could",
+        "should",
+        "can",
+        "will",
+        "may",
+        "might",
+        "shall",
+        "ever",
+    ]
+)
+
+
+def lucene_query(text: str, drop: frozenset[str] = frozenset()) -> str:
+    """The question as a Lucene OR of its words: no syntax from the caller reaches the parser."""
+    words = [w for w in dict.fromkeys(w.lower() for w in _WORD.findall(text)) if w not in drop]
+    return " OR ".join(words[:MAX_QUERY_WORDS])
+
+
+@dataclass(frozen=True)
+class FusionConfig:
+    """How the ranked lists are combined; defaults are the measured best (bench/results/locomo.md)."""
+
+    rrf_k: float = 20.0  # a rank's weight is 1 / (rrf_k + rank); 20 beat the usual 60 (top ranks count more)
+    dense_weight: float = 1.0
+    text_weight: float = 1.0
+    depth: int = 50  # candidates taken from each list (at least 2 x top_k)
+    seeds: int = 10  # top fused facts whose block neighbours are expanded
+    neighbour_weight: float = 0.3  # share of a seed's fused score a neighbour receives
+    neighbour_window: int | None = 3  # only neighbours this many turns away (None: whole block)
+    block_decay: float = 1.0  # each further fact from an already-ranked block is scaled by this (1: off)
+    drop_question_words: bool = True  # leave QUESTION_WORDS out of the full-text query
+
+
+@dataclass(frozen=True)
+class FactHit:
+    """One fact as the caller may see it, with its dossier (title and summary) as context."""
+
+    fact: dict[str, Any]
+    dossier: DossierView
+    score: float  # fused score (RRF); comparable within one search only
+    cosine: float | None  # the fact's exact cosine to the query, when it was a dense candidate
+    matched: tuple[str, ...]  # "dense", "text", "block": which lists brought it
+
+    @property
+    def observed_at(self) -> str | None:
+        value = self.fact.get("observed_at")
+        return None if value is None else str(value)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "fact": self.fact,
+            "dossier": {"id": self.dossier.id, "title": self.dossier.title, "summary": self.dossier.summary},
+            "score": round(self.score, 6),
+            "cosine": None if self.cosine is None else round(self.cosine, 4),
+            "matched": list(self.matched),
+        }
+
+
+@dataclass(frozen=True)
+class FactSearchResult:
+    total: int  # visible facts in the fused candidate pool (before the top-k cut)
+    hits: list[FactHit] = field(default_factory=list)
+
+
+@dataclass
+class _Candidate:
+    hit: dict[str, Any]
+    score: float = 0.0
+    cosine: float | None = None
+    matched: list[str] = field(default_factory=list)
+
+
+class FactRetriever:
+    """Hybrid fact search over a Scope: ``search(scope, query, top_k)`` (neo4j-graphrag style)."""
+
+    def __init__(
+        self, driver: Driver, embedder: Embedder | None = None, config: FusionConfig | None = None
+    ) -> None:
+        self.driver = driver
+        self.embedder = embedder or get_embedder()
+        self.config = config or FusionConfig()
+
+    def search(
+        self,
+        scope: Scope,
+        query: str,
+        top_k: int = 10,
+        *,
+        query_vector: Sequence[float] | None = None,
+        include_archived: bool = False,
+    ) -> FactSearchResult:
+        """The ``top_k`` visible facts that best answer ``query``, best first.
+
+        ``query_vector``: the query's embedding when the caller already has it (made by the
+        same model); otherwise the query is embedded here.
+        """
+        top_k = max(0, top_k)
+        cfg = self.config
+        vec = [float(x) for x in (self.embedder.embed([query])[0] if query_vector is None else query_vector)]
+        params: dict[str, Any] = {
+            **scope.cypher_params(),
+            "vec": vec,
+            "lucene": lucene_query(query, QUESTION_WORDS if cfg.drop_question_words else frozenset()),
+            "depth": max(cfg.depth, 2 * top_k),
+            "statuses": ["active", "archived"] if include_archived else ["active"],
+            "vector_index": FACT_INDEX,
+            "text_index": FACT_TEXT_INDEX,
+        }
+        dense, text = self._candidates(params)
+        pool: dict[str, _Candidate] = {}
+        for name, ranked, weight in (("dense", dense, cfg.dense_weight), ("text", text, cfg.text_weight)):
+            for rank, hit in enumerate(ranked, start=1):
+                c = pool.setdefault(hit["fact"]["id"], _Candidate(hit))
+                c.score += weight / (cfg.rrf_k + rank)
+                c.matched.append(name)
+                if name == "dense":
+                    c.cosine = plain_cosine(float(hit["score"]))
+        if cfg.neighbour_weight > 0 and cfg.seeds > 0 and pool:
+            self._expand(params, pool)
+        return FactSearchResult(len(pool), self._hits(scope, self._ranked(pool, top_k)))
+
+    def _ranked(self, pool: dict[str, _Candidate], top_k: int) -> list[_Candidate]:
+        """Best first; with ``block_decay`` < 1 a block's n-th fact counts ``decay**(n-1)`` of its score,
+        so one session's near-repeats do not fill the list (a multi-hop answer spans sessions)."""
+        order = sorted(pool.values(), key=lambda c: (-c.score, c.hit["fact"]["id"]))
+        decay = self.config.block_decay
+        if decay >= 1.0:
+            return order[:top_k]
+        taken: list[_Candidate] = []
+        per_block: dict[Any, int] = {}
+        while order and len(taken) < top_k:
+            scaled = [
+                c.score * decay ** per_block.get(c.hit["fact"].get("source_block_id"), 0) for c in order
+            ]
+            best = order.pop(scaled.index(max(scaled)))  # the first of equals keeps the fused order
+            taken.append(best)
+            block = best.hit["fact"].get("source_block_id")
+            per_block[block] = per_block.get(block, 0) + 1
+        return taken
+
+    def _candidates(self, params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Both lists, each filled to ``depth`` visible facts or to the end of its index."""
+        query = HYBRID_CANDIDATES if params["lucene"] else DENSE_CANDIDATES
+        dense_fetch = text_fetch = max(FIRST_FETCH, 2 * params["depth"])
+        while True:
+            records, _, _ = self.driver.execute_query(
+                query, {**params, "dense_fetch": dense_fetch, "text_fetch": text_fetch}
+            )
+            r = records[0]
+            dense_short = r["dense_fetched"] == dense_fetch and len(r["dense"]) < params["depth"]
+            text_short = r["text_fetched"] == text_fetch and len(r["text"]) < params["depth"]
+            if not (dense_short or text_short):
+                return list(r["dense"]), list(r["text"])
+            if dense_fetch >= MAX_FETCH:
+                exact, _, _ = self.driver.execute_query(DENSE_EXACT, params)
+                text_all = text_fetch if not text_short else 1 << 30
+                if text_short:
+                    records, _, _ = self.driver.execute_query(
+                        query, {**params, "dense_fetch": 1, "text_fetch": text_all}
+                    )
+                return list(exact[0]["dense"]), list(records[0]["text"])
+            dense_fetch, text_fetch = dense_fetch * 4, text_fetch * 4
+
+    def _expand(self, params: dict[str, Any], pool: dict[str, _Candidate]) -> None:
+        """Give the block neighbours of the top seeds a share of the seed's fused score."""
+        cfg = self.config
+        seeds = sorted(pool, key=lambda i: (-pool[i].score, i))[: cfg.seeds]
+        base = {i: pool[i].score for i in seeds}
+        records, _, _ = self.driver.execute_query(SAME_BLOCK, {**params, "seeds": seeds})
+        boost: dict[str, float] = {}
+        for r in records:
+            for n in r["neighbours"]:
+                if cfg.neighbour_window is not None and (
+                    n["distance"] is None or n["distance"] > cfg.neighbour_window
+                ):
+                    continue
+                fid = n["hit"]["fact"]["id"]
+                pool.setdefault(fid, _Candidate(n["hit"]))
+                boost[fid] = max(boost.get(fid, 0.0), cfg.neighbour_weight * base[r["seed"]])
+        for fid, extra in boost.items():
+            pool[fid].score += extra
+            pool[fid].matched.append("block")
+
+    def _hits(self, scope: Scope, chosen: Sequence[_Candidate]) -> list[FactHit]:
+        headers = dossier_headers(
+            self.driver, scope, list(dict.fromkeys(c.hit["dossier_id"] for c in chosen))
+        )
+        return [
+            FactHit(
+                mask("Fact", c.hit["fact"], scope)[0],
+                headers[c.hit["dossier_id"]],
+                c.score,
+                c.cosine,
+                tuple(c.matched),
+            )
+            for c in chosen
+            if c.hit["dossier_id"] in headers
+        ]
+
+
+def search_facts(
+    driver: Driver, scope: Scope, query: str, top_k: int = 10, *, embedder: Embedder | None = None
+) -> FactSearchResult:
+    """``FactRetriever(driver, embedder).search(scope, query, top_k)``."""
+    return FactRetriever(driver, embedder).search(scope, query, top_k)
+
+
+CONTEXT_HEADER = "=== MEMORY: facts that answer the question, best first ==="
+
+
+def _day(value: Any) -> str:
+    """The calendar day of an ISO timestamp (``2023-05-08T13:56:00+00:00`` -> ``2023-05-08``)."""
+    return str(value)[:10] if value else "date unknown"
+
+
+def fact_line(fact: dict[str, Any]) -> str:
+    """A fact as one context line, led by the day it was observed (the session date), else its ingest day."""
+    when = fact.get("observed_at") or fact.get("added_at")
+    return f"  - [{_day(when)}] {fact.get('text', '')}"
+
+
+def _group_lines(hit: FactHit) -> list[str]:
+    lines = [f"## {hit.dossier.title or hit.dossier.id}"]
+    if hit.dossier.summary:
+        lines.append(f"Summary: {hit.dossier.summary}")
+    return lines
+
+
+def format_for_context(hits: Sequence[FactHit], *, max_tokens: int | None = None) -> str:
+    """The hits as LLM context: grouped under their dossier's title and summary, each fact with its date.
+
+    ``max_tokens`` (counted with the embedding model's tokenizer, ``cairn.runtime.tokens``) is
+    filled in rank order and the first hit that does not fit ends the context: a lower-ranked
+    fact is never shown in place of a better one. Groups keep the order of their best hit.
+    """
+    if not hits:
+        return ""
+    used = count_tokens(CONTEXT_HEADER)
+    if max_tokens is not None and used > max_tokens:
+        return ""
+    groups: dict[str, list[str]] = {}
+    for hit in hits:
+        new_group = hit.dossier.id not in groups
+        lines = [*(_group_lines(hit) if new_group else []), fact_line(hit.fact)]
+        cost = sum(count_tokens(line) for line in lines)
+        if max_tokens is not None and used + cost > max_tokens:
+            break
+        used += cost
+        groups.setdefault(hit.dossier.id, []).extend(lines)
+    if not groups:
+        return ""
+    return "\n".join([CONTEXT_HEADER, *(line for lines in groups.values() for line in lines)]) + "\n"
