@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 from neo4j import Driver
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
@@ -33,6 +34,14 @@ from cairn.schema.migrate import migrate
 
 ACME = REPO_ROOT / "fixtures" / "acme"
 ROLES = REPO_ROOT / "fixtures" / "policy" / "roles.yaml"
+
+
+# `make fuzz` selects this profile (HYPOTHESIS_PROFILE=fuzz): the leak properties of
+# tests/test_policy_properties.py run CAIRN_FUZZ_EXAMPLES (10,000) examples each instead of 200.
+hypothesis_settings.register_profile(
+    "fuzz", max_examples=int(os.environ.get("CAIRN_FUZZ_EXAMPLES", "10000")), deadline=None
+)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture(scope="session")
