@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings as hypothesis_settings
-from hypothesis.errors import InvalidArgument
 from neo4j import Driver
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
@@ -35,13 +34,15 @@ from cairn.schema.migrate import migrate
 
 ACME = REPO_ROOT / "fixtures" / "acme"
 
-# `pytest --hypothesis-profile fuzz`: leak properties that size themselves with
-# max(their CI count, settings.default.max_examples) run at least 10,000 examples.
-try:
-    hypothesis_settings.get_profile("fuzz")
-except InvalidArgument:
-    hypothesis_settings.register_profile("fuzz", max_examples=10_000, deadline=None)
 ROLES = REPO_ROOT / "fixtures" / "policy" / "roles.yaml"
+
+
+# `make fuzz` selects this profile (HYPOTHESIS_PROFILE=fuzz, or `pytest --hypothesis-profile
+# fuzz`): the leak properties run CAIRN_FUZZ_EXAMPLES (10,000) examples each instead of 200.
+hypothesis_settings.register_profile(
+    "fuzz", max_examples=int(os.environ.get("CAIRN_FUZZ_EXAMPLES", "10000")), deadline=None
+)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,7 @@ ROLES = ("staff", "manager", "director", "exec", "writer", "external")
 RESTRICTED_FOR_STAFF = {17, 29, 37}  # medium / high sensitivity
 STORED = """
 MATCH (s:Section)
-RETURN s.section_number AS n, s.author AS author, s.date AS date, s.exec_tags AS exec_tags,
+RETURN s.section_number AS n, s.id AS id, s.author AS author, s.date AS date, s.exec_tags AS exec_tags,
        s.status_tags AS status_tags, s.domain AS domain, s.sensitivity AS sensitivity,
        s.namespaces AS namespaces, s.roles_allowed AS roles, s.embedding AS embedding, s.body AS body
 ORDER BY n
@@ -71,6 +71,11 @@ def numbers(views: list[SectionView]) -> list[int]:
     return [int(v.fields["section_number"]) for v in views]
 
 
+def dense(canonical: int, hidden: set[int] = RESTRICTED_FOR_STAFF) -> int:
+    """A canonical number as a role that cannot see ``hidden`` numbers it (its own dense numbering)."""
+    return canonical - sum(1 for h in hidden if h < canonical)
+
+
 def visible(row: dict[str, Any], scope: Scope) -> bool:
     """The vertex ACL, restated in Python as the oracle for the Cypher filter."""
     return (
@@ -99,7 +104,7 @@ def test_tag_and_date_filters(
     staff = readers["staff"]
     gov = semantic_search(letters, staff, "decisions", 50, Filters(exec_tags=("gov",)))
     assert {h.fields["section_number"] for h in gov.hits} == {
-        r["n"] for r in stored if "EXEC:GOV" in r["exec_tags"] and r["n"] not in RESTRICTED_FOR_STAFF
+        dense(r["n"]) for r in stored if "EXEC:GOV" in r["exec_tags"] and r["n"] not in RESTRICTED_FOR_STAFF
     }
     pending = semantic_search(letters, staff, "experiments", 50, Filters(status_tags=("experiment pending",)))
     assert pending.total == 7 and all("EXPERIMENT PENDING" in h.fields["status_tags"] for h in pending.hits)
@@ -112,7 +117,7 @@ def test_tag_and_date_filters(
         1 for r in stored if r["date"] and "2026-02-01" <= r["date"] <= "2026-02-28" and r["n"] != 29
     )
     both = semantic_search(letters, staff, "x", 50, Filters(exec_tags=("MICRO",), authors=("Priya Raman",)))
-    assert numbers(both.hits) and set(numbers(both.hits)) == {7, 41}
+    assert numbers(both.hits) and set(numbers(both.hits)) == {dense(7), dense(41)}
 
 
 def test_filters_apply_before_ranking(letters: Driver, readers: dict[str, Reader]) -> None:
@@ -179,7 +184,7 @@ def test_ranking_is_exact_cosine_over_visible_sections(
         sims = np.asarray([r["embedding"] for r in rows], dtype=np.float32) @ q
         order = np.argsort(-sims, kind="stable")[:10]
         result = semantic_search(letters, readers[role], query, 10)
-        assert numbers(result.hits) == [rows[i]["n"] for i in order]
+        assert [h.id for h in result.hits] == [rows[i]["id"] for i in order]
         assert [h.score for h in result.hits] == pytest.approx([(1 + sims[i]) / 2 for i in order], abs=1e-4)
         assert result.total == len(rows)
 
@@ -190,19 +195,29 @@ def test_ranking_is_exact_cosine_over_visible_sections(
 def test_tail_is_in_order_and_skips_what_the_role_cannot_see(
     letters: Driver, readers: dict[str, Reader]
 ) -> None:
-    assert numbers(linear_tail(letters, readers["staff"], 5)) == [39, 40, 41, 42, 43]
-    assert numbers(linear_tail(letters, readers["staff"], 4, from_section=15)) == [15, 16, 18, 19]
+    # Numbers are each role's own (dense over what it sees): staff does not see 17, 29 and 37.
+    assert numbers(linear_tail(letters, readers["staff"], 5)) == [36, 37, 38, 39, 40]
+    staff_from_15 = linear_tail(letters, readers["staff"], 4, from_section=15)
+    assert numbers(staff_from_15) == [15, 16, 17, 18]
+    assert [v.fields["title"] for v in staff_from_15][1:3] == [
+        "EU-only inference: the call",
+        "Japanese localization: pilot feedback",
+    ]
     assert numbers(linear_tail(letters, readers["manager"], 4, from_section=15)) == [15, 16, 17, 18]
     assert numbers(linear_tail(letters, readers["director"], 500)) == list(range(1, 44))
-    assert numbers(linear_tail(letters, readers["staff"], 3, from_section=36)) == [36, 38, 39]
-    assert linear_tail(letters, readers["staff"], 3, from_section=44) == []
+    assert numbers(linear_tail(letters, readers["staff"], 3, from_section=34)) == [34, 35, 36]
+    assert numbers(linear_tail(letters, readers["staff"], 3, from_section=39)) == [39, 40]
+    assert linear_tail(letters, readers["staff"], 3, from_section=41) == []
 
 
-def test_external_reads_the_tail_only_masked_and_public(letters: Driver, readers: dict[str, Reader]) -> None:
+def test_external_reads_the_tail_only_masked_and_public(
+    letters: Driver, readers: dict[str, Reader], stored: list[dict[str, Any]]
+) -> None:
     external = readers["external"]
     views = linear_tail(letters, external, 500)
-    assert 24 not in numbers(views) and not RESTRICTED_FOR_STAFF & set(numbers(views))
-    assert len(views) == 39
+    hidden_ids = {r["id"] for r in stored if r["n"] in {24, *RESTRICTED_FOR_STAFF}}
+    assert not hidden_ids & {v.id for v in views}
+    assert numbers(views) == list(range(1, 40))
     for v in views:
         assert set(v.fields) <= {
             "id",
@@ -233,8 +248,8 @@ def test_divergence_groups_by_author_in_the_order_asked(letters: Driver, readers
         letters, readers["staff"], question, ["Marta Reyes", "priya raman", "Nobody", "Jonas Weber"], k=2
     )
     assert list(grouped) == ["Marta Reyes", "priya raman", "Nobody", "Jonas Weber"]
-    assert numbers(grouped["Marta Reyes"])[0] == 21  # her question about the assistant on-prem
-    assert numbers(grouped["priya raman"])[0] == 22  # the answer: no
+    assert numbers(grouped["Marta Reyes"])[0] == dense(21)  # her question about the assistant on-prem
+    assert numbers(grouped["priya raman"])[0] == dense(22)  # the answer: no
     assert grouped["Nobody"] == []
     for name, views in grouped.items():
         assert len(views) <= 2
@@ -259,14 +274,18 @@ def test_staff_never_gets_a_restricted_section_anywhere(
     results += linear_tail(letters, staff, 500)
     grouped = being_divergence(letters, staff, margin, ["Dana Okafor", "Jonas Weber"], k=50)
     results += [v for views in grouped.values() for v in views]
-    assert not RESTRICTED_FOR_STAFF & set(numbers(results))
+    restricted_ids = {r["id"] for r in stored if r["n"] in RESTRICTED_FOR_STAFF}
+    assert not restricted_ids & {v.id for v in results}
     dump = json.dumps([v.fields for v in results])
     for body in secrets:
         assert body[40:120] not in dump
     sixteen = next(v for v in results if v.fields["section_number"] == 16)
-    assert 17 not in sixteen.fields["responded_by"] and sixteen.fields["responds_to"] == [15]
     manager_sixteen = linear_tail(letters, readers["manager"], 1, from_section=16)[0]
     assert 17 in manager_sixteen.fields["responded_by"]
+    assert sixteen.fields["responds_to"] == [15]
+    assert sixteen.fields["responded_by"] == [
+        dense(n) for n in manager_sixteen.fields["responded_by"] if n != 17
+    ]
     assert semantic_search(letters, readers["manager"], margin, 1).hits[0].fields["section_number"] == 17
 
 
@@ -304,9 +323,9 @@ def test_search_returns_and_counts_only_visible_sections_passing_the_filters(
             and (p["date_to"] is None or (r["date"] is not None and r["date"] <= p["date_to"]))
         )
 
-    expected = {r["n"] for r in stored if visible(r, scope) and passes(r)}
+    expected = {r["id"] for r in stored if visible(r, scope) and passes(r)}
     vector = stored[0]["embedding"]
     result = semantic_search(letters, readers[role], vector, k, filters)
     assert result.total == len(expected)
-    assert set(numbers(result.hits)) <= expected
+    assert {h.id for h in result.hits} <= expected
     assert len(result.hits) == min(k, len(expected))

@@ -10,6 +10,7 @@ import itertools
 import math
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from cairn.memory.factors.journal import (
 )
 from cairn.memory.factors.models import FactorError, Scale
 from cairn.memory.factors.recalculation import Evidence, synthesise
+from cairn.policy.acl import MAX_HOPS
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
@@ -421,7 +423,9 @@ def test_decision_tier_boundaries(confidence: float, assessed: int, total: int, 
 def test_assessment_summary_is_per_caller_and_current(
     demo: Driver, roles: dict[str, Scope], embedder: Embedder
 ) -> None:
-    staff, writer = roles["staff"], roles["writer"]
+    # capabilities walk the demo's prerequisite chains: staff with the deepest hop budget a profile
+    # may have (what staff's one hop cuts is tested in tests/adversarial/test_factor_edges.py)
+    staff, writer = replace(roles["staff"], max_hops=MAX_HOPS), roles["writer"]
     s = assessment_summary(demo, staff)
     assert (s.overall.total_factors_assessed, s.overall.total_factors) == (10, 13)
     assert (s.overall.avg_confidence, s.overall.decision_tier) == (0.735, "low_risk")

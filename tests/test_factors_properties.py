@@ -8,6 +8,7 @@ nothing written, and harmless (no looping) if one is put in the graph by hand.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import networkx as nx
@@ -21,6 +22,7 @@ from cairn.ingest.fixtures import FixtureError
 from cairn.memory.factors.dependencies import DepEdge, DepGraph, DepNode
 from cairn.memory.factors.models import FactorError
 from cairn.memory.factors.questions import what_if, why_blocked
+from cairn.policy.acl import MAX_HOPS
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
@@ -44,7 +46,12 @@ def embedder() -> Embedder:
 
 @pytest.fixture(scope="module")
 def staff(settings: Settings) -> Scope:
-    return Scope.from_profile(PolicyRegistry.load(settings.policy_file).roles["staff"])
+    """Staff's view with the deepest hop budget a profile may have: the reference below walks
+    without a hop limit, and the graphs are kept shallower than it (hop limits and edge rules
+    have their own test, tests/adversarial/test_factor_edges.py)."""
+    return replace(
+        Scope.from_profile(PolicyRegistry.load(settings.policy_file).roles["staff"]), max_hops=MAX_HOPS
+    )
 
 
 def ids(nodes: Any) -> list[str]:
@@ -78,7 +85,7 @@ def reference_statuses(
 
 @st.composite
 def graphs(draw: st.DrawFn, acyclic: bool = True) -> dict[str, Any]:
-    nf = draw(st.integers(2, 7))
+    nf = draw(st.integers(2, 5))  # an option and a chain of factors: at most MAX_HOPS edges
     no = draw(st.integers(0, 3))
     factors = [f"f{i}" for i in range(nf)]
     options = [f"o{i}" for i in range(no)]

@@ -7,6 +7,7 @@ values and dates below are the ones note 003 states (data quality 20 on 2024-10-
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +17,7 @@ from neo4j import Driver
 from cairn.ingest.factors import load_demo_factors
 from cairn.memory.factors.models import HIDDEN_NOTICE, FactorError
 from cairn.memory.factors.questions import what_changed, what_if, why_blocked, why_value
+from cairn.policy.acl import MAX_HOPS
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
@@ -43,14 +45,17 @@ def registry(settings: Settings) -> PolicyRegistry:
     return PolicyRegistry.load(settings.policy_file)
 
 
+# The questions' semantics over the demo's deep prerequisite chains, so the roles get the deepest
+# hop budget a profile may have; the demo profiles allow one hop, and what that cuts is tested in
+# tests/adversarial/test_factor_edges.py.
 @pytest.fixture(scope="module")
 def staff(registry: PolicyRegistry) -> Scope:
-    return Scope.from_profile(registry.roles["staff"])
+    return replace(Scope.from_profile(registry.roles["staff"]), max_hops=MAX_HOPS)
 
 
 @pytest.fixture(scope="module")
 def manager(registry: PolicyRegistry) -> Scope:
-    return Scope.from_profile(registry.roles["manager"])
+    return replace(Scope.from_profile(registry.roles["manager"]), max_hops=MAX_HOPS)
 
 
 def ids(nodes: Any) -> list[str]:

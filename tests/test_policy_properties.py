@@ -1,17 +1,27 @@
 """Property tests: on generated graphs and generated roles, nothing above the role leaks.
 
 Each example writes a small random org graph (random domains, sensitivities, namespaces,
-roles_allowed, causal and alias edges), builds a random role profile, and checks the
-Pre-Selector and the search against a reference computed here in Python from the same
-data: exactly the reachable visible nodes come back, no field outside the profile has a
-value, and no hidden id or hidden text appears anywhere in what is returned.
+roles_allowed, causal and alias edges), builds a random role profile, and asks through the
+code path the server runs: the strawberry schema executed in-process, with the caller
+verified from passport headers exactly as ``cairn/app.py`` does, the async Pre-Selector and
+search behind the resolvers. Answers are checked against a reference computed here in Python
+from the same data: exactly the reachable visible nodes come back, no field outside the
+profile has a value, no hidden id or hidden text appears anywhere in what is returned, and a
+hidden node answers exactly as a node that does not exist.
+
+``LEAK_EXAMPLES`` examples each (200); ``HYPOTHESIS_PROFILE=fuzz`` (``make fuzz``) runs the
+fuzz profile's count instead and writes what ran to ``bench/results/fuzz.md``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import time
 from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -20,21 +30,35 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from neo4j import Driver
 
-from cairn.memory.org_search import search_org
-from cairn.policy.preselector import AnchorNotVisible, expand
-from cairn.policy.profiles import SENSITIVITY_RANK, EdgeRule, FieldRule, RoleProfile, matches
-from cairn.policy.scope import Scope
+from cairn.memory.ask import AskService
+from cairn.policy.passport import headers_for, verify
+from cairn.policy.profiles import SENSITIVITY_RANK, EdgeRule, FieldRule, PolicyRegistry, RoleProfile, matches
+from cairn.resolvers.context import RequestContext, Services
+from cairn.resolvers.schema import schema
 from cairn.runtime.database import async_driver
-from cairn.runtime.settings import Settings
+from cairn.runtime.embedder import get_embedder
+from cairn.runtime.llm import LLMClient
+from cairn.runtime.settings import REPO_ROOT, Settings
 from tests.conftest import wipe
 
 DOMAINS = ("org/corp", "org/prod", "org/reg_a", "org/reg_b")
 NAMESPACES = ("public", "internal", "confidential")
 ROLES = ("r1", "r2", "r3")
 SENS = ("low", "medium", "high")
-DIM = 8
-
-EXAMPLES = 30
+# Short texts, embedded once by the real embedder: nodes carry one of them as their vector,
+# so the GraphQL search (which embeds its query text) ranks them as the server would.
+PHRASES = (
+    "raise prices for enterprise customers",
+    "sunset the on-prem connectors",
+    "open a sales office in Tokyo",
+    "hire more support engineers",
+    "move inference to the EU region",
+    "cut the marketing budget",
+    "launch the assistant beta",
+    "sell annual committed credit bundles",
+)
+LEAK_EXAMPLES = max(200, settings().max_examples)  # the fuzz profile raises it (tests/conftest.py)
+FUZZ_RESULTS = REPO_ROOT / "bench" / "results" / "fuzz.md"
 
 
 @st.composite
@@ -53,7 +77,7 @@ def graphs(draw: st.DrawFn) -> dict[str, Any]:
                     st.lists(st.sampled_from(NAMESPACES), min_size=1, max_size=3, unique=True)
                 ),
                 "roles_allowed": draw(st.lists(st.sampled_from(ROLES), min_size=1, max_size=3, unique=True)),
-                "vector": draw(st.lists(st.floats(-1, 1, allow_nan=False), min_size=DIM, max_size=DIM)),
+                "phrase": draw(st.integers(0, len(PHRASES) - 1)),
             }
         )
     pairs = draw(
@@ -116,7 +140,7 @@ CREATE_EDGES = {
 }
 
 
-def _props(node: dict[str, Any]) -> dict[str, Any]:
+def _props(node: dict[str, Any], vectors: np.ndarray) -> dict[str, Any]:
     nid = node["id"]
     text = (
         {"option": f"TITLE-{nid}", "rationale": f"RATIONALE-{nid}"}
@@ -132,21 +156,15 @@ def _props(node: dict[str, Any]) -> dict[str, Any]:
         "timestamp": "2024-01-01T00:00:00Z",
         "importance": 0.5,
         "x_extra": json.dumps({"kpis": f"KPI-{nid}", "note": f"NOTE-{nid}", "secret": f"XSECRET-{nid}"}),
-        "embedding": _unit(node["vector"]),
+        "embedding": [float(x) for x in vectors[node["phrase"]]],
         **text,
     }
 
 
-def _unit(v: list[float]) -> list[float]:
-    arr = np.array(v, dtype=float)
-    norm = np.linalg.norm(arr)
-    return [float(x) for x in (arr / norm if norm > 1e-9 else np.eye(DIM)[0])]
-
-
-def write_graph(driver: Driver, g: dict[str, Any]) -> None:
+def write_graph(driver: Driver, g: dict[str, Any], vectors: np.ndarray) -> None:
     wipe(driver)
     for label, query in CREATE_NODES.items():
-        rows = [_props(n) for n in g["nodes"] if n["label"] == label]
+        rows = [_props(n, vectors) for n in g["nodes"] if n["label"] == label]
         driver.execute_query(query, rows=rows)
     for t, query in CREATE_EDGES.items():
         driver.execute_query(query, rows=[{"a": a, "b": b} for a, b, et in g["edges"] if et == t])
@@ -207,88 +225,213 @@ def check_node_fields(p: RoleProfile, label: str, fields: dict[str, Any], dumped
     assert "XSECRET-" not in dumped
 
 
-@pytest.mark.usefixtures("driver")
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+# --- the server's code path, in-process -------------------------------------------------------
+
+NODE = "query($id: ID!) { node(id: $id) { id label hop fields masked } }"
+NEIGHBOURHOOD = """query($id: ID!, $hops: Int!) {
+  neighbourhood(id: $id, hops: $hops) {
+    anchor { id label hop fields masked }
+    nodes { id label hop fields masked }
+    edges { source target type relation }
+  }
+}"""
+SEARCH = """query($q: String!, $k: Int!, $t: Float!) {
+  search(query: $q, k: $k, threshold: $t) { total hits { score node { id label fields masked } } }
+}"""
+
+
+class Server:
+    """The GraphQL schema with a context built as ``CairnGraphQL.get_context`` builds it.
+
+    Each call verifies passport headers for the generated role against a registry holding
+    that role, so the resolvers, the async Pre-Selector and the search run as they do for a
+    request (one event loop for the module, as the server has one).
+    """
+
+    def __init__(self, settings: Settings, driver: Driver) -> None:
+        self.settings = settings
+        self.loop = asyncio.new_event_loop()
+        self.driver = async_driver(settings)
+        self.services = Services(
+            settings=settings,
+            driver=self.driver,
+            sync_driver=driver,
+            registry=PolicyRegistry("prop", {}),
+            asker=AskService(self.driver, LLMClient(settings), settings.traces),
+            trace_root=settings.traces,
+        )
+
+    def execute(self, p: RoleProfile, query: str, **variables: Any) -> dict[str, Any]:
+        registry = PolicyRegistry("prop", {p.name: p})
+        secret = self.settings.passport_secret
+        caller = verify(headers_for(registry, p.name, secret), registry, secret)
+        context = RequestContext(
+            services=replace(self.services, registry=registry), caller=caller, refusal=None
+        )
+        result = self.loop.run_until_complete(
+            schema.execute(query, variable_values=variables, context_value=context)
+        )
+        errors = [{"message": e.message, "extensions": e.extensions} for e in result.errors or []]
+        return {"data": result.data, "errors": errors}
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.driver.close())
+        self.loop.close()
+
+
+@dataclass
+class Tally:
+    """Examples each property ran and how many of them failed (written by the fuzz profile)."""
+
+    runs: dict[str, int] = field(default_factory=dict)
+    failures: dict[str, int] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+
+    def count(self, name: str, body: Callable[[], None]) -> None:
+        self.runs[name] = self.runs.get(name, 0) + 1
+        try:
+            body()
+        except BaseException:
+            self.failures[name] = self.failures.get(name, 0) + 1
+            raise
+
+    def write(self, path: Any) -> None:
+        lines = [
+            "# Leak property fuzz (`make fuzz`)",
+            "",
+            f"Profile `{os.environ.get('HYPOTHESIS_PROFILE', 'default')}`, "
+            f"max_examples {LEAK_EXAMPLES}, {time.monotonic() - self.started:.0f} s in all.",
+            "",
+            "| property | examples run | failing examples |",
+            "|---|---:|---:|",
+            *(f"| `{n}` | {self.runs[n]} | {self.failures.get(n, 0)} |" for n in sorted(self.runs)),
+            "",
+        ]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines), encoding="utf-8")
+
+
+TALLY = Tally()
+
+
+@pytest.fixture(scope="module")
+def server(settings: Settings, driver: Driver) -> Iterator[Server]:
+    srv = Server(settings, driver)
+    yield srv
+    srv.close()
+    if os.environ.get("HYPOTHESIS_PROFILE") == "fuzz":
+        TALLY.write(FUZZ_RESULTS)
+
+
+@pytest.fixture(scope="module")
+def vectors() -> np.ndarray:
+    return get_embedder().embed(list(PHRASES))
+
+
+def _node_fields(view: dict[str, Any]) -> dict[str, Any]:
+    fields = view["fields"]
+    assert isinstance(fields, dict)
+    return fields
+
+
+@settings(max_examples=LEAK_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(g=graphs(), p=profiles(), data=st.data())
-def test_preselector_returns_exactly_the_visible_reach(
-    driver: Driver, g: dict[str, Any], p: RoleProfile, data: st.DataObject
+def test_neighbourhood_returns_exactly_the_visible_reach(
+    driver: Driver,
+    server: Server,
+    vectors: np.ndarray,
+    g: dict[str, Any],
+    p: RoleProfile,
+    data: st.DataObject,
 ) -> None:
-    write_graph(driver, g)
-    scope = Scope.from_profile(p)
-    nodes = {n["id"]: n for n in g["nodes"]}
-    anchor = data.draw(st.sampled_from(sorted(nodes)))
-    if not visible(nodes[anchor], p):
-        with pytest.raises(AnchorNotVisible):
-            expand(driver, anchor, scope, hops=p.max_hops)
-        return
-    cs, trace = expand(driver, anchor, scope, hops=p.max_hops)
-    returned = {cs.anchor.id, *(n.id for n in cs.nodes)}
-    assert returned == reference_reach(g, p, anchor)
+    def body() -> None:
+        write_graph(driver, g, vectors)
+        nodes = {n["id"]: n for n in g["nodes"]}
+        anchor = data.draw(st.sampled_from(sorted(nodes)))
+        hops = data.draw(st.integers(0, 4))
+        answer = server.execute(p, NEIGHBOURHOOD, id=anchor, hops=hops)
+        single = server.execute(p, NODE, id=anchor)
+        if not visible(nodes[anchor], p):
+            # A hidden node answers exactly as one that does not exist, on both fields.
+            assert answer == server.execute(p, NEIGHBOURHOOD, id="no-such-node", hops=hops)
+            assert [e["extensions"]["code"] for e in answer["errors"]] == ["NOT_FOUND"]
+            assert (
+                single == server.execute(p, NODE, id="no-such-node") == {"data": {"node": None}, "errors": []}
+            )
+            return
+        assert not answer["errors"] and not single["errors"]
+        hood = answer["data"]["neighbourhood"]
+        returned = {hood["anchor"]["id"], *(n["id"] for n in hood["nodes"])}
+        assert returned == reference_reach(g, replace_hops(p, min(hops, p.max_hops)), anchor)
+        assert single["data"]["node"]["id"] == anchor
 
-    hidden = {i for i, n in nodes.items() if not visible(n, p)}
-    payload = json.dumps(
-        {
-            "anchor": cs.anchor.fields,
-            "nodes": [n.fields for n in cs.nodes],
-            "edges": [e.__dict__ for e in cs.edges],
-        }
-    )
-    for hid in hidden:
-        assert f'"{hid}"' not in payload, f"hidden id {hid} leaked"
-        assert f"TITLE-{hid}" not in payload and f"RATIONALE-{hid}" not in payload
-    for node in [cs.anchor, *cs.nodes]:
-        assert visible(nodes[node.id], p)
-        check_node_fields(p, node.label, node.fields, payload)
-        for name in node.masked:
-            assert name.split(".")[0] not in node.fields or name.startswith("x_extra.")
-    for e in cs.edges:
-        assert e.source in returned and e.target in returned
-        src, dst = nodes[e.source], nodes[e.target]
-        assert edge_allowed(p, e.type, src, dst, True) or edge_allowed(p, e.type, src, dst, False)
-    # The audit trace names only nodes that really are withheld, never a returned one.
-    assert not (set(trace.withheld_ids) & returned)
+        hidden = {i for i, n in nodes.items() if not visible(n, p)}
+        payload = json.dumps([answer, single])
+        for hid in hidden:
+            assert f'"{hid}"' not in payload, f"hidden id {hid} leaked"
+            assert f'"TITLE-{hid}"' not in payload and f'"RATIONALE-{hid}"' not in payload
+        for view in [hood["anchor"], *hood["nodes"], single["data"]["node"]]:
+            node = nodes[view["id"]]
+            assert visible(node, p)
+            fields = _node_fields(view)
+            check_node_fields(p, view["label"], fields, payload)
+            for name in view["masked"]:
+                assert name.split(".")[0] not in fields or name.startswith("x_extra.")
+        for e in hood["edges"]:
+            assert e["source"] in returned and e["target"] in returned
+            src, dst = nodes[e["source"]], nodes[e["target"]]
+            assert edge_allowed(p, e["type"], src, dst, True) or edge_allowed(p, e["type"], src, dst, False)
+
+    TALLY.count("neighbourhood_returns_exactly_the_visible_reach", body)
 
 
-@pytest.mark.usefixtures("driver")
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+def replace_hops(p: RoleProfile, hops: int) -> RoleProfile:
+    """The profile as a walk of ``hops`` sees it (the reference walks ``max_hops``)."""
+    return p.model_copy(update={"max_hops": hops})
+
+
+@settings(max_examples=LEAK_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     g=graphs(),
     p=profiles(),
-    q=st.lists(st.floats(-1, 1, allow_nan=False), min_size=DIM, max_size=DIM),
+    q=st.sampled_from((*PHRASES, "what did we decide about pricing?")),
     threshold=st.sampled_from((-1.0, 0.0, 0.3)),
     k=st.integers(1, 5),
 )
 def test_search_ranks_and_counts_visible_nodes_only(
     driver: Driver,
-    settings: Settings,
+    server: Server,
+    vectors: np.ndarray,
     g: dict[str, Any],
     p: RoleProfile,
-    q: list[float],
+    q: str,
     threshold: float,
     k: int,
 ) -> None:
-    write_graph(driver, g)
-    scope = Scope.from_profile(p)
-    qv = _unit(q)
+    def body() -> None:
+        write_graph(driver, g, vectors)
+        answer = server.execute(p, SEARCH, q=q, k=k, t=threshold)
+        assert not answer["errors"], answer["errors"]
+        result = answer["data"]["search"]
+        qv = get_embedder().embed([q])[0]
+        expected = sorted(
+            ((float(np.dot(vectors[n["phrase"]], qv)), n["id"]) for n in g["nodes"] if visible(n, p)),
+            key=lambda t: (-t[0], t[1]),
+        )
+        expected = [(s, i) for s, i in expected if s >= threshold - 1e-6]
+        assert result["total"] == len(expected)
+        nodes = {n["id"]: n for n in g["nodes"]}
+        got_ids = [h["node"]["id"] for h in result["hits"]]
+        assert len(got_ids) == min(k, len(expected))
+        assert all(visible(nodes[i], p) for i in got_ids)
+        scores = [h["score"] for h in result["hits"]]
+        assert scores == sorted(scores, reverse=True)
+        for hit, (score, _) in zip(result["hits"], expected, strict=False):
+            assert abs(hit["score"] - score) < 1e-4
+        payload = json.dumps(answer)
+        for hid in (i for i, n in nodes.items() if not visible(n, p)):
+            assert f'"{hid}"' not in payload and f'"TITLE-{hid}"' not in payload
+        for hit in result["hits"]:
+            check_node_fields(p, hit["node"]["label"], _node_fields(hit["node"]), payload)
 
-    async def run() -> Any:
-        adriver = async_driver(settings)
-        try:
-            return await search_org(adriver, scope, qv, k=k, threshold=threshold)
-        finally:
-            await adriver.close()
-
-    result = asyncio.run(run())
-    expected = sorted(
-        ((float(np.dot(_unit(n["vector"]), qv)), n["id"]) for n in g["nodes"] if visible(n, p)),
-        key=lambda t: (-t[0], t[1]),
-    )
-    expected = [(s, i) for s, i in expected if s >= threshold - 1e-6]
-    assert result.total == len(expected)
-    got_ids = [h.node.id for h in result.hits]
-    assert len(got_ids) == min(k, len(expected))
-    assert all(visible({n["id"]: n for n in g["nodes"]}[i], p) for i in got_ids)
-    scores = [h.score for h in result.hits]
-    assert scores == sorted(scores, reverse=True)
-    for hit, (score, _) in zip(result.hits, expected, strict=False):
-        assert abs(hit.score - score) < 1e-4
+    TALLY.count("search_ranks_and_counts_visible_nodes_only", body)

@@ -11,21 +11,24 @@ ranks hidden sections. Ranking is exact cosine over those candidates (not the ap
 vector index, which can only post-filter): a correspondence has thousands of sections,
 and bench/correspondence_sync.py measures the exact scan against numpy. Scores are
 Neo4j's ``vector.similarity.cosine``, i.e. (1 + cos) / 2 in [0, 1]. Results are masked
-with the scope's field rules; ``responds_to``/``responded_by`` list only the canonical
-numbers of sections the caller may see along an allowlisted ``RESPONDS_TO`` edge.
+with the scope's field rules, and a role that may not see ``exec_tags``/``exec_decisions``
+does not read them in the title or body either. Section numbers (``section_number``,
+``from_section``, ``responds_to``/``responded_by``) are the caller's own: dense over the
+sections it may see, so a gap never tells that a hidden section sits there.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from neo4j import Driver, RoutingControl
 
-from cairn.ingest.correspondence.parser import DEFAULT_DOMAIN
-from cairn.policy.acl import acl_visible
+from cairn.ingest.correspondence.parser import DEFAULT_DOMAIN, without_governance
+from cairn.policy.acl import acl_visible, step_allowed
 from cairn.policy.passport import Caller
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
@@ -37,17 +40,22 @@ MAX_BEINGS = 20
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-def _edge_ok(src: str, dst: str, direction: str) -> str:
-    return f"""($unrestricted OR any(rule IN $rules WHERE rule.type = 'RESPONDS_TO' AND rule.{direction}
-      AND coalesce({src}.domain, '') =~ rule.from_re AND coalesce({dst}.domain, '') =~ rule.to_re))"""
-
-
-# The section as the caller may see it: no embedding; links to visible sections only.
+# The section as the caller may see it: no embedding; links to visible sections only. Numbers
+# here are canonical; ``_view`` turns them into the caller's own (see ``Numbering``).
+_ANSWERS = step_allowed("RESPONDS_TO", "s", "t", "out", "t")
+_ANSWERED_BY = step_allowed("RESPONDS_TO", "t", "s", "in", "t")
 PROJECTION = f"""s {{.*, embedding: null,
-  responds_to: [(s)-[:RESPONDS_TO]->(t:Section) WHERE {acl_visible("t")} AND {_edge_ok("s", "t", "out")}
-                | t.section_number],
-  responded_by: [(t:Section)-[:RESPONDS_TO]->(s) WHERE {acl_visible("t")} AND {_edge_ok("t", "s", "in")}
-                 | t.section_number]}}"""
+  responds_to: [(s)-[:RESPONDS_TO]->(t:Section) WHERE {_ANSWERS} | t.section_number],
+  responded_by: [(t:Section)-[:RESPONDS_TO]->(s) WHERE {_ANSWERED_BY} | t.section_number]}}"""
+
+# The canonical numbers of every section the caller may see, ascending: the caller's numbering.
+VISIBLE_NUMBERS = f"""
+CALL () {{
+  MATCH (v:Section)
+  WHERE v.section_number IS NOT NULL AND {acl_visible("v")}
+  WITH v ORDER BY v.section_number
+  RETURN collect(v.section_number) AS numbers
+}}"""
 
 FILTERS = """
   AND ($authors IS NULL OR toLower(s.author) IN $authors)
@@ -57,29 +65,33 @@ FILTERS = """
   AND ($date_to IS NULL OR (s.date IS NOT NULL AND s.date <= $date_to))"""
 
 SEARCH_QUERY = f"""
+{VISIBLE_NUMBERS}
 MATCH (s:Section)
 WHERE s.embedding IS NOT NULL AND {acl_visible("s")}{FILTERS}
-WITH s, vector.similarity.cosine(s.embedding, $vector) AS score
-WITH collect({{s: s, score: score}}) AS hits
-WITH hits, size(hits) AS total
+WITH numbers, s, vector.similarity.cosine(s.embedding, $vector) AS score
+WITH numbers, collect({{s: s, score: score}}) AS hits
+WITH numbers, hits, size(hits) AS total
 UNWIND hits AS hit
-WITH total, hit.s AS s, hit.score AS score
+WITH numbers, total, hit.s AS s, hit.score AS score
 ORDER BY score DESC, s.section_number ASC
 LIMIT $k
-RETURN total, {PROJECTION} AS props, score
+RETURN numbers, total, collect({{props: {PROJECTION}, score: score}}) AS hits
 """
 
+# ``$from_section`` is a number in the caller's own numbering (1 = the first section it may see).
 TAIL_QUERY = f"""
-MATCH (s:Section)
-WHERE s.section_number IS NOT NULL AND {acl_visible("s")}
-  AND ($from_section IS NULL OR s.section_number >= $from_section)
-WITH s ORDER BY CASE WHEN $from_section IS NULL THEN -s.section_number ELSE s.section_number END
-LIMIT $n
-RETURN {PROJECTION} AS props
-ORDER BY props.section_number
+{VISIBLE_NUMBERS}
+WITH numbers, CASE WHEN $from_section IS NULL THEN numbers[-$n..]
+                   ELSE numbers[$from_section - 1..$from_section - 1 + $n] END AS window
+UNWIND window AS number
+MATCH (s:Section {{section_number: number}})
+WHERE {acl_visible("s")}
+WITH numbers, s ORDER BY s.section_number
+RETURN numbers, collect({PROJECTION}) AS sections
 """
 
 DIVERGENCE_QUERY = f"""
+{VISIBLE_NUMBERS}
 UNWIND range(0, size($beings) - 1) AS i
 CALL (i) {{
   MATCH (s:Section)
@@ -89,8 +101,8 @@ CALL (i) {{
   LIMIT $k
   RETURN collect({{props: {PROJECTION}, score: score}}) AS hits
 }}
-RETURN i, hits
-ORDER BY i
+WITH numbers, i, hits ORDER BY i
+RETURN numbers, collect(hits) AS by_being
 """
 
 
@@ -174,8 +186,40 @@ class SearchResult:
     total: int  # visible sections that passed the filters (hidden ones are never counted)
 
 
-def _view(reader: Reader, props: dict[str, Any], score: float | None = None) -> SectionView:
+@dataclass(frozen=True)
+class Numbering:
+    """The caller's own section numbers: 1..n over the sections it may see, in canonical order.
+
+    Canonical numbers are dense over the whole store, so showing them would reveal how many
+    sections are hidden and where; the caller's numbers are dense over what it sees and say
+    nothing about the rest. A role that sees every section gets the canonical numbers.
+    """
+
+    canonical: tuple[int, ...]  # ascending
+
+    def of(self, number: int | None) -> int | None:
+        if number is None:
+            return None
+        i = bisect_left(self.canonical, number)
+        return i + 1 if i < len(self.canonical) and self.canonical[i] == number else None
+
+
+def _view(
+    reader: Reader, numbering: Numbering, props: dict[str, Any], score: float | None = None
+) -> SectionView:
     fields, masked = mask("Section", props, reader.scope)
+    for name in ("responds_to", "responded_by"):
+        if name in fields:
+            fields[name] = [n for n in map(numbering.of, fields[name]) if n is not None]
+    allowed = reader.scope.visible_fields("Section", str(props.get("domain", "")))
+    if allowed is None or "section_number" in allowed:  # mask() drops the canonical number
+        fields["section_number"] = numbering.of(props.get("section_number"))
+        masked = tuple(m for m in masked if m != "section_number")
+    tags, decisions = "exec_tags" in masked, "exec_decisions" in masked
+    if tags or decisions:
+        for name in ("title", "body"):
+            if isinstance(fields.get(name), str):
+                fields[name] = without_governance(fields[name], tags=tags, decisions=decisions)
     return SectionView(str(props["id"]), fields, masked, None if score is None else round(float(score), 6))
 
 
@@ -223,20 +267,26 @@ def semantic_search(
     params = {**reader.scope.cypher_params(), **filters.params(), "k": k}
     params["vector"] = _vector(query, embedder)
     records, _, _ = driver.execute_query(SEARCH_QUERY, params, routing_=RoutingControl.READ)
-    hits = [_view(reader, r["props"], r["score"]) for r in records]
-    return SearchResult(hits, int(records[0]["total"]) if records else 0)
+    if not records:
+        return SearchResult([], 0)
+    numbering = Numbering(tuple(records[0]["numbers"]))
+    hits = [_view(reader, numbering, h["props"], h["score"]) for h in records[0]["hits"]]
+    return SearchResult(hits, int(records[0]["total"]))
 
 
 def linear_tail(
     driver: Driver, reader: Reader, n: int = 30, from_section: int | None = None
 ) -> list[SectionView]:
-    """The last ``n`` visible sections, or ``n`` from canonical number ``from_section`` on; oldest first."""
+    """The last ``n`` visible sections (or ``n`` from the caller's number ``from_section``), oldest first."""
     _check_range("n", n, MAX_TAIL)
     if from_section is not None and from_section < 1:
         raise CorrespondenceRefused("INVALID_ARGUMENT", "from_section must be a positive section number")
     params = {**reader.scope.cypher_params(), "n": n, "from_section": from_section}
     records, _, _ = driver.execute_query(TAIL_QUERY, params, routing_=RoutingControl.READ)
-    return [_view(reader, r["props"]) for r in records]
+    if not records:
+        return []
+    numbering = Numbering(tuple(records[0]["numbers"]))
+    return [_view(reader, numbering, props) for props in records[0]["sections"]]
 
 
 def being_divergence(
@@ -261,8 +311,9 @@ def being_divergence(
         "vector": _vector(question, embedder),
     }
     records, _, _ = driver.execute_query(DIVERGENCE_QUERY, params, routing_=RoutingControl.READ)
-    by_index = {int(r["i"]): r["hits"] for r in records}
+    numbering = Numbering(tuple(records[0]["numbers"]) if records else ())
+    by_being: list[list[dict[str, Any]]] = records[0]["by_being"] if records else []
     return {
-        name: [_view(reader, h["props"], h["score"]) for h in by_index.get(i, [])]
+        name: [_view(reader, numbering, h["props"], h["score"]) for h in by_being[i]]
         for i, name in enumerate(names)
     }

@@ -1,10 +1,19 @@
-"""The vertex ACL as Cypher, shared by every query that reads on a caller's behalf.
+"""The scope as Cypher: the one place that writes the predicates every read on a caller's behalf uses.
 
-Parameters come from ``Scope.cypher_params()``. Filtering inside the query (not after
-it) means a node the caller may not see is never fetched, ranked or counted.
+Node visibility (domain globs, roles_allowed, namespaces, sensitivity ceiling), edge rules
+(type, direction, from/to domain globs) and hop limits are built here and nowhere else;
+their parameters come from ``Scope.cypher_params()``. Filtering inside the query (not after
+it) means a node the caller may not see is never fetched, ranked or counted, and an edge the
+caller may not walk is never followed.
 """
 
 from __future__ import annotations
+
+from cairn.schema.catalog import RELATION_TYPES
+
+# The largest hop limit a profile may carry (RoleProfile.max_hops); quantified paths take
+# literal bounds, so walks are built once per possible limit.
+MAX_HOPS = 6
 
 
 def acl_reason(var: str) -> str:
@@ -28,3 +37,45 @@ def acl_visible(var: str) -> str:
   AND $role IN coalesce({var}.roles_allowed, [])
   AND any(ns IN coalesce({var}.namespaces, []) WHERE ns IN $namespaces)
   AND coalesce({{low: 0, medium: 1, high: 2}}[{var}.sensitivity], 99) <= $ceiling))"""
+
+
+def edge_allowed(rel: str, start: str, end: str, walk: str) -> str:
+    """Cypher predicate: the scope may walk an edge stored as ``(start)-[rel]->(end)`` this way.
+
+    ``rel`` is an edge type name (``'HAS_FACT'``) or, for a walk over any type, a Cypher
+    expression such as ``type(r)``. ``walk`` is ``"out"`` (walked from ``start`` to ``end``),
+    ``"in"`` (from ``end`` to ``start``), or a Cypher boolean expression that is true when the
+    walk is outgoing. A rule's direction is relative to the stored edge, and its domain globs
+    apply to the stored start and end nodes (fixtures/policy/roles.yaml).
+    """
+    type_expr = f"'{rel}'" if rel in RELATION_TYPES else rel
+    if walk == "out":
+        direction = "rule.out"
+    elif walk == "in":
+        direction = "rule.in"
+    else:
+        direction = f"((({walk}) AND rule.out) OR (NOT ({walk}) AND rule.in))"
+    return f"""($unrestricted OR any(rule IN $rules WHERE rule.type = {type_expr} AND {direction}
+  AND coalesce({start}.domain, '') =~ rule.from_re AND coalesce({end}.domain, '') =~ rule.to_re))"""
+
+
+def step_allowed(rel: str, start: str, end: str, walk: str, reached: str) -> str:
+    """One walked step: the edge is allowed and the node it reaches is visible."""
+    return f"{edge_allowed(rel, start, end, walk)} AND {acl_visible(reached)}"
+
+
+def within_hops(depth: str) -> str:
+    """Cypher predicate: a node at ``depth`` may still take one more step (the system has no limit)."""
+    return f"($unrestricted OR {depth} < $max_hops)"
+
+
+def hop_bound(hops: int | None) -> str:
+    """A quantified-path bound for at most ``hops`` steps (Cypher wants a literal there).
+
+    ``None`` is no bound, for the system scope only (operator tools), never for a caller.
+    """
+    if hops is None:
+        return "*"
+    if not 0 <= hops <= MAX_HOPS:
+        raise ValueError(f"hops must be between 0 and {MAX_HOPS}, not {hops}")
+    return f"{{0,{hops}}}"

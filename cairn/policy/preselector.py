@@ -13,9 +13,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from neo4j import AsyncDriver, Driver
+from neo4j import AsyncDriver
 
-from cairn.policy.acl import acl_reason
+from cairn.policy.acl import acl_reason, edge_allowed
 from cairn.policy.scope import Scope
 
 DEFAULT_NEIGHBOUR_CAP = 25  # per frontier node and edge type, beyond the first hop
@@ -24,8 +24,13 @@ INTERNAL_FIELDS = frozenset({"embedding", "centroid_sum", "summary_pool", "embed
 # Properties that name another node: shown only when that node is itself in the result,
 # otherwise an alias event would hand a staff caller the id of the hidden decision.
 REFERENCE_FIELDS = ("alias_of_decision",)
+# Where a section sits among all sections (its canonical number, its place in the file): a
+# caller who may not see every section would read the hidden ones off the gaps. Callers get
+# their own dense number instead, through the correspondence reads (cairn/memory/correspondence.py).
+POSITIONAL_FIELDS = {"Section": ("section_number", "ordinal", "source_line")}
 
 ACL_REASON = acl_reason("n")
+EDGE_OK = edge_allowed("type(r)", "startNode(r)", "endNode(r)", "outgoing")
 
 # Everything after the frontier node `f` is bound: classify each incident edge and
 # neighbour, keep hidden ones as (id, reason) only, cap visible ones per edge type.
@@ -33,10 +38,7 @@ _HOP_BODY = f"""
 MATCH (f)-[r]-(n:Entity)
 WITH f, r, n, startNode(r) = f AS outgoing
 WITH f, r, n, outgoing,
-     any(rule IN $rules WHERE rule.type = type(r)
-         AND ((outgoing AND rule.out) OR (NOT outgoing AND rule.in))
-         AND coalesce(startNode(r).domain, '') =~ rule.from_re
-         AND coalesce(endNode(r).domain, '') =~ rule.to_re) AS edge_ok,
+     {EDGE_OK} AS edge_ok,
      {ACL_REASON} AS reason
 WITH f, r, n, outgoing, edge_ok, reason, (edge_ok AND reason IS NULL) AS visible
 ORDER BY visible DESC, coalesce(n.importance, 0.0) DESC, n.id
@@ -132,6 +134,11 @@ def mask(label: str, props: dict[str, Any], scope: Scope) -> tuple[dict[str, Any
     if allowed is not None:
         for name in list(clean):
             if name != "id" and name not in allowed:
+                masked.append(name)
+                del clean[name]
+    if not scope.unrestricted:
+        for name in POSITIONAL_FIELDS.get(label, ()):
+            if name in clean:
                 masked.append(name)
                 del clean[name]
     if "x_extra" in clean and not scope.unrestricted:
@@ -251,30 +258,5 @@ async def preselect(
         if not frontier:
             break
         rows, _, _ = await driver.execute_query(HOP_QUERY, _hop_params(scope, frontier, hop, cap))
-        frontier = walk.add_hop(hop, [r["row"] for r in rows])
-    return walk.result()
-
-
-def expand(
-    driver: Driver,
-    anchor_id: str,
-    scope: Scope | None = None,
-    hops: int = 1,
-    cap: int = DEFAULT_NEIGHBOUR_CAP,
-) -> tuple[CandidateSet, PolicyTrace]:
-    """The synchronous twin of :func:`preselect` for the CLI and operator tools.
-
-    Without a scope it walks as the system (everything, unmasked) — never pass its result
-    to a caller.
-    """
-    scope = scope or Scope.system()
-    depth = min(hops, scope.max_hops)
-    records, _, _ = driver.execute_query(ANCHOR_QUERY, _anchor_params(scope, anchor_id, depth))
-    walk = _Walk(scope, records[0].data() if records else None)
-    frontier = walk.add_hop(1, records[0]["rows"]) if depth >= 1 else []
-    for hop in range(2, depth + 1):
-        if not frontier:
-            break
-        rows, _, _ = driver.execute_query(HOP_QUERY, _hop_params(scope, frontier, hop, cap))
         frontier = walk.add_hop(hop, [r["row"] for r in rows])
     return walk.result()

@@ -90,7 +90,7 @@ class Scope:
         )
 
     def cypher_params(self) -> dict[str, object]:
-        """The scope as Cypher parameters for the vertex ACL and the edge allowlist."""
+        """The scope as Cypher parameters for the predicates of ``cairn.policy.acl``."""
         return {
             "unrestricted": self.unrestricted,
             "role": self.role,
@@ -108,6 +108,7 @@ class Scope:
                 for r in self.edges
             ],
             "edge_types": sorted({r.type for r in self.edges}),
+            "max_hops": self.max_hops,
         }
 
     def visible_fields(self, label: str, domain: str) -> tuple[str, ...] | None:

@@ -33,7 +33,9 @@ T = TypeVar("T")
 @strawberry.type(description="A correspondence section as the caller may see it; masked fields are null.")
 class CorrespondenceSection:
     id: strawberry.ID
-    section_number: int | None
+    section_number: int | None = strawberry.field(
+        description="The caller's own number: 1..n over the sections it may see, so gaps reveal nothing."
+    )
     filed_id: str | None
     collision: bool | None
     author: str | None
@@ -46,10 +48,10 @@ class CorrespondenceSection:
     status_tags: list[str] | None
     knowledge_refs: list[str] | None
     responds_to: list[int] | None = strawberry.field(
-        description="Canonical numbers of visible sections this one answers."
+        description="Numbers (the caller's numbering) of visible sections this one answers."
     )
     responded_by: list[int] | None = strawberry.field(
-        description="Canonical numbers of visible sections that answer this one."
+        description="Numbers (the caller's numbering) of visible sections that answer this one."
     )
     embedding_model: str | None
     domain: str | None
@@ -194,7 +196,7 @@ class CorrespondenceQuery:
 
     @strawberry.field(
         permission_classes=READ,
-        description="The last n sections (or n from a canonical section number on), oldest first.",
+        description="The last n sections (or n from one of the caller's section numbers on), oldest first.",
     )
     async def correspondence_tail(
         self, info: Ctx, n: int = 30, from_section: int | None = None

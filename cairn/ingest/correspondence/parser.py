@@ -172,6 +172,7 @@ DATE_DMY = re.compile(rf"\b(?P<day>\d{{1,2}})\s+{_MONTH}\s+(?P<year>\d{{4}})\b")
 DATE_MDY = re.compile(rf"\b{_MONTH}\s+(?P<day>\d{{1,2}}),?\s+(?P<year>\d{{4}})\b")
 
 EXEC_TAG = re.compile(r"\[EXEC:([A-Z][A-Z_]*)\]")
+EXEC_TAG_TOKEN = re.compile(r"\[EXEC:[A-Z][A-Z_]*\][ \t]?")
 DECISION = re.compile(
     r"^(?:[-*+>]\s+|\d+[.)]\s+)*(?:\*\*|__)?\s*(?:decision|decided|resolved)\s*(?:\*\*|__)?\s*:"
     r"\s*(?:\*\*|__)?\s*(?P<text>.*)$",
@@ -255,6 +256,22 @@ def embeddable_text(title: str, body: str) -> str:
         if cleaned or (kept and kept[-1]):
             kept.append(cleaned)
     return "\n".join(kept).strip()
+
+
+def without_governance(text: str, *, tags: bool, decisions: bool) -> str:
+    """``text`` without its decision lines (when ``decisions``) and exec tags (when ``tags``).
+
+    The reader-side twin of the structured fields: a role whose field mask hides
+    ``exec_decisions`` or ``exec_tags`` must not read them word for word in the body. Lines
+    are recognised exactly as the parser recognised them when it filled those fields.
+    """
+    lines = text.split("\n")
+    if decisions:
+        dropped = {i for start, end, _ in _decision_spans(lines) for i in range(start, end)}
+        lines = [line for i, line in enumerate(lines) if i not in dropped]
+    if tags:
+        lines = [EXEC_TAG_TOKEN.sub("", line).rstrip() for line in lines]
+    return "\n".join(lines)
 
 
 # --- the parser -------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Append-only sync of a correspondence file into ``Section`` nodes (SPEC §9, note 002).
 
 The markdown is the source of truth and is only ever read. A section's identity is its
-source name and its position in the file (``section:<source>:<ordinal>``); its content
-hash says whether the stored copy still matches the file. So a sync:
+source name and its position in the file (``source``, ``ordinal``); its id is random
+(``section:<hex>``), so an id tells a reader nothing about the order or the hidden sections;
+its content hash says whether the stored copy still matches the file. So a sync:
 
 - parses and validates the whole file first (a refused file writes nothing);
 - creates only sections the store does not have, in file order, each with canonical
@@ -22,6 +23,7 @@ ConstraintError, and the batch is retried on fresh numbers.
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,7 +60,10 @@ MATCH (s:Section) WHERE s.source = $source AND {acl_visible("s")}
 RETURN s.ordinal AS ordinal, s.content_hash AS hash, s.domain AS domain, s.sensitivity AS sensitivity,
        s.namespaces AS namespaces, s.roles_allowed AS roles_allowed, s.filed_id AS filed_id
 """
-FIND_EXISTING = "UNWIND $ids AS id MATCH (s:Entity {id: id}) RETURN s.id AS id"
+FIND_EXISTING = """
+MATCH (s:Section {source: $source}) WHERE s.ordinal IN $ordinals
+RETURN s.ordinal AS ordinal, s.id AS id
+"""
 READ_MAX = "MATCH (s:Section) RETURN coalesce(max(s.section_number), 0) AS top"
 CREATE_SECTIONS = """
 UNWIND $rows AS row
@@ -144,8 +149,13 @@ class SyncReport:
         return [c for c in self.created if c.collision]
 
 
-def section_id(source: str, ordinal: int) -> str:
-    return f"section:{source}:{ordinal}"
+def new_section_id() -> str:
+    """An opaque id for a new section: random, so it says nothing about the file's order.
+
+    A section is found again by (source, ordinal), never by its id; an id built from the
+    ordinal would tell a reader who may not see every section how many are hidden, and where.
+    """
+    return f"section:{uuid.uuid4().hex}"
 
 
 def source_name(path: Path) -> str:
@@ -254,9 +264,9 @@ def _write_batch(
     tx: ManagedTransaction, scope: Scope, source: str, batch: list[tuple[ParsedSection, dict[str, Any]]]
 ) -> list[CreatedSection]:
     """Number and create the batch's sections the store lacks, then link their responses."""
-    ids = [section_id(source, s.ordinal) for s, _ in batch]
-    existing = {r["id"] for r in tx.run(FIND_EXISTING, ids=ids)}
-    todo = [(s, p) for s, p in batch if section_id(source, s.ordinal) not in existing]
+    wanted = sorted({o for s, _ in batch for o in (s.ordinal, *s.responds_to)})
+    ids = {int(r["ordinal"]): str(r["id"]) for r in tx.run(FIND_EXISTING, source=source, ordinals=wanted)}
+    todo = [(s, p) for s, p in batch if s.ordinal not in ids]
     record = tx.run(READ_MAX).single()
     top = int(record["top"]) if record else 0
     rows: list[dict[str, Any]] = []
@@ -264,11 +274,11 @@ def _write_batch(
     links: list[dict[str, str]] = []
     for k, (s, props) in enumerate(todo):
         number = top + 1 + k
-        sid = section_id(source, s.ordinal)
+        sid = ids[s.ordinal] = new_section_id()
         collided = s.filed_number != number
         rows.append({"id": sid, "props": {**props, "section_number": number, "collision": collided}})
         created.append(CreatedSection(sid, s.ordinal, number, s.filed_id, s.filed_number, collided, s.line))
-        links.extend({"from_id": sid, "to_id": section_id(source, t)} for t in s.responds_to)
+        links.extend({"from_id": sid, "to_id": ids[t]} for t in s.responds_to if t in ids)
     tx.run(CREATE_SECTIONS, rows=rows).consume()
     tx.run(LINK_RESPONSES, {**scope.cypher_params(), "links": links}).consume()
     return created

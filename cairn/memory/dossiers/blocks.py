@@ -18,8 +18,7 @@ from typing import Any
 from neo4j import Driver
 
 from cairn.memory.dossiers.models import Access, BlockInput, InputError, Problem, parse_block
-from cairn.memory.dossiers.retriever import edge_allowed
-from cairn.policy.acl import acl_visible
+from cairn.policy.acl import acl_visible, edge_allowed
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
 from cairn.policy.writes import TAKEN_ID, stored_ids
@@ -62,10 +61,10 @@ BLOCK_METADATA = f"""
 MATCH (b:Block {{block_id: $block_id}})
 WHERE {acl_visible("b")}
 OPTIONAL MATCH (t:Turn)-[:PART_OF]->(b)
-WHERE {acl_visible("t")} AND {edge_allowed("PART_OF", "t", "b")}
+WHERE {acl_visible("t")} AND {edge_allowed("PART_OF", "t", "b", "in")}
 WITH b, count(t) AS turns
 OPTIONAL MATCH (f:Fact)-[:FROM_BLOCK]->(b)
-WHERE {acl_visible("f")} AND {edge_allowed("FROM_BLOCK", "f", "b")}
+WHERE {acl_visible("f")} AND {edge_allowed("FROM_BLOCK", "f", "b", "in")}
 RETURN properties(b) AS props, turns, count(f) AS facts
 """
 

@@ -21,10 +21,10 @@ from neo4j import Driver, ManagedTransaction
 from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
 from cairn.memory.dossiers.lock import take_lock
 from cairn.memory.dossiers.models import Access
-from cairn.memory.dossiers.retriever import edge_allowed, get_dossier
+from cairn.memory.dossiers.retriever import get_dossier
 from cairn.memory.dossiers.summary import CENTRAL_FACTS, CENTROID_FROM_FACTS, SUMMARY_TEXT
 from cairn.memory.dossiers.voting import VOTE_THRESHOLD, index_score
-from cairn.policy.acl import acl_visible
+from cairn.policy.acl import acl_visible, edge_allowed
 from cairn.policy.scope import Scope
 
 LOAD = """
@@ -70,10 +70,11 @@ SET d.status = 'archived', d.last_updated = datetime($now)
 RELATED_BY_FACTS = f"""
 MATCH (d:Dossier {{id: $id}})-[:HAS_FACT]->(src:Fact)
 WHERE {acl_visible("d")} AND {acl_visible("src")} AND src.embedding IS NOT NULL
+  AND {edge_allowed("HAS_FACT", "d", "src", "out")}
 WITH collect(src.embedding) AS vecs
 MATCH (o:Dossier)-[:HAS_FACT]->(f:Fact)
 WHERE o.id <> $id AND o.status = 'active' AND f.embedding IS NOT NULL
-  AND {acl_visible("o")} AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "o", "f")}
+  AND {acl_visible("o")} AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "o", "f", "out")}
 UNWIND vecs AS v
 WITH o, vector.similarity.cosine(f.embedding, v) AS s
 WHERE s >= $min_score
@@ -86,6 +87,7 @@ RETURN o.id AS id, o.title AS title, hits, score_sum
 LINKED = f"""
 MATCH (d:Dossier {{id: $id}})<-[:ABOUT]-(j:JournalEntry {{op: 'linked'}})-[:ABOUT]->(o:Dossier)
 WHERE o.id <> $id AND {acl_visible("d")} AND {acl_visible("j")} AND {acl_visible("o")}
+  AND {edge_allowed("ABOUT", "j", "d", "in")} AND {edge_allowed("ABOUT", "j", "o", "out")}
 RETURN DISTINCT o.id AS id, o.title AS title, j.rationale AS rationale
 ORDER BY o.id
 """

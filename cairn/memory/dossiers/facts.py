@@ -29,9 +29,9 @@ from typing import Any
 
 from neo4j import Driver
 
-from cairn.memory.dossiers.retriever import DossierView, dossier_headers, edge_allowed
+from cairn.memory.dossiers.retriever import DossierView, dossier_headers
 from cairn.memory.dossiers.voting import FACT_INDEX, plain_cosine
-from cairn.policy.acl import acl_visible
+from cairn.policy.acl import acl_visible, edge_allowed
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
@@ -42,7 +42,7 @@ FACT_TEXT_INDEX = fulltext_index_name("Fact", "text")
 
 # A fact is a candidate only if it, its dossier and the edge between them are visible.
 _VISIBLE = f"""d.status IN $statuses AND {acl_visible("d")} AND {acl_visible("f")}
-    AND {edge_allowed("HAS_FACT", "d", "f")}"""
+    AND {edge_allowed("HAS_FACT", "d", "f", "out")}"""
 
 # What a caller may be shown of a fact (before masking); never the 384-float vector. A fact
 # that absorbed skipped duplicates lists every source turn in ``source_turn_ids``.

@@ -26,23 +26,16 @@ from neo4j import Driver
 
 from cairn.memory.dossiers.summary import summary_of
 from cairn.memory.dossiers.voting import FACT_INDEX, VOTE_THRESHOLD, index_score, plain_cosine
-from cairn.policy.acl import acl_visible
+from cairn.policy.acl import acl_visible, edge_allowed
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
-
-
-def edge_allowed(rel: str, src: str, dst: str) -> str:
-    """Cypher predicate: the scope may walk a ``rel`` edge stored from ``src`` to ``dst``."""
-    return f"""($unrestricted OR any(rule IN $rules WHERE rule.type = '{rel}'
-  AND coalesce({src}.domain, '') =~ rule.from_re AND coalesce({dst}.domain, '') =~ rule.to_re))"""
-
 
 _RANK_VISIBLE = f"""
   WHERE score >= $min_score
   MATCH (d:Dossier)-[:HAS_FACT]->(f)
   WHERE d.status IN $statuses
-    AND {acl_visible("d")} AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f")}
+    AND {acl_visible("d")} AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
   WITH d, max(score) AS best
   ORDER BY best DESC, d.id
   RETURN collect({{props: d {{.*, centroid_sum: null}}, score: best}}) AS ranked
@@ -91,7 +84,7 @@ VISIBLE_FACTS = f"""
 UNWIND $ids AS did
 MATCH (d:Dossier {{id: did}})
 OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
-WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f")}
+WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
 WITH d, did, f ORDER BY f.added_at, f.id
 WITH did, collect(f) AS visible, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
 RETURN did AS dossier_id, size(visible) AS visible_count,
@@ -107,7 +100,7 @@ MATCH (d:Dossier {{id: did}})
 WHERE {acl_visible("d")}
 CALL (d) {{
   OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
-  WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f")}
+  WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
   WITH f ORDER BY f.added_at, f.id
   RETURN collect(f) AS visible
 }}
@@ -135,7 +128,7 @@ CALL (d) {{
   RETURN j
 }}
 WITH d, j
-WHERE {acl_visible("j")} AND {edge_allowed("ABOUT", "j", "d")}
+WHERE {acl_visible("j")} AND {edge_allowed("ABOUT", "j", "d", "in")}
 RETURN j {{.*, embedding: null}} AS props
 ORDER BY j.timestamp, j.seq, j.id
 """

@@ -18,11 +18,11 @@ from typing import Any, Literal
 from neo4j import Driver
 
 from cairn.memory.factors.dependencies import DepNode
-from cairn.memory.factors.journal import VIS_E, VIS_F, native, unconfirmed_inferences
+from cairn.memory.factors.journal import ABOUT_IN, VIS_E, VIS_F, native, unconfirmed_inferences
 from cairn.memory.factors.models import UnconfirmedInference, day, fmt, iso
 from cairn.memory.factors.templates import HIDDEN, names, quote
 from cairn.memory.factors.traversal import downstream, visible_options
-from cairn.policy.acl import acl_visible
+from cairn.policy.acl import acl_visible, edge_allowed
 from cairn.policy.scope import Scope
 
 Tier = Literal["exploratory", "low_risk", "medium_risk"]
@@ -48,10 +48,10 @@ ORDER BY category
 
 LAST_CONVERSATION_QUERY = f"""
 MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
-WHERE {VIS_E} AND {VIS_F}
+WHERE {VIS_E} AND {VIS_F} AND {ABOUT_IN}
 WITH e, f ORDER BY e.timestamp DESC, e.seq DESC LIMIT 1
 OPTIONAL MATCH (e)-[:PART_OF]->(s:Session)
-WHERE {acl_visible("s")}
+WHERE {acl_visible("s")} AND {edge_allowed("PART_OF", "e", "s", "out")}
 RETURN f.id AS factor_id, f.name AS topic, f.current_value AS value, f.current_confidence AS confidence,
        e.timestamp AS timestamp, e.rationale AS rationale, s.id AS session_id, s.title AS session_title
 """

@@ -40,7 +40,7 @@ from cairn.memory.factors.recalculation import (
     Evidence,
     synthesise,
 )
-from cairn.policy.acl import acl_visible
+from cairn.policy.acl import acl_visible, edge_allowed
 from cairn.policy.scope import Scope
 from cairn.policy.writes import TAKEN_ID, stored_ids
 from cairn.runtime.embedder import Embedder, get_embedder
@@ -48,6 +48,8 @@ from cairn.runtime.embedder import Embedder, get_embedder
 VIS_F = acl_visible("f")
 VIS_E = acl_visible("e")
 VIS_G = acl_visible("g")
+# An entry ``e`` read from its factor ``f`` (stored e -ABOUT-> f), and the other walks below.
+ABOUT_IN = edge_allowed("ABOUT", "e", "f", "in")
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$")
 CONFIRM_BOOST = 0.1
 CORRECTION_CONFIDENCE = 0.95
@@ -58,7 +60,8 @@ EXCERPT_MAX = 2000
 ENTRY_COLUMNS = f"""
 CALL (e) {{
   OPTIONAL MATCH (e)-[:INFLUENCED_BY]->(g:Entity)
-  WITH CASE WHEN g IS NULL THEN null WHEN {VIS_G} THEN g.id ELSE '' END AS seen
+  WITH CASE WHEN g IS NULL THEN null
+            WHEN {VIS_G} AND {edge_allowed("INFLUENCED_BY", "e", "g", "out")} THEN g.id ELSE '' END AS seen
   WITH collect(seen) AS seen
   RETURN [i IN seen WHERE i <> ''] AS influence, '' IN seen AS hidden_influence
 }}
@@ -72,7 +75,7 @@ FACTOR_QUERY = f"""
 MATCH (f:Factor {{id: $factor}})
 WHERE {VIS_F}
 OPTIONAL MATCH (f)-[:CURRENT_STATE]->(e:JournalEntry)
-WHERE {VIS_E}
+WHERE {VIS_E} AND {edge_allowed("CURRENT_STATE", "f", "e", "out")}
 RETURN f {{.id, .name, .category, .scale, .current_value, .current_confidence, .inference_status,
           .last_updated, .aliases}} AS factor, e.id AS entry_id
 """
@@ -81,7 +84,7 @@ AS_OF_QUERY = f"""
 MATCH (f:Factor {{id: $factor}})
 WHERE {VIS_F}
 OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
-WHERE e.timestamp <= $at AND {VIS_E}
+WHERE e.timestamp <= $at AND {VIS_E} AND {ABOUT_IN}
 WITH f, e ORDER BY e.timestamp DESC, e.seq DESC
 WITH f, collect(e)[0] AS e
 RETURN f {{.id, .name, .category, .scale, .aliases}} AS factor,
@@ -92,7 +95,7 @@ HISTORY_QUERY = f"""
 MATCH (f:Factor {{id: $factor}})
 WHERE {VIS_F}
 MATCH (e:JournalEntry)-[:ABOUT]->(f)
-WHERE {VIS_E}
+WHERE {VIS_E} AND {ABOUT_IN}
   AND ($since IS NULL OR e.timestamp >= $since)
   AND ($until IS NULL OR e.timestamp <= $until)
   AND ($ops IS NULL OR e.op IN $ops)
@@ -107,7 +110,7 @@ MATCH (f:Factor {{id: fid}})
 WHERE {VIS_F}
 CALL (f) {{
   MATCH (e:JournalEntry)-[:ABOUT]->(f)
-  WHERE {VIS_E}
+  WHERE {VIS_E} AND {ABOUT_IN}
   RETURN e ORDER BY e.timestamp DESC, e.seq DESC LIMIT $limit
 }}
 {ENTRY_COLUMNS}
@@ -115,7 +118,7 @@ CALL (f) {{
 
 ENTRY_BY_ID_QUERY = f"""
 MATCH (e:JournalEntry {{id: $entry}})-[:ABOUT]->(f:Factor)
-WHERE {VIS_E} AND {VIS_F}
+WHERE {VIS_E} AND {VIS_F} AND {edge_allowed("ABOUT", "e", "f", "out")}
 {ENTRY_COLUMNS}
 """
 
@@ -131,7 +134,7 @@ MATCH (f:Factor)
 WHERE f.inference_status = 'unconfirmed' AND f.current_value IS NOT NULL AND {VIS_F}
 CALL (f) {{
   OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
-  WHERE {VIS_E}
+  WHERE {VIS_E} AND {ABOUT_IN}
   RETURN count(e) AS evidence_count, max(e.timestamp) AS latest
 }}
 RETURN f.id AS id, f.name AS name, f.current_value AS value, f.current_confidence AS confidence,

@@ -27,6 +27,7 @@ from neo4j import Driver
 from cairn.memory.factors import templates
 from cairn.memory.factors.dependencies import DepGraph, DepNode
 from cairn.memory.factors.journal import (
+    ABOUT_IN,
     ENTRY_COLUMNS,
     VIS_E,
     VIS_F,
@@ -443,7 +444,7 @@ WINDOW_QUERY = f"""
 MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
 WHERE e.timestamp >= $since AND ($until IS NULL OR e.timestamp <= $until)
   AND ($factors IS NULL OR f.id IN $factors)
-  AND {VIS_E} AND {VIS_F}
+  AND {VIS_E} AND {VIS_F} AND {ABOUT_IN}
 WITH f, e ORDER BY e.timestamp ASC, e.seq ASC
 {ENTRY_COLUMNS}
 """
@@ -453,7 +454,7 @@ UNWIND $factors AS fid
 MATCH (f:Factor {{id: fid}})
 WHERE {VIS_F}
 OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
-WHERE e.timestamp < $since AND {VIS_E}
+WHERE e.timestamp < $since AND {VIS_E} AND {ABOUT_IN}
 WITH f, e ORDER BY e.timestamp DESC, e.seq DESC
 WITH f, collect(e)[0] AS e
 RETURN f.id AS id, f.name AS name, e.new_number AS before

@@ -28,7 +28,7 @@ from typing import Any, Literal, Protocol
 
 from neo4j import Driver
 
-from cairn.memory.factors.journal import VIS_E, VIS_F
+from cairn.memory.factors.journal import ABOUT_IN, VIS_E, VIS_F
 from cairn.memory.factors.timeframe import parse_since
 from cairn.policy.acl import acl_visible
 from cairn.policy.scope import Scope
@@ -244,7 +244,7 @@ RETURN n.id AS id, CASE WHEN n:Option THEN 'Option' ELSE 'Factor' END AS label, 
 
 JOURNAL_FALLBACK_QUERY = f"""
 MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
-WHERE e.embedding IS NOT NULL AND {VIS_E} AND {VIS_F}
+WHERE e.embedding IS NOT NULL AND {VIS_E} AND {VIS_F} AND {ABOUT_IN}
 WITH f, max(vector.similarity.cosine(e.embedding, $q)) AS score
 WHERE score >= $threshold
 RETURN f.id AS id, f.name AS name, score

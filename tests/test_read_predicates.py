@@ -1,0 +1,141 @@
+"""Every read query carries the policy module's predicates (issue 12: one enforcement point).
+
+A fast scan, no Neo4j: every Cypher constant in ``cairn.memory`` and ``cairn.resolvers`` (module
+strings, and strings in module-level dicts, tuples and lists) that matches a Cairn node label
+must carry the vertex ACL built by ``cairn.policy.acl`` (``acl_visible`` / ``acl_reason``), and
+one that walks a relationship type must carry its edge rule (``edge_allowed``), unless it is
+on the small allowlist below, each entry with the reason it needs none. And no module outside
+``cairn/policy`` writes the predicates itself: the fragments are recognisable, so a copy is too.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from collections.abc import Iterator
+from types import ModuleType
+
+import pytest
+
+import cairn.memory
+import cairn.resolvers
+from cairn.policy.acl import acl_reason, acl_visible, edge_allowed
+from cairn.runtime.settings import REPO_ROOT
+from cairn.schema.catalog import RELATION_TYPES
+
+LABELS = "Entity|Decision|Event|Section|Dossier|Fact|Block|Turn|Factor|Option|JournalEntry|Session"
+NODE_PATTERN = re.compile(rf"\(\s*\w*\s*:\s*(?:{LABELS})\b")
+MATCH = re.compile(r"\bMATCH\b")
+REL_PATTERN = re.compile(r"\[\s*\w*\s*:\s*(" + "|".join(RELATION_TYPES) + r")\b")
+
+# The fragments as the policy module writes them: each is in every query built with it.
+NODE_MARK = "=~ $domain_re"
+EDGE_MARK = "=~ rule.from_re"
+
+# Write and system queries: they run as the system (ingest, migrations, locks), never with a
+# caller's scope, or re-read a node the same request has just checked through the predicates.
+_WRITE = "a write; the mutation checks the caller's scope on what it touches before it runs"
+_SYSTEM = "runs as the system (gardener, ingest bookkeeping), never on a caller's behalf"
+_STORED = "the stored summary/centroid over all facts; readers see it only via VISIBLE_FACTS's check"
+ALLOWLIST: dict[tuple[str, str], str] = {
+    **{
+        ("cairn.memory.dossiers." + m, n): _WRITE
+        for m, n in (
+            ("curation", "MARK_ARCHIVED"),
+            ("curation", "MARK_MERGED"),
+            ("curation", "MOVE_FACTS"),
+            ("curation", "LOAD"),  # access fields for the writer's scope check (Python)
+            ("governor", "WRITE_ROUTES"),
+            ("governor", "ADD_PROVENANCE"),  # the surviving fact of a packet's own duplicate
+            ("governor", "APPLIED"),  # the packet's idempotency key, checked under the lock
+            ("voting", "VOTE_QUERY"),  # dossiers with exactly the packet's (checked) access
+            ("journal", "WRITE_ENTRIES"),
+            ("lock", "TAKE_LOCK"),
+            ("gardener", "SAVE_TAGS"),
+            ("gardener", "FINISH_BLOCK"),
+        )
+    },
+    ("cairn.memory.factors.journal", "WRITE_ENTRY"): _WRITE,
+    **{
+        ("cairn.memory.dossiers." + m, n): _SYSTEM
+        for m, n in (
+            ("blocks", "PROCESSED_BLOCKS"),
+            ("gardener", "DOSSIER_COUNT"),
+            ("gardener", "EMBEDDING_COVERAGE"),
+            ("gardener", "FACT_DISTRIBUTION"),
+            ("gardener", "LOAD_BLOCK"),
+            ("gardener", "PROVENANCE_COUNTS"),
+            ("gardener", "UNPROCESSED_BLOCKS"),
+            ("gardener", "SPLIT_CANDIDATES"),  # `cairn garden --all` splits incoherent dossiers
+            ("gardener", "LOAD_DOSSIER_FACTS"),
+            ("gardener", "SPLIT_SUMMARIES"),
+            ("gardener", "WRITE_SPLIT"),
+        )
+    },
+    **{
+        ("cairn.memory.dossiers." + m, n): _STORED
+        for m in ("curation", "gardener", "governor", "summary", "voting")
+        for n in ("CENTRAL_FACTS", "CENTRAL_POOL", "CENTROID_FROM_FACTS")
+    },
+}
+
+
+def modules() -> Iterator[ModuleType]:
+    for package in (cairn.memory, cairn.resolvers):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            yield importlib.import_module(info.name)
+
+
+def constants() -> Iterator[tuple[str, str, str]]:
+    """(module, name, text) of every module-level string that reads like Cypher over Cairn nodes."""
+    for module in modules():
+        for name, value in vars(module).items():
+            if name.startswith("__"):
+                continue
+            texts: list[str] = []
+            if isinstance(value, str):
+                texts = [value]
+            elif isinstance(value, dict):
+                texts = [v for v in value.values() if isinstance(v, str)]
+            elif isinstance(value, (tuple, list)):
+                texts = [v for v in value if isinstance(v, str)]
+            for text in texts:
+                if MATCH.search(text) and NODE_PATTERN.search(text):
+                    yield module.__name__, name, text
+
+
+READS = sorted({(m, n): t for m, n, t in constants()}.items())
+
+
+def test_the_scan_finds_the_read_queries() -> None:
+    names = {n for (_, n), _ in READS}
+    # One from each family, so a change to the scan that finds nothing cannot pass silently.
+    assert {"SEARCH_QUERY", "TAIL_QUERY", "DOWNSTREAM_QUERIES", "VISIBLE_FACTS"} <= names
+    assert len(READS) >= 30
+
+
+@pytest.mark.parametrize(("where", "text"), READS, ids=[f"{m}.{n}" for (m, n), _ in READS])
+def test_every_read_query_carries_the_scope_predicates(where: tuple[str, str], text: str) -> None:
+    if where in ALLOWLIST:
+        return
+    assert NODE_MARK in text, f"{where[0]}.{where[1]} matches nodes without the policy's vertex ACL"
+    if REL_PATTERN.search(text):
+        assert EDGE_MARK in text, f"{where[0]}.{where[1]} walks an edge without the policy's edge rule"
+
+
+def test_the_marks_are_what_the_policy_module_writes() -> None:
+    assert NODE_MARK in acl_visible("n") and NODE_MARK in acl_reason("n")
+    assert EDGE_MARK in edge_allowed("DEPENDS_ON", "a", "b", "out")
+
+
+def test_no_module_outside_the_policy_writes_the_predicates_itself() -> None:
+    inline = re.compile(r"rule\.(?:from_re|to_re|out|in)\b|\$domain_re|roles_allowed, \[\]\)|\$rules\b")
+    offenders = []
+    for path in sorted((REPO_ROOT / "cairn").rglob("*.py")):
+        if path.parent.name == "policy":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if inline.search(line):
+                offenders.append(f"{path.relative_to(REPO_ROOT)}:{number}: {line.strip()}")
+    assert offenders == []
