@@ -11,6 +11,7 @@ the training questions is asserted and printed too (bench/results/factor_router.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import get_args
 
 import pytest
 from hypothesis import given, settings
@@ -19,9 +20,11 @@ from neo4j import Driver
 
 from cairn.ingest.factors import load_demo_factors
 from cairn.memory.factors.ask import NOT_UNDERSTOOD, answer_question
+from cairn.memory.factors.catalog import INTENTS, QUESTION
 from cairn.memory.factors.context import PRIORITY, build_context
 from cairn.memory.factors.evaluation import evaluate
-from cairn.memory.factors.intents import INTENTS, cross_validate, load_labelled
+from cairn.memory.factors.intents import cross_validate, load_labelled
+from cairn.memory.factors.models import Intent
 from cairn.memory.factors.router import (
     LearnedRouter,
     LLMRouter,
@@ -151,6 +154,12 @@ def test_router_links_only_what_the_caller_may_see(router: LearnedRouter, roles:
         assert not {e.id for e in route.entities} & {"ai_budget", "workforce_planning_ai"}, text
         shown = str(route.evidence()).lower()
         assert "headroom" not in shown and "workforce" not in shown and "staffing" not in shown, text
+
+
+def test_the_question_table_covers_every_intent() -> None:
+    assert get_args(Intent) == INTENTS and tuple(QUESTION) == INTENTS
+    assert all(q.options_go_to in (None, *INTENTS) for q in QUESTION.values())
+    assert {q.intent for q in QUESTION.values() if not q.links_entities} == {"status", "where_were_we"}
 
 
 def test_typos_link_by_spelling_only_for_longer_words() -> None:

@@ -15,7 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from cairn.memory.factors.intents import LabelledQuestion
-from cairn.memory.factors.router import Route, Router
+from cairn.memory.factors.models import Route
+from cairn.memory.factors.router import Router
 from cairn.policy.scope import Scope
 
 

@@ -4,7 +4,7 @@ The labelled set (fixtures/factors/questions.yaml, section ``questions``) is the
 its ``holdout`` section is never trained on and measures how the router generalises. The model is
 a multinomial logistic regression over the question's sentence embedding (all-MiniLM-L6-v2, the
 project's embedder) joined with one feature per intent pattern below (does the wording match it),
-so a cue the patterns know ("what if", "since") and the meaning of words they do not know
+so a cue the patterns know (catalog.py) ("what if", "since") and the meaning of words they do not know
 ("feasible", "big picture") both count. It is trained at start-up — a few hundred short
 sentences, about a second, deterministic (lbfgs, fixed seed) — and cached per embedder: no model
 file is shipped. Cross-validated accuracy (stratified k-fold) is reported by ``cross_validate``.
@@ -12,12 +12,11 @@ file is shipped. Cross-validated accuracy (stratified k-fold) is reported by ``c
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, cast
+from typing import cast
 
 import numpy as np
 import yaml
@@ -27,18 +26,11 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import confusion_matrix
 from sklearn.model_selection import StratifiedKFold
 
+from cairn.memory.factors.catalog import INTENT_PATTERNS, INTENTS
+from cairn.memory.factors.models import Intent
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import REPO_ROOT
 
-Intent = Literal["why_blocker", "why_value", "what_if", "what_changed", "status", "where_were_we"]
-INTENTS: tuple[Intent, ...] = (
-    "why_blocker",
-    "why_value",
-    "what_if",
-    "what_changed",
-    "status",
-    "where_were_we",
-)
 LABELLED_QUESTIONS = REPO_ROOT / "fixtures" / "factors" / "questions.yaml"
 # Inverse regularisation and the weight of a pattern hit beside the unit-length embedding:
 # chosen by stratified 5-fold cross-validation on the training set (bench/results/factor_router.md).
@@ -46,73 +38,6 @@ C = 8.0
 PATTERN_WEIGHT = 0.3
 SEED = 0
 FOLDS = 5
-
-_P = re.compile
-INTENT_PATTERNS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
-    (
-        "what_if",
-        _P(
-            r"\bwhat\s+if\b|\bsuppos(?:e|ing)\b|\bassum(?:e|ing)\b|\bimagine\b|\bscenario\b|\bhypothetical|"
-            r"\bwhat\s+(?:would|could)\s+(?:we\s+)?(?:unlock|gain)\b|\bbecomes?\s+(?:possible|feasible)\b|"
-            r"\bwould\s+(?:it|that|this)\s+unlock\b|\bopens?\s+up\b|\bunlock(?:s|ed)?\b|"
-            r"\bby\s+(?:raising|improving|increasing|boosting|lowering)\b|"
-            r"\bif\b.*\b(?:improve[sd]?|raise[sd]?|rise[sn]?|rose|increase[sd]?|boost(?:ed)?|climb(?:s|ed)?|"
-            r"reach(?:ed|es)?|hit|got|get|had|were|was|went|go(?:es)?|drop(?:ped|s)?|lower(?:ed)?|"
-            r"fell|falls?|lose|lost|double[sd]?|invest(?:ed)?|hire[sd]?)\b",
-            re.I,
-        ),
-    ),
-    (
-        "where_were_we",
-        _P(
-            r"\bwhere\s+(?:were|did)\s+we\b|\bpick\s+up\s+where\b|\bleft\s+off\b|"
-            r"\blast\s+(?:time|session|conversation|call|meeting|chat|talk)\b|"
-            r"\bprevious\s+(?:session|conversation|call|meeting|discussion)\b|\bremind\s+me\b|\brecap\b|"
-            r"\bwhat\s+were\s+we\s+(?:talking|discussing|working)\b|\bearlier\s+(?:discussion|session|chat)\b",
-            re.I,
-        ),
-    ),
-    (
-        "what_changed",
-        _P(
-            r"\bchanged?\b|\bchanges\b|\bwhat(?:'s|\s+is)\s+new\b|\bupdate[sd]?\b|\bevolved?\b|"
-            r"\brevis(?:e|ed|ions?)\b|\bdifferent\s+(?:since|from)\b|\bsince\b|\bmoved?\b|\bshift(?:ed)?\b|"
-            r"\blately\b|\brecent(?:ly)?\b",
-            re.I,
-        ),
-    ),
-    (
-        "status",
-        _P(
-            r"\bwhere\s+(?:are|do)\s+we\b|\bstatus\b|\boverview\b|\bsummar(?:y|ise|ize)\b|\boverall\b|"
-            r"\bbig\s+picture\b|\bhow\s+far\s+along\b|\bprogress\b|\bdecision\s+tier\b|\bmedium[- ]risk\b|"
-            r"\bwhat\s+can\s+we\s+(?:evaluate|do|start)\s+(?:now|right\s+now|already|today)\b|"
-            r"\bhow\s+ready\s+are\s+we\b|\bstands?\b",
-            re.I,
-        ),
-    ),
-    (
-        "why_blocker",
-        _P(
-            r"\bwhy\s+(?:can'?t|cannot|can\s+not|couldn'?t|aren'?t|isn'?t|won'?t|don'?t)\s+we\b|"
-            r"\bwhat(?:'s|\s+is|\s+are)?\s+(?:blocking|stopping|holding|preventing|keeping)\b|"
-            r"\bprevents?\b|\boff\s+the\s+table\b|\bnot\s+(?:possible|ready|able)\b|\bunable\b|"
-            r"\bout\s+of\s+reach\b|\bprerequisites?\b|\brequirements?\b|\bwhat\s+do\s+we\s+(?:still\s+)?need\b|"
-            r"\bwhat\s+stands\s+between\b|\bblock(?:er|ers|ing|ed|s)?\b|\bin\s+the\s+way\b|\bobstacles?\b|"
-            r"\bmissing\b",
-            re.I,
-        ),
-    ),
-    (
-        "why_value",
-        _P(
-            r"\bwhy\b|\bhow\s+did\s+we\s+(?:arrive|get|come)\b|\bcome\s+from\b|\bexplain|"
-            r"\breasoning\b|\bjustif|\brationale\b|\bbasis\b|\bhow\s+(?:was|were)\b.*\b(?:assessed|determined|"
-            r"worked\s+out|calculated|rated|scored)\b",
-            re.I,
-        ),
-    ),
-)
 
 
 class LabelledQuestion(BaseModel):

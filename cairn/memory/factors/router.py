@@ -1,7 +1,8 @@
 """Route a free-text question to one of the factor questions, without an LLM by default.
 
 Intent comes from a classifier learnt from labelled questions (intents.py: logistic regression
-over the sentence embedding and the intent patterns). Entities are linked in two steps, the
+over the sentence embedding and the intent patterns of catalog.py, whose table also says which
+questions name a subject and which label a vague one prefers). Entities are linked in two steps, the
 second only if the first found nothing, and always over the nodes the caller may see — a name
 the caller may not see is never a candidate, so no route can reveal it:
 
@@ -28,12 +29,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from difflib import SequenceMatcher
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from neo4j import Driver
 
-from cairn.memory.factors.intents import INTENT_PATTERNS, INTENTS, Intent, IntentClassifier, intent_classifier
+from cairn.memory.factors.catalog import INTENT_PATTERNS, INTENTS, QUESTION
+from cairn.memory.factors.intents import IntentClassifier, intent_classifier
 from cairn.memory.factors.journal import VIS_E, VIS_F
+from cairn.memory.factors.models import Intent, LinkedEntity, Route
 from cairn.memory.factors.timeframe import parse_since
 from cairn.policy.acl import acl_visible
 from cairn.policy.scope import Scope
@@ -49,7 +52,6 @@ ENTITY_THRESHOLD = 0.70
 FUZZY_RATIO = 0.85
 FUZZY_MIN_LENGTH = 5
 PREFER_BONUS = 0.05  # "why can't we …" is about an option more often than a factor
-NO_ENTITY_INTENTS = ("status", "where_were_we")
 
 _P = re.compile
 # A what-if target: a number after "to", "at", "hit", "were", "=" …, or one given as a percentage.
@@ -196,47 +198,6 @@ LIMIT 1
 """
 
 
-@dataclass(frozen=True)
-class LinkedEntity:
-    id: str
-    label: str
-    name: str
-    score: float
-    method: Literal["lexical", "fuzzy", "vector", "journal", "llm"]
-
-    def evidence(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "label": self.label,
-            "name": self.name,
-            "score": round(self.score, 4),
-            "method": self.method,
-        }
-
-
-@dataclass(frozen=True)
-class Route:
-    question: str
-    intent: Intent
-    entities: tuple[LinkedEntity, ...]
-    value: float | None
-    direction: Literal["improve", "lower"]
-    since: datetime | None
-    router: str  # "learned" or "llm"
-    fallback_reason: str | None = None
-
-    def evidence(self) -> dict[str, Any]:
-        return {
-            "intent": self.intent,
-            "entities": [e.evidence() for e in self.entities],
-            "value": self.value,
-            "direction": self.direction,
-            "since": None if self.since is None else self.since.isoformat(),
-            "router": self.router,
-            "fallback_reason": self.fallback_reason,
-        }
-
-
 class Router(Protocol):
     def route(self, question: str, scope: Scope, now: datetime) -> Route: ...
 
@@ -316,15 +277,6 @@ def _lexical(question: str, candidates: list[_Candidate]) -> list[LinkedEntity]:
     ]
 
 
-def _preferred(intent: Intent) -> str | None:
-    return {
-        "why_blocker": "Option",
-        "why_value": "Factor",
-        "what_if": "Factor",
-        "what_changed": "Factor",
-    }.get(intent)
-
-
 class LearnedRouter:
     """The default router: a learnt classifier for intent; lexical, then vector or journal, for entities."""
 
@@ -354,13 +306,13 @@ class LearnedRouter:
 
     def link(self, question: str, scope: Scope, intent: Intent) -> list[LinkedEntity]:
         rest = residual(question)
-        vector = self.embedder.embed_one(rest) if rest and intent not in NO_ENTITY_INTENTS else None
+        vector = self.embedder.embed_one(rest) if rest else None
         candidates = self._candidates(scope, vector)
         found = _lexical(question, candidates)
         if found or vector is None:
             return found
-        prefer = _preferred(intent)
-        pool = candidates if intent == "why_blocker" else [c for c in candidates if c.label == "Factor"]
+        prefer = QUESTION[intent].preferred
+        pool = candidates if prefer == "Option" else [c for c in candidates if c.label == "Factor"]
         ranked = sorted(pool, key=lambda c: (-(c.score + (PREFER_BONUS if c.label == prefer else 0.0)), c.id))
         best: LinkedEntity | None = None
         if ranked:
@@ -378,7 +330,7 @@ class LearnedRouter:
 
     def route(self, question: str, scope: Scope, now: datetime) -> Route:
         intent = self.classifier.predict(question).intent
-        entities = [] if intent in NO_ENTITY_INTENTS else self.link(question, scope, intent)
+        entities = self.link(question, scope, intent) if QUESTION[intent].links_entities else []
         value = None
         if intent == "what_if" and (m := list(_VALUE.finditer(question))):
             value = float(m[-1].group(1) or m[-1].group(2))
