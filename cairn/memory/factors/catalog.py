@@ -129,11 +129,11 @@ QUESTIONS: tuple[FactorQuestion, ...] = (
         _P(
             r"\bwhat\s+if\b|\bsuppos(?:e|ing)\b|\bassum(?:e|ing)\b|\bimagine\b|\bscenario\b|\bhypothetical|"
             r"\bwhat\s+(?:would|could)\s+(?:we\s+)?(?:unlock|gain)\b|\bbecomes?\s+(?:possible|feasible)\b|"
-            r"\bwould\s+(?:it|that|this)\s+unlock\b|\bopens?\s+up\b|\bunlock(?:s|ed)?\b|"
+            r"\bwould\s+(?:it|that|this)\s+unlock\b|\bopens?\s+up\b|\bun(?:lock|block)(?:s|ed)?\b|\bpicture\b|"
             r"\bby\s+(?:raising|improving|increasing|boosting|lowering)\b|"
             r"\bif\b.*\b(?:improve[sd]?|raise[sd]?|rise[sn]?|rose|increase[sd]?|boost(?:ed)?|climb(?:s|ed)?|"
             r"reach(?:ed|es)?|hit|got|get|had|were|was|went|go(?:es)?|drop(?:ped|s)?|lower(?:ed)?|"
-            r"fell|falls?|lose|lost|double[sd]?|invest(?:ed)?|hire[sd]?)\b",
+            r"fell|falls?|slip(?:s|ped)?|sank|sinks?|lose|lost|double[sd]?|invest(?:ed)?|hire[sd]?)\b",
             re.I,
         ),
         _what_if,
