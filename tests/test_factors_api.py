@@ -113,7 +113,7 @@ def test_question_routes_and_answers(client: TestClient, registry: PolicyRegistr
     assert (answer["intent"], [e["id"] for e in answer["entities"]], answer["router"]) == (
         "why_value",
         ["ai_readiness_score"],
-        "pattern",
+        "learned",
     )
     assert answer["answer"].startswith("AI readiness score is 35") and not answer["llmUsed"]
 

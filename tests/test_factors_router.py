@@ -1,15 +1,17 @@
 """The question router, the LLM context and end-to-end free-text answers over the demo domain.
 
-Router accuracy is asserted on the labelled set (fixtures/factors/questions.yaml). The
-development set is what the patterns and the entity threshold were calibrated on, so it must
-stay (near) perfect: a drop means a regression. The holdout was written after calibration and
-measured 0.71 joint accuracy before and 0.79 after two pattern bugs it exposed were fixed; its
-floor of 0.70 catches a router that generalises worse than that first honest measurement.
+Router accuracy is asserted on the labelled set (fixtures/factors/questions.yaml). The intent
+model is trained on its ``questions`` (the entity threshold was calibrated on them too), so they
+must stay (near) perfect: a drop means a regression. The ``holdout`` is never trained on; the
+learned router must reach 0.90 joint accuracy on it (intent, entities, what-if value and
+"what changed" window all right). Stratified 5-fold cross-validation of the intent model over
+the training questions is asserted and printed too (bench/results/factor_router.md).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import get_args
 
 import pytest
 from hypothesis import given, settings
@@ -18,9 +20,19 @@ from neo4j import Driver
 
 from cairn.ingest.factors import load_demo_factors
 from cairn.memory.factors.ask import NOT_UNDERSTOOD, answer_question
+from cairn.memory.factors.catalog import INTENTS, QUESTION
 from cairn.memory.factors.context import PRIORITY, build_context
-from cairn.memory.factors.evaluation import evaluate, load_labelled
-from cairn.memory.factors.router import LLMRouter, PatternRouter, parse_llm_route, residual
+from cairn.memory.factors.evaluation import evaluate
+from cairn.memory.factors.intents import cross_validate, load_labelled
+from cairn.memory.factors.models import Intent
+from cairn.memory.factors.router import (
+    LearnedRouter,
+    LLMRouter,
+    _form_match,
+    parse_llm_route,
+    residual,
+    tokens,
+)
 from cairn.memory.factors.timeframe import months_before, parse_since
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
@@ -48,34 +60,122 @@ def roles(settings: Settings) -> dict[str, Scope]:
 
 
 @pytest.fixture(scope="module")
-def router(demo: Driver) -> PatternRouter:
-    return PatternRouter(demo, get_embedder())
+def router(demo: Driver) -> LearnedRouter:
+    return LearnedRouter(demo, get_embedder())
 
 
 # -- accuracy on the labelled set ----------------------------------------------------------
 
 
-def test_router_accuracy_on_the_labelled_set(router: PatternRouter, roles: dict[str, Scope]) -> None:
+def test_router_accuracy_on_the_labelled_set(router: LearnedRouter, roles: dict[str, Scope]) -> None:
     labelled = load_labelled()
-    assert len(labelled.questions) + len(labelled.holdout) >= 40
+    assert len(labelled.questions) >= 150 and len(labelled.holdout) >= 40
+    assert not {q.text for q in labelled.questions} & {q.text for q in labelled.holdout}
+    assert {q.intent for q in labelled.questions} == set(INTENTS) == {q.intent for q in labelled.holdout}
     scope = roles[labelled.role]
     dev = evaluate(router, scope, labelled.questions, labelled.now)
     held = evaluate(router, scope, labelled.holdout, labelled.now)
-    print(f"router dev: {dev.evidence()}\nrouter holdout: {held.evidence()}")
+    print(f"router training set: {dev.evidence()}\nrouter holdout: {held.evidence()}")
     assert dev.intent_accuracy >= 0.95 and dev.entity_accuracy >= 0.95 and dev.joint_accuracy >= 0.95
-    assert held.joint_accuracy >= 0.70 and held.entity_accuracy >= 0.85
+    assert held.joint_accuracy >= 0.90 and held.entity_accuracy >= 0.90
 
 
-def test_router_links_only_what_the_caller_may_see(router: PatternRouter, roles: dict[str, Scope]) -> None:
+def test_intent_model_cross_validates() -> None:
+    """Needs no graph: stratified 5-fold accuracy of the intent model on the training questions."""
+    labelled = load_labelled()
+    cv = cross_validate(get_embedder(), labelled.questions)
+    print(f"intent cross-validation: {cv}")
+    assert cv.folds == 5 and len(cv.fold_accuracies) == 5
+    assert sum(map(sum, cv.confusion)) == len(labelled.questions)
+    assert cv.accuracy >= 0.90 and min(cv.fold_accuracies) >= 0.80
+
+
+@pytest.mark.parametrize(
+    ("question", "intent", "entity", "value", "since"),
+    [  # issue 14: the pattern router answered why_value to all four
+        (
+            "Why are we not able to do seasonal forecasting?",
+            "why_blocker",
+            "complex_forecasting_seasonal",
+            None,
+            None,
+        ),
+        (
+            "What becomes feasible if executive sponsorship rises to 80?",
+            "what_if",
+            "executive_sponsorship",
+            80.0,
+            None,
+        ),
+        (
+            "Anything different about sensor coverage since September?",
+            "what_changed",
+            "sensor_data",
+            None,
+            datetime(2024, 9, 1, tzinfo=UTC),
+        ),
+        ("Give me the big picture of our AI readiness assessment.", "status", None, None, None),
+    ],
+)
+def test_issue_14_misrouted_questions(
+    router: LearnedRouter,
+    roles: dict[str, Scope],
+    question: str,
+    intent: str,
+    entity: str | None,
+    value: float | None,
+    since: datetime | None,
+) -> None:
+    route = router.route(question, roles["staff"], NOW)
+    assert (route.intent, [e.id for e in route.entities], route.value, route.since) == (
+        intent,
+        [entity] if entity else [],
+        value,
+        since,
+    )
+
+
+def test_router_links_only_what_the_caller_may_see(router: LearnedRouter, roles: dict[str, Scope]) -> None:
     question = "Why is our AI budget headroom so small?"
     assert [e.id for e in router.route(question, roles["manager"], NOW).entities] == ["ai_budget"]
     staff = router.route(question, roles["staff"], NOW)
     assert "ai_budget" not in [e.id for e in staff.entities]
+    # A typo, a what-if or a blocker question about hidden nodes links nothing hidden either, and no
+    # route a staff member gets names them.
+    for text in (
+        "Why is our AI budgett headroom so small?",
+        "What if the AI budget went to 60?",
+        "Why can't we do AI workforce planning?",
+        "Why can't we do workforce planing with a staffing model?",
+    ):
+        manager_ids = {e.id for e in router.route(text, roles["director"], NOW).entities}
+        assert manager_ids & {"ai_budget", "workforce_planning_ai"}, text  # the director's route finds it
+        route = router.route(text, roles["staff"], NOW)
+        assert not {e.id for e in route.entities} & {"ai_budget", "workforce_planning_ai"}, text
+        shown = str(route.evidence()).lower()
+        assert "headroom" not in shown and "workforce" not in shown and "staffing" not in shown, text
 
 
-def test_router_reads_values_directions_and_windows(router: PatternRouter, roles: dict[str, Scope]) -> None:
+def test_the_question_table_covers_every_intent() -> None:
+    assert get_args(Intent) == INTENTS and tuple(QUESTION) == INTENTS
+    assert all(q.options_go_to in (None, *INTENTS) for q in QUESTION.values())
+    assert {q.intent for q in QUESTION.values() if not q.links_entities} == {"status", "where_were_we"}
+
+
+def test_typos_link_by_spelling_only_for_longer_words() -> None:
+    form = tuple(tokens("Predictive maintenance"))
+    assert _form_match(tokens("predictve maintenence"), form) == 0.0  # no word spelt right
+    assert _form_match(tokens("predictive maintenence"), form) >= 0.85
+    assert _form_match(tokens("data qualty"), tuple(tokens("Data quality"))) >= 0.85
+    assert _form_match(tokens("date quality"), tuple(tokens("Data quality"))) == 0.0  # short words exact
+    assert _form_match(tokens("data quantity"), tuple(tokens("Data quality"))) == 0.0
+
+
+def test_router_reads_values_directions_and_windows(router: LearnedRouter, roles: dict[str, Scope]) -> None:
     writer = roles["writer"]
     up = router.route("What if data infrastructure reached 50?", writer, NOW)
+    assert router.route("Assume process documentation = 55. Then what?", writer, NOW).value == 55.0
+    assert router.route("With 70% sensor coverage, what opens up?", writer, NOW).value == 70.0
     assert (up.intent, up.value, up.direction) == ("what_if", 50.0, "improve")
     down = router.route("If the data platform dropped to 25, what would break?", writer, NOW)
     assert (down.value, down.direction) == (25.0, "lower")
@@ -99,6 +199,10 @@ def test_router_reads_values_directions_and_windows(router: PatternRouter, roles
         ("this week", datetime(2024, 10, 28, tzinfo=UTC)),
         ("since yesterday", datetime(2024, 10, 29, tzinfo=UTC)),
         ("since October", datetime(2024, 10, 1, tzinfo=UTC)),
+        ("since 01/10/2024", datetime(2024, 10, 1, tzinfo=UTC)),  # day first
+        ("since Sept 1", datetime(2024, 9, 1, tzinfo=UTC)),
+        ("since Oct. 20th", datetime(2024, 10, 20, tzinfo=UTC)),
+        ("any recent moves", NOW - timedelta(days=14)),
         ("anything at all", None),
     ],
 )
@@ -115,14 +219,14 @@ def test_months_before_clamps_the_day() -> None:
 
 
 def test_llm_router_falls_back_when_the_model_is_unusable(
-    router: PatternRouter, roles: dict[str, Scope], settings: Settings
+    router: LearnedRouter, roles: dict[str, Scope], settings: Settings
 ) -> None:
     question = "Why can't we do predictive maintenance?"
     expected = router.route(question, roles["staff"], NOW)
     with running_llm_server() as url:  # the stub answers prose, not a route
         prose = LLMRouter(LLMClient(settings.model_copy(update={"llm_base_url": url})), router)
         routed = prose.route(question, roles["staff"], NOW)
-    assert (routed.intent, routed.entities, routed.router) == (expected.intent, expected.entities, "pattern")
+    assert (routed.intent, routed.entities, routed.router) == (expected.intent, expected.entities, "learned")
     assert routed.fallback_reason == "the LLM answer was not a usable route"
     with running_llm_server(fail_with=500) as url:
         failing = LLMRouter(LLMClient(settings.model_copy(update={"llm_base_url": url})), router)
@@ -130,7 +234,7 @@ def test_llm_router_falls_back_when_the_model_is_unusable(
     assert refused.intent == "why_blocker" and "HTTP 500" in (refused.fallback_reason or "")
 
 
-def test_llm_route_parsing_accepts_only_visible_ids(router: PatternRouter, roles: dict[str, Scope]) -> None:
+def test_llm_route_parsing_accepts_only_visible_ids(router: LearnedRouter, roles: dict[str, Scope]) -> None:
     staff = {c.id: c for c in router._candidates(roles["staff"], None)}
     good = parse_llm_route('Sure: {"intent": "what_if", "entities": ["data_quality"], "value": 60}', staff)
     assert good is not None and (good[0], [e.id for e in good[1]], good[2]) == (
@@ -200,7 +304,7 @@ def test_context_never_contains_hidden_factors(demo: Driver, roles: dict[str, Sc
     ],
 )
 def test_note_003_questions_answered_from_free_text(
-    demo: Driver, router: PatternRouter, roles: dict[str, Scope], question: str, intent: str, phrase: str
+    demo: Driver, router: LearnedRouter, roles: dict[str, Scope], question: str, intent: str, phrase: str
 ) -> None:
     result = answer_question(demo, roles["staff"], question, router=router, now=NOW)
     assert result.route.intent == intent
@@ -209,7 +313,7 @@ def test_note_003_questions_answered_from_free_text(
 
 
 def test_llm_answer_uses_the_budgeted_context_and_falls_back(
-    demo: Driver, router: PatternRouter, roles: dict[str, Scope], settings: Settings
+    demo: Driver, router: LearnedRouter, roles: dict[str, Scope], settings: Settings
 ) -> None:
     question = "Why is our AI readiness score so low?"
     with running_llm_server() as url:

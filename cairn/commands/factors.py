@@ -26,7 +26,8 @@ from cairn.ingest.fixtures import FixtureError
 from cairn.memory.factors import questions
 from cairn.memory.factors.ask import answer_question
 from cairn.memory.factors.assessment import assessment_summary
-from cairn.memory.factors.evaluation import evaluate, load_labelled
+from cairn.memory.factors.evaluation import evaluate
+from cairn.memory.factors.intents import load_labelled
 from cairn.memory.factors.journal import (
     confirm_factor,
     factor_state,
@@ -35,7 +36,7 @@ from cairn.memory.factors.journal import (
     update_factor,
 )
 from cairn.memory.factors.models import FactorError, day, fmt
-from cairn.memory.factors.router import PatternRouter
+from cairn.memory.factors.router import LearnedRouter
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import get_embedder
@@ -179,7 +180,7 @@ def what_changed(
 def ask(question: str, now: Moment = None, role: RoleOption = None, as_json: AsJson = False) -> None:
     """A free-text question, routed without an LLM and answered from the graph."""
     with _driver() as driver:
-        router = PatternRouter(driver, get_embedder())
+        router = LearnedRouter(driver, get_embedder())
         result = _guard(
             lambda: answer_question(driver, _scope(role), question, router=router, now=_aware(now))
         )
@@ -244,10 +245,10 @@ def recalculate(factor_id: str, role: RoleOption = None, as_json: AsJson = False
 
 @factor_app.command("router-eval")
 def router_eval(as_json: AsJson = False) -> None:
-    """Accuracy of the pattern router on the labelled questions (development set and holdout)."""
+    """Accuracy of the router on the labelled questions (training set and holdout)."""
     labelled = load_labelled()
     with _driver() as driver:
-        router = PatternRouter(driver, get_embedder())
+        router = LearnedRouter(driver, get_embedder())
         scope = _scope(labelled.role)
         reports = {
             "development": evaluate(router, scope, labelled.questions, labelled.now),

@@ -30,7 +30,7 @@ from cairn.memory.factors.journal import (
     update_factor,
 )
 from cairn.memory.factors.models import FactorError, FactorState, JournalEntryView, iso
-from cairn.memory.factors.router import PatternRouter
+from cairn.memory.factors.router import LearnedRouter
 from cairn.policy.passport import Caller
 from cairn.resolvers.context import RequestContext
 from cairn.resolvers.permissions import CanWrite, PassportRequired, caller_of
@@ -396,7 +396,7 @@ class FactorQuery:
 
         def work(c: Caller) -> Any:
             # Built in the worker thread: the first use loads the embedding model (seconds).
-            router = PatternRouter(services.sync_driver, get_embedder())
+            router = LearnedRouter(services.sync_driver, get_embedder())
             allowed = llm if use_llm and c.profile.can_use_llm else None
             return answer_question(
                 services.sync_driver, c.scope, text[:1000], router=router, now=now, llm=allowed

@@ -1,4 +1,4 @@
-"""Answer a free-text question about the assessment: route it, run the matching traversal, answer.
+"""Answer a free-text question about the assessment: route it, run its handler (catalog.py), answer.
 
 The templated answer is always computed (it is the evidence's own summary). When an LLM is
 configured and the caller's role may use it, the model is given the question and the context of
@@ -14,11 +14,10 @@ from typing import Any
 
 from neo4j import Driver
 
-from cairn.memory.factors import questions
-from cairn.memory.factors.assessment import assessment_summary
+from cairn.memory.factors import catalog
 from cairn.memory.factors.context import DEFAULT_MAX_TOKENS, FactorContext, build_context
-from cairn.memory.factors.router import Route, Router
-from cairn.memory.factors.timeframe import DEFAULT_WINDOW
+from cairn.memory.factors.models import Route
+from cairn.memory.factors.router import Router
 from cairn.policy.scope import Scope
 from cairn.runtime.llm import LLMClient, LLMUnavailable
 
@@ -43,43 +42,6 @@ class FactorAnswer:
     fallback_reason: str | None
 
 
-def _dispatch(
-    driver: Driver, scope: Scope, route: Route, now: datetime
-) -> tuple[str, dict[str, Any], list[str], bool, bool]:
-    """(answer, evidence, factor ids for the LLM context, include history, include dependencies)."""
-    factors = [e.id for e in route.entities if e.label == "Factor"]
-    subject = route.entities[0] if route.entities else None
-    if route.intent == "status":
-        a = assessment_summary(driver, scope)
-        return a.status_answer, a.evidence(), [], False, False
-    if route.intent == "where_were_we":
-        a = assessment_summary(driver, scope)
-        last = [a.last_conversation.factor_id] if a.last_conversation else []
-        return a.continuity_answer, a.evidence(), last, True, False
-    if route.intent == "what_changed":
-        since = route.since or now - DEFAULT_WINDOW
-        changed = questions.what_changed(driver, scope, since, None, factors or None)
-        return changed.answer, changed.evidence(), [c.factor.id for c in changed.changes], True, False
-    if subject is None:
-        return NOT_UNDERSTOOD, {}, [], False, False
-    if route.intent == "why_blocker" or (route.intent == "why_value" and subject.label == "Option"):
-        blocked = questions.why_blocked(driver, scope, subject.id)
-        return blocked.answer, blocked.evidence(), [b.factor.id for b in blocked.blockers], True, True
-    if route.intent == "what_if" and subject.label == "Factor":
-        result = questions.what_if(driver, scope, subject.id, route.value, route.direction)
-        return result.answer, result.evidence(), [subject.id], False, True
-    if subject.label != "Factor":
-        return NOT_UNDERSTOOD, {}, [], False, False
-    value = questions.why_value(driver, scope, subject.id)
-    return (
-        value.answer,
-        value.evidence(),
-        [subject.id, *(d.factor.id for d in value.dependencies)],
-        True,
-        True,
-    )
-
-
 def answer_question(
     driver: Driver,
     scope: Scope,
@@ -93,15 +55,18 @@ def answer_question(
     """Route and answer ``question`` as ``scope`` sees the graph; pass ``llm`` only if the role may use it."""
     moment = now or datetime.now(UTC)
     route = router.route(question, scope, moment)
-    answer, evidence, factor_ids, with_history, with_deps = _dispatch(driver, scope, route, moment)
-    if llm is None or not llm.configured or not factor_ids:
+    entry, answered = catalog.answer(driver, scope, route, moment)
+    if answered is None:
+        return FactorAnswer(route, NOT_UNDERSTOOD, {}, None, False, None)
+    answer, evidence = answered.text, answered.evidence
+    if llm is None or not llm.configured or not answered.context_factors:
         return FactorAnswer(route, answer, evidence, None, False, None)
     context = build_context(
         driver,
         scope,
-        factor_ids,
-        include_history=with_history,
-        include_dependencies=with_deps,
+        answered.context_factors,
+        include_history=entry.include_history,
+        include_dependencies=entry.include_dependencies,
         max_tokens=max_tokens,
     )
     try:

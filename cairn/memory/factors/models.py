@@ -164,3 +164,49 @@ class UnconfirmedInference:
             "evidence_count": self.evidence_count,
             "latest_mention": iso(self.latest_mention),
         }
+
+
+# -- routed questions ---------------------------------------------------------------------------
+
+Intent = Literal["why_blocker", "why_value", "what_if", "what_changed", "status", "where_were_we"]
+
+
+@dataclass(frozen=True)
+class LinkedEntity:
+    id: str
+    label: str
+    name: str
+    score: float
+    method: Literal["lexical", "fuzzy", "vector", "journal", "llm"]
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "label": self.label,
+            "name": self.name,
+            "score": round(self.score, 4),
+            "method": self.method,
+        }
+
+
+@dataclass(frozen=True)
+class Route:
+    question: str
+    intent: Intent
+    entities: tuple[LinkedEntity, ...]
+    value: float | None
+    direction: Literal["improve", "lower"]
+    since: datetime | None
+    router: str  # "learned" or "llm"
+    fallback_reason: str | None = None
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "intent": self.intent,
+            "entities": [e.evidence() for e in self.entities],
+            "value": self.value,
+            "direction": self.direction,
+            "since": None if self.since is None else self.since.isoformat(),
+            "router": self.router,
+            "fallback_reason": self.fallback_reason,
+        }

@@ -1,11 +1,14 @@
 """Route a free-text question to one of the factor questions, without an LLM by default.
 
-Intent comes from ordered patterns (first match wins; the order resolves overlaps such as
-"what if … what changes?"). Entities are linked in two steps, the second only if the first
-found nothing, and always over the nodes the caller may see:
+Intent comes from a classifier learnt from labelled questions (intents.py: logistic regression
+over the sentence embedding and the intent patterns of catalog.py, whose table also says which
+questions name a subject and which label a vague one prefers). Entities are linked in two steps, the
+second only if the first found nothing, and always over the nodes the caller may see — a name
+the caller may not see is never a candidate, so no route can reveal it:
 
 1. **lexical**: the question's words contain a factor's or option's name, alias or id words
-   (light normalisation: case, punctuation, plural "s"); longest match wins; otherwise
+   (light normalisation: case, punctuation, plural "s"), exactly or with a typo (difflib ratio
+   ≥ ``FUZZY_RATIO`` on the longer words); longest, then exact, match wins; otherwise
 2. **vector**, with the **semantic fallback** beside it: the question minus its intent and time
    wording is embedded and compared by exact cosine with the factor/option embeddings (name,
    description, aliases) and with the caller's journal entries (rationale, excerpt); the best
@@ -14,7 +17,7 @@ found nothing, and always over the nodes the caller may see:
    ACL-filtered candidates rather than an index query: an assessment holds tens to hundreds of
    nodes, and post-filtering an approximate top-k could drop visible ones.
 
-``LLMRouter`` asks a configured model for the same ``Route`` and falls back to the pattern router
+``LLMRouter`` asks a configured model for the same ``Route`` and falls back to the learned router
 when the model is unavailable or answers something unusable.
 """
 
@@ -22,99 +25,41 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from difflib import SequenceMatcher
+from typing import Literal, Protocol
 
 from neo4j import Driver
 
+from cairn.memory.factors.catalog import INTENT_PATTERNS, INTENTS, QUESTION
+from cairn.memory.factors.intents import IntentClassifier, intent_classifier
 from cairn.memory.factors.journal import ABOUT_IN, VIS_E, VIS_F
+from cairn.memory.factors.models import Intent, LinkedEntity, Route
 from cairn.memory.factors.timeframe import parse_since
 from cairn.policy.acl import acl_visible
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.llm import LLMClient, LLMUnavailable
 
-Intent = Literal["why_blocker", "why_value", "what_if", "what_changed", "status", "where_were_we"]
-INTENTS: tuple[Intent, ...] = (
-    "why_blocker",
-    "why_value",
-    "what_if",
-    "what_changed",
-    "status",
-    "where_were_we",
-)
 # Cosine of the question remainder with a node (name, description, aliases) or with a journal
 # entry (rationale, excerpt): MiniLM gives ~0.55-0.65 to unrelated text of this domain, so a link
 # needs 0.70 — calibrated on the labelled set, where true links score 0.72-0.87.
 ENTITY_THRESHOLD = 0.70
+# A misspelt word links when difflib's ratio with a name's word reaches 0.85 and both have 5+
+# letters ("maintenence", "qualty", "intgration"); shorter words ("ML", "AI", "data") must be exact.
+FUZZY_RATIO = 0.85
+FUZZY_MIN_LENGTH = 5
 PREFER_BONUS = 0.05  # "why can't we …" is about an option more often than a factor
-NO_ENTITY_INTENTS = ("status", "where_were_we")
 
 _P = re.compile
-INTENT_PATTERNS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
-    (
-        "what_if",
-        _P(
-            r"\bwhat\s+if\b|\bsuppos(?:e|ing)\b|\bhypothetical|\bwhat\s+(?:would|could)\s+(?:we\s+)?"
-            r"(?:unlock|gain)\b|\bbecomes?\s+possible\b|\bwould\s+(?:it|that|this)\s+unlock\b|"
-            r"\bopens?\s+up\b|\bby\s+(?:raising|improving|increasing|boosting|lowering)\b|"
-            r"\bif\b.*\b(?:improve[sd]?|raise[sd]?|increase[sd]?|boost(?:ed)?|"
-            r"reach(?:ed|es)?|hit|got|get|had|were|was|went|go(?:es)?|drop(?:ped|s)?|lower(?:ed)?|"
-            r"fell|fall|lose|lost|double[sd]?|invest(?:ed)?|hire[sd]?)\b",
-            re.I,
-        ),
-    ),
-    (
-        "where_were_we",
-        _P(
-            r"\bwhere\s+(?:were|did)\s+we\b|\bpick\s+up\s+where\b|\bleft\s+off\b|"
-            r"\blast\s+(?:time|session|conversation|call|meeting)\b|"
-            r"\bprevious\s+(?:session|conversation|call|meeting)\b|\bremind\s+me\b|\brecap\b|"
-            r"\bwhat\s+were\s+we\s+(?:talking|discussing)\b",
-            re.I,
-        ),
-    ),
-    (
-        "what_changed",
-        _P(
-            r"\bchanged?\b|\bchanges\b|\bwhat(?:'s|\s+is)\s+new\b|\bupdate[sd]?\b|\bevolved?\b|"
-            r"\brevis(?:e|ed|ions?)\b|\bdifferent\s+(?:since|from)\b",
-            re.I,
-        ),
-    ),
-    (
-        "status",
-        _P(
-            r"\bwhere\s+(?:are|do)\s+we\b|\bstatus\b|\boverview\b|\bsummar(?:y|ise|ize)\b|"
-            r"\bhow\s+far\s+along\b|\bprogress\b|\bdecision\s+tier\b|\bmedium[- ]risk\b|"
-            r"\bwhat\s+can\s+we\s+(?:evaluate|do|start)\s+(?:now|right\s+now|already|today)\b|"
-            r"\bhow\s+ready\s+are\s+we\b",
-            re.I,
-        ),
-    ),
-    (
-        "why_blocker",
-        _P(
-            r"\bwhy\s+(?:can'?t|cannot|can\s+not|couldn'?t|aren'?t|isn'?t|won'?t|don'?t)\s+we\b|"
-            r"\bwhat(?:'s|\s+is|\s+are)?\s+(?:blocking|stopping|holding|preventing|keeping)\b|"
-            r"\bprevents?\b|\boff\s+the\s+table\b|\bnot\s+(?:possible|ready)\b|\bout\s+of\s+reach\b|"
-            r"\bprerequisites?\b|\brequirements?\b|\bwhat\s+do\s+we\s+(?:still\s+)?need\b|"
-            r"\bwhat\s+stands\s+between\b|\bblock(?:er|ers|ing|ed)?\b|\bwhy\s+aren'?t\s+we\b",
-            re.I,
-        ),
-    ),
-    (
-        "why_value",
-        _P(
-            r"\bwhy\b|\bhow\s+did\s+we\s+(?:arrive|get|come)\b|\bcome\s+from\b|\bexplain\b|"
-            r"\breasoning\b|\bjustif",
-            re.I,
-        ),
-    ),
+# A what-if target: a number after "to", "at", "hit", "were", "=" …, or one given as a percentage.
+_VALUE = _P(
+    r"(?:\b(?:to|reach(?:ed|es)?|hits?|at|were|was|of|is|be|becomes?|with)\s+|=\s*)(\d+(?:\.\d+)?)\b"
+    r"|\b(\d+(?:\.\d+)?)\s*(?:%|percent\b)",
+    re.I,
 )
-
-_VALUE = _P(r"\b(?:to|reach(?:ed|es)?|hits?|at|were|was|of|=)\s+(\d+(?:\.\d+)?)\s*(?:%|percent)?", re.I)
 _LOWER = _P(
     r"\b(?:drop(?:ped|s)?|lower(?:ed)?|decrease[sd]?|fell|fall(?:s)?|lose|lost|worse|cut|reduce[sd]?|"
     r"break|down)\b",
@@ -253,47 +198,6 @@ LIMIT 1
 """
 
 
-@dataclass(frozen=True)
-class LinkedEntity:
-    id: str
-    label: str
-    name: str
-    score: float
-    method: Literal["lexical", "vector", "journal", "llm"]
-
-    def evidence(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "label": self.label,
-            "name": self.name,
-            "score": round(self.score, 4),
-            "method": self.method,
-        }
-
-
-@dataclass(frozen=True)
-class Route:
-    question: str
-    intent: Intent
-    entities: tuple[LinkedEntity, ...]
-    value: float | None
-    direction: Literal["improve", "lower"]
-    since: datetime | None
-    router: str  # "pattern" or "llm"
-    fallback_reason: str | None = None
-
-    def evidence(self) -> dict[str, Any]:
-        return {
-            "intent": self.intent,
-            "entities": [e.evidence() for e in self.entities],
-            "value": self.value,
-            "direction": self.direction,
-            "since": None if self.since is None else self.since.isoformat(),
-            "router": self.router,
-            "fallback_reason": self.fallback_reason,
-        }
-
-
 class Router(Protocol):
     def route(self, question: str, scope: Scope, now: datetime) -> Route: ...
 
@@ -307,13 +211,6 @@ def _norm_token(word: str) -> str:
 
 def tokens(text: str) -> list[str]:
     return [_norm_token(w) for w in re.findall(r"[A-Za-z0-9]+(?:'[a-z]+)?", text)]
-
-
-def detect_intent(question: str) -> Intent | None:
-    for intent, pattern in INTENT_PATTERNS:
-        if pattern.search(question):
-            return intent
-    return None
 
 
 def residual(question: str) -> str:
@@ -335,43 +232,60 @@ class _Candidate:
     score: float
 
 
+def _word_match(asked: str, known: str) -> float:
+    """1 for the same word; the similarity for a likely typo of a longer word; else 0."""
+    if asked == known:
+        return 1.0
+    if min(len(asked), len(known)) < FUZZY_MIN_LENGTH:
+        return 0.0
+    ratio = SequenceMatcher(None, asked, known).ratio()
+    return ratio if ratio >= FUZZY_RATIO else 0.0
+
+
+def _form_match(words: Sequence[str], form: tuple[str, ...]) -> float:
+    """How well a window of the question's words spells a name (0: not at all)."""
+    scores = [_word_match(a, k) for a, k in zip(words, form, strict=True)]
+    if not all(scores):
+        return 0.0
+    if len(form) > 1 and 1.0 not in scores:  # a multi-word name needs one word spelt right
+        return 0.0
+    return min(scores)
+
+
 def _lexical(question: str, candidates: list[_Candidate]) -> list[LinkedEntity]:
     words = tokens(question)
-    matches: list[tuple[int, int, _Candidate]] = []
+    matches: list[tuple[int, int, float, _Candidate]] = []
     for c in candidates:
         for form in c.forms:
             n = len(form)
             for i in range(len(words) - n + 1):
-                if tuple(words[i : i + n]) == form:
-                    matches.append((i, i + n, c))
-    matches.sort(key=lambda m: (-(m[1] - m[0]), m[0], m[2].id))
+                if score := _form_match(words[i : i + n], form):
+                    matches.append((i, i + n, score, c))
+    matches.sort(key=lambda m: (-(m[1] - m[0]), -m[2], m[0], m[3].id))
     taken: set[int] = set()
-    found: dict[str, tuple[int, _Candidate]] = {}
-    for start, end, c in matches:
+    found: dict[str, tuple[int, float, _Candidate]] = {}
+    for start, end, score, c in matches:
         span = set(range(start, end))
         if span & taken:
             continue
         taken |= span
-        found.setdefault(c.id, (start, c))
+        found.setdefault(c.id, (start, score, c))
     ordered = sorted(found.values(), key=lambda x: x[0])
-    return [LinkedEntity(c.id, c.label, c.name, 1.0, "lexical") for _, c in ordered]
+    return [
+        LinkedEntity(c.id, c.label, c.name, score, "lexical" if score == 1.0 else "fuzzy")
+        for _, score, c in ordered
+    ]
 
 
-def _preferred(intent: Intent) -> str | None:
-    return {
-        "why_blocker": "Option",
-        "why_value": "Factor",
-        "what_if": "Factor",
-        "what_changed": "Factor",
-    }.get(intent)
+class LearnedRouter:
+    """The default router: a learnt classifier for intent; lexical, then vector or journal, for entities."""
 
-
-class PatternRouter:
-    """The deterministic router: patterns for intent; lexical, then vector or journal, for entities."""
-
-    def __init__(self, driver: Driver, embedder: Embedder) -> None:
+    def __init__(
+        self, driver: Driver, embedder: Embedder, classifier: IntentClassifier | None = None
+    ) -> None:
         self.driver = driver
         self.embedder = embedder
+        self.classifier = classifier or intent_classifier(embedder)
 
     def _candidates(self, scope: Scope, vector: list[float] | None) -> list[_Candidate]:
         records, _, _ = self.driver.execute_query(ENTITY_QUERY, {**scope.cypher_params(), "q": vector})
@@ -392,13 +306,13 @@ class PatternRouter:
 
     def link(self, question: str, scope: Scope, intent: Intent) -> list[LinkedEntity]:
         rest = residual(question)
-        vector = self.embedder.embed_one(rest) if rest and intent not in NO_ENTITY_INTENTS else None
+        vector = self.embedder.embed_one(rest) if rest else None
         candidates = self._candidates(scope, vector)
         found = _lexical(question, candidates)
         if found or vector is None:
             return found
-        prefer = _preferred(intent)
-        pool = candidates if intent == "why_blocker" else [c for c in candidates if c.label == "Factor"]
+        prefer = QUESTION[intent].preferred
+        pool = candidates if prefer == "Option" else [c for c in candidates if c.label == "Factor"]
         ranked = sorted(pool, key=lambda c: (-(c.score + (PREFER_BONUS if c.label == prefer else 0.0)), c.id))
         best: LinkedEntity | None = None
         if ranked:
@@ -415,20 +329,14 @@ class PatternRouter:
         return [best] if best is not None and best.score >= ENTITY_THRESHOLD else []
 
     def route(self, question: str, scope: Scope, now: datetime) -> Route:
-        intent = detect_intent(question)
-        entities = self.link(question, scope, intent or "why_value")
-        if intent is None:  # no wording matched: let what the question names decide
-            intent = (
-                "status" if not entities else "why_blocker" if entities[0].label == "Option" else "why_value"
-            )
-        if intent in NO_ENTITY_INTENTS:
-            entities = []
+        intent = self.classifier.predict(question).intent
+        entities = self.link(question, scope, intent) if QUESTION[intent].links_entities else []
         value = None
         if intent == "what_if" and (m := list(_VALUE.finditer(question))):
-            value = float(m[-1].group(1))
+            value = float(m[-1].group(1) or m[-1].group(2))
         direction: Literal["improve", "lower"] = "lower" if _LOWER.search(question) else "improve"
         since = parse_since(question, now) if intent == "what_changed" else None
-        return Route(question, intent, tuple(entities), value, direction, since, "pattern")
+        return Route(question, intent, tuple(entities), value, direction, since, "learned")
 
 
 LLM_SYSTEM = (
@@ -439,9 +347,9 @@ LLM_SYSTEM = (
 
 
 class LLMRouter:
-    """Asks the model for the route; any failure falls back to the pattern router (with the reason)."""
+    """Asks the model for the route; any failure falls back to the learned router (with the reason)."""
 
-    def __init__(self, llm: LLMClient, fallback: PatternRouter) -> None:
+    def __init__(self, llm: LLMClient, fallback: LearnedRouter) -> None:
         self.llm = llm
         self.fallback = fallback
 

@@ -33,6 +33,7 @@ NUMBERS = {
 }
 MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+MONTHS["sept"] = 9
 
 _COUNT = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|couple of|few)"
 _UNIT = r"(day|week|month|year)s?"
@@ -42,7 +43,11 @@ _AGO = re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b", re.I)
 _SINCE_LAST = re.compile(rf"\b(?:since|from)\s+(?:the\s+)?last\s+{_UNIT}\b", re.I)
 _LAST_UNIT = re.compile(rf"\b(?:the\s+)?(?:last|past)\s+{_UNIT}\b", re.I)
 _THIS = re.compile(r"\bthis\s+(week|month|year)\b", re.I)
-_MONTH_DAY = re.compile(r"\b(?:since|from|after)\s+(?:the\s+)?([a-z]+)\s+(\d{1,2})(?:st|nd|rd|th)?\b", re.I)
+_MONTH_DAY = re.compile(
+    r"\b(?:since|from|after)\s+(?:the\s+)?([a-z]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b", re.I
+)
+# Day first (the assessment's users write 01/10/2024 for the first of October).
+_SLASHED = re.compile(r"\b(\d{1,2}/\d{1,2}/\d{4})\b")
 _DAY_MONTH = re.compile(
     r"\b(?:since|from|after)\s+(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]+)\b", re.I
 )
@@ -85,6 +90,11 @@ def parse_since(text: str, now: datetime) -> datetime | None:
     if m := _ISO.search(text):
         stamp = datetime.fromisoformat(m.group(1).upper().replace(" ", "T"))
         return stamp if stamp.tzinfo else stamp.replace(tzinfo=now.tzinfo or UTC)
+    if m := _SLASHED.search(text):
+        try:
+            return datetime.strptime(m.group(1), "%d/%m/%Y").replace(tzinfo=now.tzinfo or UTC)
+        except ValueError:
+            pass
     for pattern in (_LAST_N, _AGO):
         if m := pattern.search(text):
             return _span(_count(m.group(1)), m.group(2), now)
@@ -110,6 +120,6 @@ def parse_since(text: str, now: datetime) -> datetime | None:
             return when
     if (m := _SINCE_MONTH.search(text)) and (month := MONTHS.get(m.group(1).lower())):
         return _month_date(month, 1, now)
-    if re.search(r"\b(recently|lately|latest)\b", text, re.I):
+    if re.search(r"\b(recent|recently|lately|latest)\b", text, re.I):
         return now - RECENT
     return None
