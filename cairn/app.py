@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
+import anyio
 from cross_web import HTTPException as UnreadableRequest
 from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
@@ -31,6 +32,7 @@ from strawberry.http import GraphQLHTTPResponse
 
 from cairn.memory import trace as bundles
 from cairn.memory.ask import AskService
+from cairn.memory.factors.intents import intent_classifier
 from cairn.policy.passport import Caller, PassportError, headers_for, verify
 from cairn.policy.profiles import PolicyRegistry
 from cairn.resolvers.context import RequestContext, Services
@@ -219,10 +221,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
             asker=AskService(driver, LLMClient(settings), trace_root),
             trace_root=trace_root,
         )
-        # Load the embedding model and tokenizer, and embed one query, before serving: otherwise
-        # the first search waits ~11 s for them. Startup completes (and /ready answers) after this.
-        await get_embedder().aembed(["warm-up query"])
+        # Load the embedding model and tokenizer, embed one query and train the factor question
+        # router before serving: otherwise the first search waits ~11 s for the model and the first
+        # factor question seconds more for the router. Startup completes (and /ready answers) after.
+        embedder = get_embedder()
+        await embedder.aembed(["warm-up query"])
         count_tokens("warm-up query")
+        await anyio.to_thread.run_sync(intent_classifier, embedder)
         state["services"] = services
         graphql.services = services
         try:
