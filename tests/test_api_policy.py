@@ -208,7 +208,7 @@ def test_staff_cannot_walk_alias_up_to_the_corporate_decision(
         assert secret not in everything
 
 
-# --- ask flows (note 004 §13) ----------------------------------------------------------
+# --- ask flows (docs/design.md §Answer pipeline) ----------------------------------------------------------
 
 
 def test_staff_ask_flow(client: TestClient, registry: PolicyRegistry) -> None:

@@ -1,4 +1,4 @@
-"""Typed records of the org-memory fixture format (note 004 §5), validated with pydantic.
+"""Typed records of the org-memory fixture format (docs/design.md §Graph model), validated with pydantic.
 
 The same models validate fixture files and GraphQL upserts, so both paths refuse the same
 bad input with the same messages.

@@ -1,7 +1,7 @@
-"""``ask(anchor, intent)``: Pre-Selector → Selector → Budget Gate → Templater or LLM (note 004).
+"""``ask(anchor, intent)``: Pre-Selector → Selector → Budget Gate → Templater or LLM (docs/design.md §Answer pipeline).
 
 The caller's scope is applied at the source (the Pre-Selector), so every later stage
-works on sanitised candidates only. This module assembles the audit meta of note 004 §11
+works on sanitised candidates only. This module assembles the audit meta of docs/design.md §Audit meta
 and the trace bundle of §12. Two metas exist: the audit meta (withheld ids, on disk,
 only in ``bundle_full``) and the caller's meta, where withheld ids are replaced by
 per-request placeholders so that no hidden id ever reaches a caller.
@@ -426,7 +426,7 @@ META_SHAPE: dict[str, tuple[str, ...]] = {
 
 
 def validate_meta(meta: dict[str, Any]) -> dict[str, Any]:
-    """Contract completeness: every section and field of note 004 §11 is present (null allowed)."""
+    """Contract completeness: every section and field of docs/design.md §Audit meta is present (null allowed)."""
     missing = [
         f"{section}.{name}" if name else section
         for section, names in META_SHAPE.items()

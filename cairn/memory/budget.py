@@ -24,7 +24,7 @@ TOKEN_BUDGET = "token_budget"
 
 @dataclass(frozen=True)
 class Budget:
-    """The token arithmetic of note 004 §9, kept whole so the trace can show each term."""
+    """The token arithmetic of docs/design.md §Answer pipeline, kept whole so the trace can show each term."""
 
     context_window: int = 2048
     desired_completion_tokens: int = 256

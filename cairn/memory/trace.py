@@ -1,4 +1,4 @@
-"""Trace bundles: the files of note 004 §12 for one request, and their role-gated zips.
+"""Trace bundles: the files of docs/design.md §Trace bundles for one request, and their role-gated zips.
 
 A bundle lives under its owner's folder: a hash of (user id, role, policy key), so a user
 never reads another user's trace, nor the same user's trace under another role or an older

@@ -1,4 +1,4 @@
-// The audit drawer: what note 004 §11's meta says about one answer — edge types used,
+// The audit drawer: what docs/design.md §Audit meta's meta says about one answer — edge types used,
 // what policy withheld and why, prompt (budget) vs payload (policy) exclusions, the
 // selector's per-id scores and the stage latencies. Withheld ids arrive as per-request
 // placeholders ("withheld-1"); the real ids never reach the browser.
