@@ -1,4 +1,6 @@
-"""``ask(anchor, intent)``: Pre-Selector → Selector → Budget Gate → Templater or LLM (docs/design.md §Answer pipeline).
+"""``ask(anchor, intent)``: Pre-Selector → Selector → Budget Gate → Templater or LLM.
+
+docs/design.md §Answer pipeline.
 
 The caller's scope is applied at the source (the Pre-Selector), so every later stage
 works on sanitised candidates only. This module assembles the audit meta of docs/design.md §Audit meta
@@ -426,7 +428,8 @@ META_SHAPE: dict[str, tuple[str, ...]] = {
 
 
 def validate_meta(meta: dict[str, Any]) -> dict[str, Any]:
-    """Contract completeness: every section and field of docs/design.md §Audit meta is present (null allowed)."""
+    """Contract completeness: every section and field of the audit meta (docs/design.md §Audit
+    meta) is present (null allowed)."""
     missing = [
         f"{section}.{name}" if name else section
         for section, names in META_SHAPE.items()

@@ -1,4 +1,6 @@
-"""The Templater: composes the short answer (docs/design.md §Answer pipeline) from the items the gate let through.
+"""The Templater: composes the short answer from the items the gate let through.
+
+docs/design.md §Answer pipeline.
 
 A why answer is an explanation, so it is built from the structure the graph holds, not from
 loose text: the decision (who, when, what, and its rationale when the role may read it), then

@@ -151,7 +151,9 @@ def password(settings: Settings) -> str:
     path = settings.neo4j_home / PASSWORD_FILE
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(24))
+        # Hex, not urlsafe base64: a password starting with "-" would be read as an option by
+        # `neo4j-admin dbms set-initial-password` (1 in 64 fresh data directories failed to start).
+        path.write_text(secrets.token_hex(24))
         path.chmod(0o600)
     return path.read_text().strip()
 
