@@ -205,28 +205,51 @@ def _stable(props: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in props.items() if k not in VOLATILE and not isinstance(v, DateTime)}
 
 
+def section_names(driver: Driver) -> dict[str, str]:
+    """Each section's random id (new_section_id) -> its place (source, ordinal), which is what
+    identifies a section across runs: two runs of the same file draw different ids."""
+    records, _, _ = driver.execute_query(
+        "MATCH (s:Section) RETURN s.id AS id, s.source AS src, s.ordinal AS o"
+    )
+    return {r["id"]: f"section@{r['src']}#{r['o']}" for r in records}
+
+
 def graph_shape(driver: Driver) -> str:
-    """sha256 of every Cairn node and relationship, times and vectors left out."""
+    """sha256 of every Cairn node and relationship, times and vectors left out, section ids
+    replaced by their places."""
+    named = section_names(driver)
     nodes, _, _ = driver.execute_query("MATCH (n:Entity) RETURN labels(n) AS l, properties(n) AS p")
     rels, _, _ = driver.execute_query(
         "MATCH (a:Entity)-[r]->(b:Entity) RETURN a.id AS a, type(r) AS t, b.id AS b, properties(r) AS p"
     )
-    lines = sorted(json.dumps([sorted(r["l"]), _stable(r["p"])], sort_keys=True, default=str) for r in nodes)
+
+    def props(p: dict[str, Any]) -> dict[str, Any]:
+        return {k: named.get(v, v) if isinstance(v, str) else v for k, v in _stable(p).items()}
+
+    lines = sorted(json.dumps([sorted(r["l"]), props(r["p"])], sort_keys=True, default=str) for r in nodes)
     lines += sorted(
-        json.dumps([r["a"], r["t"], r["b"], _stable(r["p"])], sort_keys=True, default=str) for r in rels
+        json.dumps(
+            [named.get(r["a"], r["a"]), r["t"], named.get(r["b"], r["b"]), props(r["p"])],
+            sort_keys=True,
+            default=str,
+        )
+        for r in rels
     )
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
-def logged_collisions(path: Path) -> list[collisions.Key]:
-    """Every whole entry of the collision log, repeats included (a torn line is not an entry)."""
+def logged_collisions(path: Path, named: dict[str, str] | None = None) -> list[collisions.Key]:
+    """Every whole entry of the collision log, repeats included (a torn line is not an entry);
+    section ids replaced by their places when ``named`` (section_names) is given."""
+    named = named or {}
     keys = []
     for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
             continue
-        keys.append((str(entry["section_id"]), str(entry["filed_id"]), int(entry["canonical_number"])))
+        section = str(entry["section_id"])
+        keys.append((named.get(section, section), str(entry["filed_id"]), int(entry["canonical_number"])))
     return keys
 
 
@@ -275,7 +298,7 @@ def test_sigkilled_ingest_rerun_writes_what_an_uninterrupted_run_writes(
     wipe(driver)
     run_to_end(ingest.args(source, tmp_path / "reference"))
     reference = graph_shape(driver)
-    reference_log = sorted(logged_collisions(tmp_path / "reference" / LOG))
+    reference_log = sorted(logged_collisions(tmp_path / "reference" / LOG, section_names(driver)))
     assert ingest.progress(driver) == ingest.total
 
     wipe(driver)
@@ -306,11 +329,11 @@ def test_sigkilled_ingest_rerun_writes_what_an_uninterrupted_run_writes(
     assert ingest.progress(driver) == ingest.total
     assert_whole(driver)
     assert graph_shape(driver) == reference
-    log = logged_collisions(work / LOG)
+    log = logged_collisions(work / LOG, section_names(driver))
     assert sorted(log) == reference_log  # every collision logged, none twice
     run_to_end(ingest.args(source, work))  # and one more run changes nothing
     assert graph_shape(driver) == reference
-    assert sorted(logged_collisions(work / LOG)) == reference_log
+    assert sorted(logged_collisions(work / LOG, section_names(driver))) == reference_log
 
 
 @pytest.mark.parametrize("ingest", INGESTS, ids=lambda i: i.name)

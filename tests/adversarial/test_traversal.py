@@ -26,6 +26,7 @@ from structlog.testing import capture_logs
 from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
+from cairn.runtime.logging import configure_logging
 from cairn.runtime.settings import Settings
 from tests.adversarial.traces_common import (
     ASK,
@@ -268,6 +269,9 @@ def test_a_not_found_denial_logs_one_line_without_a_traceback(
 ) -> None:
     """Finding 8 (part): a hidden anchor is an ordinary refusal, not a server fault."""
     caplog.set_level(logging.DEBUG)
+    # The server's own logging set-up (create_app's): an in-process CLI test that ran earlier
+    # may have left structlog filtering below WARNING, where the refusal line is INFO.
+    configure_logging("INFO")
     with capture_logs() as logs:
         for role in ATTACKERS:
             body = gql(client, ASK, headers_for(registry, role), id=HIDDEN_DECISION)
