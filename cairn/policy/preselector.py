@@ -162,13 +162,18 @@ def _mask(
         else:
             clean[name] = _plain(value)
     if "x_extra" in clean and not scope.unrestricted:
-        extra = json.loads(clean["x_extra"]) if isinstance(clean["x_extra"], str) else {}
+        extra = _extra(clean["x_extra"]) if isinstance(clean["x_extra"], str) else {}
         kept = {k: v for k, v in extra.items() if k in scope.x_extra}
         masked.extend(f"x_extra.{k}" for k in sorted(extra) if k not in kept)
         clean["x_extra"] = kept
     elif "x_extra" in clean:
-        clean["x_extra"] = json.loads(clean["x_extra"])
+        clean["x_extra"] = _extra(clean["x_extra"])
     return clean, tuple(sorted(masked))
+
+
+def _extra(text: str) -> Any:
+    """x_extra as stored (JSON text); most nodes carry none, so skip the parser for ``{}``."""
+    return {} if text == "{}" else json.loads(text)
 
 
 def drop_dangling_references(node: CandidateNode, visible: set[str]) -> CandidateNode:
@@ -271,4 +276,5 @@ async def preselect(
     depth = max(0, scope.max_hops if hops is None else min(hops, scope.max_hops))
     params = {**scope.cypher_params(), "anchor": anchor_id, "cap": cap}
     records, _, _ = await driver.execute_query(EXPAND_QUERIES[depth], params)
-    return _assemble(scope, records[0].data() if records else None)
+    # The values are plain maps and lists already: Record.data() would walk every one again.
+    return _assemble(scope, dict(records[0]) if records else None)
