@@ -368,7 +368,7 @@ def test_trace_meta_is_private_to_its_user(client: TestClient, registry: PolicyR
     )
 
 
-def test_ask_costs_one_round_trip_per_hop(
+def test_ask_costs_one_round_trip_whatever_the_hops(
     acme: Driver, settings: Settings, registry: PolicyRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[str] = []
@@ -387,12 +387,10 @@ def test_ask_costs_one_round_trip_per_hop(
 
     monkeypatch.setattr(app_module, "async_driver", counting)
     with TestClient(create_app(settings)) as c:
-        for role, hops in (("staff", 1), ("director", 2)):
+        for role in ("staff", "director"):  # one hop and two hops
             calls.clear()
             gql(c, ASK, passport(registry, role), id=STAFF_ANCHOR, mode="ASK", budget=None)
-            assert len(calls) == hops, (
-                calls
-            )  # one query per hop (the anchor rides on the first), never per node
+            assert len(calls) == 1, calls  # the anchor and every hop in one query, never per hop or node
 
 
 def test_search_is_filtered_before_ranking(client: TestClient, registry: PolicyRegistry) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from neo4j import AsyncDriver
 
-from cairn.policy.acl import acl_reason, edge_allowed
+from cairn.policy.acl import MAX_HOPS, acl_reason, edge_allowed
 from cairn.policy.scope import Scope
 
 DEFAULT_NEIGHBOUR_CAP = 25  # per frontier node and edge type, beyond the first hop
@@ -31,52 +31,68 @@ POSITIONAL_FIELDS = {"Section": ("section_number", "ordinal", "source_line")}
 
 ACL_REASON = acl_reason("n")
 EDGE_OK = edge_allowed("type(r)", "startNode(r)", "endNode(r)", "outgoing")
+# Node properties as they leave the database: vectors stay behind.
+_PROPS = "{.*, " + ", ".join(f"{name}: null" for name in sorted(INTERNAL_FIELDS)) + "}"
 
-# Everything after the frontier node `f` is bound: classify each incident edge and
-# neighbour, keep hidden ones as (id, reason) only, cap visible ones per edge type.
-_HOP_BODY = f"""
-MATCH (f)-[r]-(n:Entity)
-WITH f, r, n, startNode(r) = f AS outgoing
-WITH f, r, n, outgoing,
-     {EDGE_OK} AS edge_ok,
-     {ACL_REASON} AS reason
-WITH f, r, n, outgoing, edge_ok, reason, (edge_ok AND reason IS NULL) AS visible
-ORDER BY visible DESC, coalesce(n.importance, 0.0) DESC, n.id
-WITH f, type(r) AS rel_type, visible,
-     collect({{r: r, n: n, outgoing: outgoing, edge_ok: edge_ok, reason: reason}}) AS found
-WITH f, rel_type, visible, CASE WHEN visible THEN found[0..$cap] ELSE found END AS kept
-UNWIND kept AS k
-WITH f, rel_type, visible, k, k.n AS n
-RETURN {{from_id: f.id, id: n.id, rel_type: rel_type, relation: k.r.relation, relations: k.r.relations,
-        reason: CASE WHEN visible THEN k.r.reason END, outgoing: k.outgoing,
-        edge_ok: k.edge_ok, acl: k.reason, label: [l IN labels(n) WHERE l <> 'Entity'][0],
-        props: CASE WHEN visible THEN n {{.*, embedding: null}} END}} AS row
-"""
 
-# The anchor and its first hop in one round trip; the hop runs only when the anchor is visible.
-ANCHOR_QUERY = f"""
-MATCH (f:Entity {{id: $anchor}})
-WITH f, {acl_reason("f")} AS anchor_reason
-OPTIONAL CALL (f, anchor_reason) {{
-  WITH f WHERE anchor_reason IS NULL AND $first_hop
-  {_HOP_BODY}
+def _hop_body(capped: bool) -> str:
+    """Every edge incident to the frontier node ``f``, classified: the edge rule per step, the
+    ACL on the node it reaches. Hidden neighbours stay (id, reason) material; visible ones are
+    capped per edge type (``$cap``) beyond the first hop, most important first."""
+    kept = "found[0..$cap]" if capped else "found"
+    return f"""
+    MATCH (f)-[r]-(n:Entity)
+    WITH f, r, n, startNode(r) = f AS outgoing
+    WITH r, n, outgoing, {EDGE_OK} AS edge_ok, {ACL_REASON} AS acl
+    WITH r, n, outgoing, edge_ok, acl, (edge_ok AND acl IS NULL) AS visible
+    ORDER BY visible DESC, coalesce(n.importance, 0.0) DESC, n.id
+    WITH type(r) AS rel_type, visible,
+         collect({{r: r, n: n, outgoing: outgoing, edge_ok: edge_ok, acl: acl}}) AS found
+    UNWIND CASE WHEN visible THEN {kept} ELSE found END AS k
+    RETURN rel_type, visible, k.r AS r, k.n AS n, k.outgoing AS outgoing,
+           k.edge_ok AS edge_ok, k.acl AS acl"""
+
+
+def _hop_stage(hop: int) -> str:
+    """One hop of the walk inside the single query: expand the frontier, keep edge rows (no
+    text), hidden rows (id and reason only), and the newly reached visible nodes with their
+    properties, once each; those become the next frontier."""
+    return f"""
+CALL (frontier) {{
+  UNWIND frontier AS f
+  CALL (f) {{{_hop_body(hop > 1)}
+  }}
+  RETURN collect(CASE WHEN visible THEN {{from_id: f.id, id: n.id, rel_type: rel_type, relation: r.relation,
+           relations: r.relations, reason: r.reason, outgoing: outgoing}} END) AS hop_edges,
+         collect(CASE WHEN NOT visible THEN {{id: n.id, edge_ok: edge_ok, acl: acl}} END) AS hop_hidden,
+         collect(DISTINCT CASE WHEN visible THEN n END) AS reached
 }}
-WITH f, anchor_reason, collect(row) AS rows
-RETURN f.id AS id,
-       [l IN labels(f) WHERE l <> 'Entity'][0] AS label,
+WITH a, anchor_reason, seen, nodes, edges + hop_edges AS edges, hidden + hop_hidden AS hidden,
+     [n IN reached WHERE NOT n.id IN seen] AS frontier
+WITH a, anchor_reason, edges, hidden, frontier, seen + [n IN frontier | n.id] AS seen,
+     nodes + [n IN frontier | {{id: n.id, hop: {hop}, label: [l IN labels(n) WHERE l <> 'Entity'][0],
+                               props: n {_PROPS}}}] AS nodes"""
+
+
+def _expand_query(depth: int) -> str:
+    """The anchor and its whole walk up to ``depth`` hops in one round trip; nothing is
+    expanded from an anchor the scope may not see."""
+    hops = "".join(_hop_stage(hop) for hop in range(1, depth + 1))
+    return f"""
+MATCH (a:Entity {{id: $anchor}})
+WITH a, {acl_reason("a")} AS anchor_reason
+WITH a, anchor_reason, CASE WHEN anchor_reason IS NULL THEN [a] ELSE [] END AS frontier,
+     [a.id] AS seen, [] AS nodes, [] AS edges, [] AS hidden{hops}
+RETURN a.id AS id,
+       [l IN labels(a) WHERE l <> 'Entity'][0] AS label,
        anchor_reason AS reason,
-       CASE WHEN anchor_reason IS NULL THEN f {{.*, embedding: null}} END AS props,
-       rows
+       CASE WHEN anchor_reason IS NULL THEN a {_PROPS} END AS props,
+       nodes, edges, hidden
 """
 
-HOP_QUERY = f"""
-UNWIND $frontier AS fid
-MATCH (f:Entity {{id: fid}})
-CALL (f) {{
-  {_HOP_BODY}
-}}
-RETURN row
-"""
+
+# One query per possible hop limit (Cypher cannot loop a variable number of stages).
+EXPAND_QUERIES = tuple(_expand_query(depth) for depth in range(MAX_HOPS + 1))
 
 
 @dataclass(frozen=True)
@@ -128,27 +144,36 @@ class AnchorNotVisible(LookupError):
 
 def mask(label: str, props: dict[str, Any], scope: Scope) -> tuple[dict[str, Any], tuple[str, ...]]:
     """Keep the fields the scope shows for this label and domain; x_extra only on whitelisted keys."""
-    clean = {k: _plain(v) for k, v in props.items() if v is not None and k not in INTERNAL_FIELDS}
-    allowed = scope.visible_fields(label, str(clean.get("domain", "")))
+    return _mask(label, props, scope, scope.visible_fields(label, str(props.get("domain") or "")))
+
+
+def _mask(
+    label: str, props: dict[str, Any], scope: Scope, allowed: tuple[str, ...] | None
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``mask`` with the field rule already looked up: one pass, one new dict per node."""
+    positional = () if scope.unrestricted else POSITIONAL_FIELDS.get(label, ())
+    clean: dict[str, Any] = {}
     masked: list[str] = []
-    if allowed is not None:
-        for name in list(clean):
-            if name != "id" and name not in allowed:
-                masked.append(name)
-                del clean[name]
-    if not scope.unrestricted:
-        for name in POSITIONAL_FIELDS.get(label, ()):
-            if name in clean:
-                masked.append(name)
-                del clean[name]
+    for name, value in props.items():
+        if value is None or name in INTERNAL_FIELDS:
+            continue
+        if (allowed is not None and name != "id" and name not in allowed) or name in positional:
+            masked.append(name)
+        else:
+            clean[name] = _plain(value)
     if "x_extra" in clean and not scope.unrestricted:
-        extra = json.loads(clean["x_extra"]) if isinstance(clean["x_extra"], str) else {}
+        extra = _extra(clean["x_extra"]) if isinstance(clean["x_extra"], str) else {}
         kept = {k: v for k, v in extra.items() if k in scope.x_extra}
         masked.extend(f"x_extra.{k}" for k in sorted(extra) if k not in kept)
         clean["x_extra"] = kept
     elif "x_extra" in clean:
-        clean["x_extra"] = json.loads(clean["x_extra"])
+        clean["x_extra"] = _extra(clean["x_extra"])
     return clean, tuple(sorted(masked))
+
+
+def _extra(text: str) -> Any:
+    """x_extra as stored (JSON text); most nodes carry none, so skip the parser for ``{}``."""
+    return {} if text == "{}" else json.loads(text)
 
 
 def drop_dangling_references(node: CandidateNode, visible: set[str]) -> CandidateNode:
@@ -167,79 +192,77 @@ def _plain(value: Any) -> Any:
     return value
 
 
-class _Walk:
-    """Accumulates hop results into a CandidateSet and a PolicyTrace."""
+class _FieldRules:
+    """The scope's field rule per (label, domain), looked up once per walk, not once per node."""
 
-    def __init__(self, scope: Scope, anchor_row: dict[str, Any] | None) -> None:
-        if anchor_row is None or anchor_row["reason"] is not None:
-            raise AnchorNotVisible("no such node")
-        fields, masked = mask(anchor_row["label"], anchor_row["props"], scope)
+    def __init__(self, scope: Scope) -> None:
         self.scope = scope
-        self.anchor = CandidateNode(anchor_row["id"], anchor_row["label"], 0, fields, masked)
-        self.seen: dict[str, CandidateNode] = {self.anchor.id: self.anchor}
-        self.edges: dict[tuple[str, str, str], CandidateEdge] = {}
-        self.hidden: dict[str, str] = {}
-        self.trace = PolicyTrace()
-        self.used: set[str] = set()
+        self.cache: dict[tuple[str, str], tuple[str, ...] | None] = {}
 
-    def add_hop(self, hop: int, rows: list[dict[str, Any]]) -> list[str]:
-        frontier: list[str] = []
-        for row in rows:
-            self.trace.neighbours_scanned += 1
-            nid = row["id"]
-            if row["props"] is None:
-                self.trace.hidden_edges += 1
-                if nid not in self.seen:
-                    reason = row["acl"] if row["edge_ok"] else "edge:not_allowed"
-                    # An ACL reason outranks an edge reason: it holds whatever path is taken.
-                    if self.hidden.get(nid, "edge:not_allowed") == "edge:not_allowed":
-                        self.hidden[nid] = reason
-                continue
-            self.used.add(row["rel_type"])
-            src, dst = (row["from_id"], nid) if row["outgoing"] else (nid, row["from_id"])
-            if nid not in self.seen:
-                fields, masked = mask(row["label"], row["props"], self.scope)
-                self.seen[nid] = CandidateNode(nid, row["label"], hop, fields, masked)
-                frontier.append(nid)
-            ends = (self.seen[row["from_id"]], self.seen[nid])
-            self.edges[(src, dst, row["rel_type"])] = CandidateEdge(
-                src,
-                dst,
-                row["rel_type"],
-                row["relation"],
-                tuple(row["relations"] or ()),
-                row["reason"] if all(self._shows_rationale(n) for n in ends) else None,
-            )
-        return frontier
+    def allowed(self, label: str, domain: str) -> tuple[str, ...] | None:
+        key = (label, domain)
+        if key not in self.cache:
+            self.cache[key] = self.scope.visible_fields(label, domain)
+        return self.cache[key]
 
-    def _shows_rationale(self, node: CandidateNode) -> bool:
+    def node(self, row: dict[str, Any]) -> CandidateNode:
+        props = row["props"]
+        allowed = self.allowed(row["label"], str(props.get("domain") or ""))
+        fields, masked = _mask(row["label"], props, self.scope, allowed)
+        return CandidateNode(row["id"], row["label"], row.get("hop", 0), fields, masked)
+
+    def shows_rationale(self, node: CandidateNode) -> bool:
         """A transition's reason is a rationale: shown only where the scope shows decision rationales."""
-        allowed = self.scope.visible_fields("Decision", str(node.fields.get("domain", "")))
+        allowed = self.allowed("Decision", str(node.fields.get("domain", "")))
         return allowed is None or "rationale" in allowed
 
-    def result(self) -> tuple[CandidateSet, PolicyTrace]:
-        withheld = sorted(i for i in self.hidden if i not in self.seen)
-        self.trace.withheld_ids = withheld
-        self.trace.reasons_by_id = {i: self.hidden[i] for i in withheld}
-        self.trace.hidden_vertices = len(withheld)
-        self.trace.edge_types_used = sorted(self.used)
-        visible = set(self.seen)
-        nodes = [drop_dangling_references(n, visible) for n in self.seen.values()]
-        anchor = next(n for n in nodes if n.id == self.anchor.id)
-        others = sorted((n for n in nodes if n.id != anchor.id), key=lambda n: (n.hop, n.id))
-        return CandidateSet(anchor, others, sorted(self.edges.values(), key=_edge_key)), self.trace
+
+def _assemble(scope: Scope, record: dict[str, Any] | None) -> tuple[CandidateSet, PolicyTrace]:
+    """The walk's rows as a CandidateSet (masked) and a PolicyTrace (withheld ids and reasons)."""
+    if record is None or record["reason"] is not None:
+        raise AnchorNotVisible("no such node")
+    rules = _FieldRules(scope)
+    anchor = rules.node(record)
+    seen = {anchor.id: anchor, **{row["id"]: rules.node(row) for row in record["nodes"]}}
+    trace = PolicyTrace(neighbours_scanned=len(record["edges"]) + len(record["hidden"]))
+    trace.hidden_edges = len(record["hidden"])
+    hidden: dict[str, str] = {}
+    for row in record["hidden"]:
+        nid = row["id"]
+        if nid in seen:
+            continue
+        # An ACL reason outranks an edge reason: it holds whatever path is taken.
+        if hidden.get(nid, "edge:not_allowed") == "edge:not_allowed":
+            hidden[nid] = row["acl"] if row["edge_ok"] else "edge:not_allowed"
+    edges: dict[tuple[str, str, str], CandidateEdge] = {}
+    used: set[str] = set()
+    for row in record["edges"]:
+        used.add(row["rel_type"])
+        src, dst = (row["from_id"], row["id"]) if row["outgoing"] else (row["id"], row["from_id"])
+        shown = rules.shows_rationale(seen[src]) and rules.shows_rationale(seen[dst])
+        edges[(src, dst, row["rel_type"])] = CandidateEdge(
+            src,
+            dst,
+            row["rel_type"],
+            row["relation"],
+            tuple(row["relations"] or ()),
+            row["reason"] if shown else None,
+        )
+    trace.withheld_ids = sorted(hidden)
+    trace.reasons_by_id = {i: hidden[i] for i in trace.withheld_ids}
+    trace.hidden_vertices = len(hidden)
+    trace.edge_types_used = sorted(used)
+    visible = set(seen)
+    anchor = drop_dangling_references(anchor, visible)
+    others = sorted(
+        (drop_dangling_references(n, visible) for n in seen.values() if n.id != anchor.id),
+        key=lambda n: (n.hop, n.id),
+    )
+    return CandidateSet(anchor, others, sorted(edges.values(), key=_edge_key)), trace
 
 
 def _edge_key(e: CandidateEdge) -> tuple[str, str, str]:
     return (e.type, e.source, e.target)
-
-
-def _anchor_params(scope: Scope, anchor_id: str, depth: int) -> dict[str, Any]:
-    return {**scope.cypher_params(), "anchor": anchor_id, "first_hop": depth >= 1, "cap": 1_000_000}
-
-
-def _hop_params(scope: Scope, frontier: list[str], hop: int, cap: int) -> dict[str, Any]:
-    return {**scope.cypher_params(), "frontier": frontier, "cap": 1_000_000 if hop == 1 else cap}
 
 
 async def preselect(
@@ -249,14 +272,9 @@ async def preselect(
     hops: int | None = None,
     cap: int = DEFAULT_NEIGHBOUR_CAP,
 ) -> tuple[CandidateSet, PolicyTrace]:
-    """Scoped k-hop expansion from ``anchor_id``: one round trip per hop (the anchor rides on the first)."""
-    depth = scope.max_hops if hops is None else min(hops, scope.max_hops)
-    records, _, _ = await driver.execute_query(ANCHOR_QUERY, _anchor_params(scope, anchor_id, depth))
-    walk = _Walk(scope, records[0].data() if records else None)
-    frontier = walk.add_hop(1, records[0]["rows"]) if depth >= 1 else []
-    for hop in range(2, depth + 1):
-        if not frontier:
-            break
-        rows, _, _ = await driver.execute_query(HOP_QUERY, _hop_params(scope, frontier, hop, cap))
-        frontier = walk.add_hop(hop, [r["row"] for r in rows])
-    return walk.result()
+    """Scoped k-hop expansion from ``anchor_id`` in one round trip (the hop limit is the scope's)."""
+    depth = max(0, scope.max_hops if hops is None else min(hops, scope.max_hops))
+    params = {**scope.cypher_params(), "anchor": anchor_id, "cap": cap}
+    records, _, _ = await driver.execute_query(EXPAND_QUERIES[depth], params)
+    # The values are plain maps and lists already: Record.data() would walk every one again.
+    return _assemble(scope, dict(records[0]) if records else None)
