@@ -18,6 +18,11 @@ before it is ordered, cut or counted. Both indexes are queried before the filter
 cannot take one), so each fetch is larger than the list it must fill and grows until the
 list is full or the index has nothing more; only then does the dense side fall back to an
 exact scan over the visible facts. Hidden facts cost time, never a rank.
+
+One round trip per search: both lists, the top fused seeds' block neighbours and the
+dossiers' headers come back from one query (``FACT_SEARCH``); only the facts' fields travel,
+never a vector (a dossier's visible facts' vectors only when some are hidden, to rebuild its
+summary). It is repeated only when a list must be refetched larger.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from typing import Any
 
 from neo4j import Driver
 
-from cairn.memory.dossiers.retriever import DossierView, dossier_headers
+from cairn.memory.dossiers.retriever import DOSSIER_HEADER_BODY, DOSSIER_HEADER_ROW, DossierView, header_views
 from cairn.memory.dossiers.voting import FACT_INDEX, plain_cosine
 from cairn.policy.acl import acl_visible, edge_allowed
 from cairn.policy.preselector import mask
@@ -52,7 +57,7 @@ FACT_FIELDS = """f {.id, .text, .fact_type, .confidence, .added_at, .observed_at
                                                ELSE [f.source_turn_id] END)}"""
 _HIT = f"{{fact: {FACT_FIELDS}, dossier_id: d.id, score: score}}"
 
-_DENSE = f"""
+_DENSE_INDEX = f"""
   CALL db.index.vector.queryNodes($vector_index, $dense_fetch, $vec) YIELD node
   WITH collect(node) AS fetched
   CALL (fetched) {{
@@ -66,8 +71,19 @@ _DENSE = f"""
   }}
   RETURN size(fetched) AS dense_fetched, dense
 """
+# Exact cosine over every visible fact: when hidden facts crowd the index's answer out.
+_DENSE_EXACT = f"""
+  MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact)
+  WHERE f.embedding IS NOT NULL AND {_VISIBLE}
+  WITH f, d, vector.similarity.cosine(f.embedding, $vec) AS score
+  ORDER BY score DESC, f.id
+  LIMIT $depth
+  RETURN -1 AS dense_fetched, collect({_HIT}) AS dense
+"""
+# No query words (``$lucene`` empty): no row reaches the index and the list is empty.
 _TEXT = f"""
-  CALL db.index.fulltext.queryNodes($text_index, $lucene, {{limit: $text_fetch}}) YIELD node, score
+  WITH $lucene AS lucene WHERE lucene <> ''
+  CALL db.index.fulltext.queryNodes($text_index, lucene, {{limit: $text_fetch}}) YIELD node, score
   WITH collect({{f: node, score: score}}) AS fetched
   CALL (fetched) {{
     UNWIND fetched AS x
@@ -81,33 +97,41 @@ _TEXT = f"""
   }}
   RETURN size(fetched) AS text_fetched, text
 """
-# Both ranked lists in one round trip; without query words only the dense one.
-HYBRID_CANDIDATES = (
-    f"CALL () {{{_DENSE}}}\nCALL () {{{_TEXT}}}\nRETURN dense_fetched, dense, text_fetched, text"
-)
-DENSE_CANDIDATES = f"CALL () {{{_DENSE}}}\nRETURN dense_fetched, dense, 0 AS text_fetched, [] AS text"
-
-# Exact cosine over every visible fact: when hidden facts crowd the index's answer out.
-DENSE_EXACT = f"""
-MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact)
-WHERE f.embedding IS NOT NULL AND {_VISIBLE}
-WITH f, d, vector.similarity.cosine(f.embedding, $vec) AS score
-ORDER BY score DESC, f.id
-LIMIT $depth
-RETURN collect({_HIT}) AS dense
+# The seeds (top fused facts, reciprocal rank as in ``FactRetriever._fuse``) and the visible
+# facts told within ``$window`` turns of one in its block (session); null window: whole block.
+_EXPAND = f"""
+  WITH [i IN range(0, size(dense) - 1) | {{id: dense[i].fact.id, s: $dense_weight / ($rrf_k + i + 1)}}]
+     + [i IN range(0, size(text) - 1) | {{id: text[i].fact.id, s: $text_weight / ($rrf_k + i + 1)}}] AS ranks
+  UNWIND ranks AS r
+  WITH r.id AS seed, sum(r.s) AS fused
+  ORDER BY fused DESC, seed
+  LIMIT $seeds
+  MATCH (s:Fact {{id: seed}})
+  MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact {{source_block_id: s.source_block_id}})
+  WHERE f <> s AND {_VISIBLE}
+  WITH seed, f, d, 0.0 AS score,
+       CASE WHEN s.turn_index IS NULL OR f.turn_index IS NULL THEN null
+            ELSE abs(s.turn_index - f.turn_index) END AS distance
+  WHERE $window IS NULL OR distance <= $window
+  RETURN collect({{seed: seed, hit: {_HIT}}}) AS neighbours
+"""
+_HEADERS = f"""
+  UNWIND [h IN dense + text + [n IN neighbours | n.hit] | h.dossier_id] AS did
+  WITH DISTINCT did{DOSSIER_HEADER_BODY}  RETURN collect({DOSSIER_HEADER_ROW}) AS headers
 """
 
-# The visible facts told in the same block (session) as each seed, with their turn distance.
-SAME_BLOCK = f"""
-UNWIND $seeds AS seed
-MATCH (s:Fact {{id: seed}})
-MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact {{source_block_id: s.source_block_id}})
-WHERE f <> s AND {_VISIBLE}
-WITH seed, f, d, 0.0 AS score,
-     CASE WHEN s.turn_index IS NULL OR f.turn_index IS NULL THEN null
-          ELSE abs(s.turn_index - f.turn_index) END AS distance
-RETURN seed, collect({{hit: {_HIT}, distance: distance}}) AS neighbours
-"""
+
+def _search_query(dense: str) -> str:
+    """Both ranked lists, the seeds' block neighbours and the dossiers' headers: one round trip."""
+    return (
+        f"CALL () {{{dense}}}\nCALL () {{{_TEXT}}}\nCALL (dense, text) {{{_EXPAND}}}\n"
+        f"CALL (dense, text, neighbours) {{{_HEADERS}}}\n"
+        "RETURN dense_fetched, dense, text_fetched, text, neighbours, headers"
+    )
+
+
+FACT_SEARCH = _search_query(_DENSE_INDEX)
+FACT_SEARCH_EXACT = _search_query(_DENSE_EXACT)
 
 FIRST_FETCH = 100
 MAX_FETCH = 6_400
@@ -247,19 +271,24 @@ class FactRetriever:
             "statuses": ["active", "archived"] if include_archived else ["active"],
             "vector_index": FACT_INDEX,
             "text_index": FACT_TEXT_INDEX,
+            "rrf_k": cfg.rrf_k,
+            "dense_weight": cfg.dense_weight,
+            "text_weight": cfg.text_weight,
+            "seeds": cfg.seeds if cfg.neighbour_weight > 0 else 0,
+            "window": cfg.neighbour_window,
         }
-        dense, text = self._candidates(params)
+        r = self._fetch(params)
         pool: dict[str, _Candidate] = {}
-        for name, ranked, weight in (("dense", dense, cfg.dense_weight), ("text", text, cfg.text_weight)):
-            for rank, hit in enumerate(ranked, start=1):
+        for name, weight in (("dense", cfg.dense_weight), ("text", cfg.text_weight)):
+            for rank, hit in enumerate(r[name], start=1):
                 c = pool.setdefault(hit["fact"]["id"], _Candidate(hit))
                 c.score += weight / (cfg.rrf_k + rank)
                 c.matched.append(name)
                 if name == "dense":
                     c.cosine = plain_cosine(float(hit["score"]))
-        if cfg.neighbour_weight > 0 and cfg.seeds > 0 and pool:
-            self._expand(params, pool)
-        return FactSearchResult(len(pool), self._hits(scope, self._ranked(pool, top_k)))
+        self._expand(r["neighbours"], pool)
+        headers = header_views(r["headers"], scope)
+        return FactSearchResult(len(pool), self._hits(scope, headers, self._ranked(pool, top_k)))
 
     def _ranked(self, pool: dict[str, _Candidate], top_k: int) -> list[_Candidate]:
         """Best first; with ``block_decay`` < 1 a block's n-th fact counts ``decay**(n-1)`` of its score,
@@ -280,9 +309,10 @@ class FactRetriever:
             per_block[block] = per_block.get(block, 0) + 1
         return taken
 
-    def _candidates(self, params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Both lists, each filled to ``depth`` visible facts or to the end of its index."""
-        query = HYBRID_CANDIDATES if params["lucene"] else DENSE_CANDIDATES
+    def _fetch(self, params: dict[str, Any]) -> dict[str, Any]:
+        """One round trip, repeated only while a list is short of ``depth`` visible facts and its
+        index has more: the fetch grows; past ``MAX_FETCH`` the dense list is an exact scan."""
+        query = FACT_SEARCH
         dense_fetch = text_fetch = max(FIRST_FETCH, 2 * params["depth"])
         while True:
             records, _, _ = self.driver.execute_query(
@@ -292,41 +322,29 @@ class FactRetriever:
             dense_short = r["dense_fetched"] == dense_fetch and len(r["dense"]) < params["depth"]
             text_short = r["text_fetched"] == text_fetch and len(r["text"]) < params["depth"]
             if not (dense_short or text_short):
-                return list(r["dense"]), list(r["text"])
-            if dense_fetch >= MAX_FETCH:
-                exact, _, _ = self.driver.execute_query(DENSE_EXACT, params)
-                text_all = text_fetch if not text_short else 1 << 30
-                if text_short:
-                    records, _, _ = self.driver.execute_query(
-                        query, {**params, "dense_fetch": 1, "text_fetch": text_all}
-                    )
-                return list(exact[0]["dense"]), list(records[0]["text"])
-            dense_fetch, text_fetch = dense_fetch * 4, text_fetch * 4
+                return dict(r)
+            if dense_short and dense_fetch >= MAX_FETCH:
+                query = FACT_SEARCH_EXACT
+            elif dense_short:
+                dense_fetch *= 4
+            if text_short:
+                text_fetch *= 4
 
-    def _expand(self, params: dict[str, Any], pool: dict[str, _Candidate]) -> None:
-        """Give the block neighbours of the top seeds a share of the seed's fused score."""
-        cfg = self.config
-        seeds = sorted(pool, key=lambda i: (-pool[i].score, i))[: cfg.seeds]
-        base = {i: pool[i].score for i in seeds}
-        records, _, _ = self.driver.execute_query(SAME_BLOCK, {**params, "seeds": seeds})
+    def _expand(self, neighbours: Sequence[dict[str, Any]], pool: dict[str, _Candidate]) -> None:
+        """Give each seed's block neighbours (found in the same round trip) a share of its fused score."""
+        base = {n["seed"]: pool[n["seed"]].score for n in neighbours}
         boost: dict[str, float] = {}
-        for r in records:
-            for n in r["neighbours"]:
-                if cfg.neighbour_window is not None and (
-                    n["distance"] is None or n["distance"] > cfg.neighbour_window
-                ):
-                    continue
-                fid = n["hit"]["fact"]["id"]
-                pool.setdefault(fid, _Candidate(n["hit"]))
-                boost[fid] = max(boost.get(fid, 0.0), cfg.neighbour_weight * base[r["seed"]])
+        for n in neighbours:
+            fid = n["hit"]["fact"]["id"]
+            pool.setdefault(fid, _Candidate(n["hit"]))
+            boost[fid] = max(boost.get(fid, 0.0), self.config.neighbour_weight * base[n["seed"]])
         for fid, extra in boost.items():
             pool[fid].score += extra
             pool[fid].matched.append("block")
 
-    def _hits(self, scope: Scope, chosen: Sequence[_Candidate]) -> list[FactHit]:
-        headers = dossier_headers(
-            self.driver, scope, list(dict.fromkeys(c.hit["dossier_id"] for c in chosen))
-        )
+    def _hits(
+        self, scope: Scope, headers: dict[str, DossierView], chosen: Sequence[_Candidate]
+    ) -> list[FactHit]:
         return [
             FactHit(
                 mask("Fact", c.hit["fact"], scope)[0],
