@@ -65,8 +65,11 @@ VARIANTS: dict[str, FusionConfig] = {
     "cairn": FusionConfig(),
     "cairn_dense_only": FusionConfig(text_weight=0.0, neighbour_weight=0.0),
     "cairn_rrf_no_expansion": FusionConfig(neighbour_weight=0.0, drop_question_words=False),
-    "cairn_rrf_k60": FusionConfig(rrf_k=60.0),
-    "cairn_decay0.9": FusionConfig(block_decay=0.9),
+    "cairn_score": FusionConfig(fusion="score"),
+    "cairn_score_text0.5": FusionConfig(fusion="score", text_weight=0.5),
+    "cairn_prf3": FusionConfig(feedback=3),
+    "cairn_prf3_score": FusionConfig(fusion="score", feedback=3),
+    "cairn_prf5_w0.5": FusionConfig(feedback=5, feedback_weight=0.5),
 }
 
 

@@ -97,26 +97,61 @@ _TEXT = f"""
   }}
   RETURN size(fetched) AS text_fetched, text
 """
-# The seeds (top fused facts, reciprocal rank as in ``FactRetriever._fuse``) and the visible
-# facts told within ``$window`` turns of one in its block (session); null window: whole block.
+# Pseudo-relevance feedback: the query moved toward the mean of its top ``$feedback`` dense
+# hits (Rocchio), asked again; it finds facts worded like the answers rather than the question.
+_FEEDBACK = f"""
+  WITH [h IN dense[..$feedback] | h.fact.id] AS ids
+  MATCH (g:Fact) WHERE g.id IN ids
+  WITH collect(g.embedding) AS tops
+  WHERE size(tops) > 0
+  WITH [i IN range(0, size($vec) - 1) | $vec[i] + reduce(a = 0.0, e IN tops | a + e[i]) / size(tops)] AS v
+  CALL db.index.vector.queryNodes($vector_index, $dense_fetch, v) YIELD node
+  WITH v, collect(node) AS fetched
+  CALL (v, fetched) {{
+    UNWIND fetched AS f
+    MATCH (d:Dossier)-[:HAS_FACT]->(f)
+    WHERE {_VISIBLE}
+    WITH f, d, vector.similarity.cosine(f.embedding, v) AS score
+    ORDER BY score DESC, f.id
+    LIMIT $depth
+    RETURN collect({_HIT}) AS hits
+  }}
+  UNWIND hits AS hit
+  RETURN collect(hit) AS feedback
+"""
+# Fusion: each list gives its facts a weighted share, summed per fact. "rrf": reciprocal rank
+# 1 / (rrf_k + rank); "score": the list's own score rescaled to [0, 1] (cosine min-max over the
+# list, BM25 over its best), which keeps how far apart the scores are, not only their order.
+_DENSE_SHARE = """$dense_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k + i + 1)
+  ELSE (dense[i].score - dense[-1].score) / (dense[0].score - dense[-1].score + 1e-9) END"""
+_FEEDBACK_SHARE = """$feedback_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k + i + 1)
+  ELSE (feedback[i].score - feedback[-1].score) / (feedback[0].score - feedback[-1].score + 1e-9) END"""
+_TEXT_SHARE = """$text_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k + i + 1)
+  ELSE text[i].score / (text[0].score + 1e-9) END"""
+_FUSE = f"""
+  WITH [i IN range(0, size(dense) - 1) | {{id: dense[i].fact.id, s: {_DENSE_SHARE}}}]
+     + [i IN range(0, size(text) - 1) | {{id: text[i].fact.id, s: {_TEXT_SHARE}}}]
+     + [i IN range(0, size(feedback) - 1) | {{id: feedback[i].fact.id, s: {_FEEDBACK_SHARE}}}] AS shares
+  UNWIND shares AS share
+  WITH share.id AS id, sum(share.s) AS score
+  ORDER BY score DESC, id
+  RETURN collect({{id: id, score: score}}) AS fused
+"""
+# The visible facts told within ``$window`` turns of a seed (one of the top ``$seeds`` fused
+# facts) in its block (session); null window: the whole block.
 _EXPAND = f"""
-  WITH [i IN range(0, size(dense) - 1) | {{id: dense[i].fact.id, s: $dense_weight / ($rrf_k + i + 1)}}]
-     + [i IN range(0, size(text) - 1) | {{id: text[i].fact.id, s: $text_weight / ($rrf_k + i + 1)}}] AS ranks
-  UNWIND ranks AS r
-  WITH r.id AS seed, sum(r.s) AS fused
-  ORDER BY fused DESC, seed
-  LIMIT $seeds
-  MATCH (s:Fact {{id: seed}})
+  UNWIND fused[..$seeds] AS top
+  MATCH (s:Fact {{id: top.id}})
   MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact {{source_block_id: s.source_block_id}})
   WHERE f <> s AND {_VISIBLE}
-  WITH seed, f, d, 0.0 AS score,
+  WITH top, f, d, 0.0 AS score,
        CASE WHEN s.turn_index IS NULL OR f.turn_index IS NULL THEN null
             ELSE abs(s.turn_index - f.turn_index) END AS distance
   WHERE $window IS NULL OR distance <= $window
-  RETURN collect({{seed: seed, hit: {_HIT}}}) AS neighbours
+  RETURN collect({{seed: top.id, hit: {_HIT}}}) AS neighbours
 """
 _HEADERS = f"""
-  UNWIND [h IN dense + text + [n IN neighbours | n.hit] | h.dossier_id] AS did
+  UNWIND [h IN dense + text + feedback + [n IN neighbours | n.hit] | h.dossier_id] AS did
   WITH DISTINCT did{DOSSIER_HEADER_BODY}  RETURN collect({DOSSIER_HEADER_ROW}) AS headers
 """
 
@@ -124,9 +159,11 @@ _HEADERS = f"""
 def _search_query(dense: str) -> str:
     """Both ranked lists, the seeds' block neighbours and the dossiers' headers: one round trip."""
     return (
-        f"CALL () {{{dense}}}\nCALL () {{{_TEXT}}}\nCALL (dense, text) {{{_EXPAND}}}\n"
-        f"CALL (dense, text, neighbours) {{{_HEADERS}}}\n"
-        "RETURN dense_fetched, dense, text_fetched, text, neighbours, headers"
+        f"CALL () {{{dense}}}\nCALL () {{{_TEXT}}}\nCALL (dense) {{{_FEEDBACK}}}\n"
+        f"CALL (dense, text, feedback) {{{_FUSE}}}\n"
+        f"CALL (fused) {{{_EXPAND}}}\n"
+        f"CALL (dense, text, feedback, neighbours) {{{_HEADERS}}}\n"
+        "RETURN dense_fetched, dense, text_fetched, text, feedback, fused, neighbours, headers"
     )
 
 
@@ -186,9 +223,12 @@ def lucene_query(text: str, drop: frozenset[str] = frozenset()) -> str:
 class FusionConfig:
     """How the ranked lists are combined; defaults are the measured best (bench/results/locomo.md)."""
 
+    fusion: str = "rrf"  # "rrf" (reciprocal rank) or "score" (rescaled scores, see _FUSE)
     rrf_k: float = 20.0  # a rank's weight is 1 / (rrf_k + rank); 20 beat the usual 60 (top ranks count more)
     dense_weight: float = 1.0
     text_weight: float = 1.0
+    feedback: int = 0  # top dense hits whose mean moves the query for a third list (0: none)
+    feedback_weight: float = 1.0
     depth: int = 50  # candidates taken from each list (at least 2 x top_k)
     seeds: int = 10  # top fused facts whose block neighbours are expanded
     neighbour_weight: float = 0.3  # share of a seed's fused score a neighbour receives
@@ -203,9 +243,9 @@ class FactHit:
 
     fact: dict[str, Any]
     dossier: DossierView
-    score: float  # fused score (RRF); comparable within one search only
+    score: float  # fused score (see _FUSE); comparable within one search only
     cosine: float | None  # the fact's exact cosine to the query, when it was a dense candidate
-    matched: tuple[str, ...]  # "dense", "text", "block": which lists brought it
+    matched: tuple[str, ...]  # "dense", "text", "feedback", "block": which lists brought it
 
     @property
     def observed_at(self) -> str | None:
@@ -271,18 +311,21 @@ class FactRetriever:
             "statuses": ["active", "archived"] if include_archived else ["active"],
             "vector_index": FACT_INDEX,
             "text_index": FACT_TEXT_INDEX,
+            "fusion": cfg.fusion,
             "rrf_k": cfg.rrf_k,
             "dense_weight": cfg.dense_weight,
             "text_weight": cfg.text_weight,
+            "feedback": cfg.feedback,
+            "feedback_weight": cfg.feedback_weight,
             "seeds": cfg.seeds if cfg.neighbour_weight > 0 else 0,
             "window": cfg.neighbour_window,
         }
         r = self._fetch(params)
+        fused = {f["id"]: float(f["score"]) for f in r["fused"]}
         pool: dict[str, _Candidate] = {}
-        for name, weight in (("dense", cfg.dense_weight), ("text", cfg.text_weight)):
-            for rank, hit in enumerate(r[name], start=1):
-                c = pool.setdefault(hit["fact"]["id"], _Candidate(hit))
-                c.score += weight / (cfg.rrf_k + rank)
+        for name in ("dense", "text", "feedback"):
+            for hit in r[name]:
+                c = pool.setdefault(hit["fact"]["id"], _Candidate(hit, fused[hit["fact"]["id"]]))
                 c.matched.append(name)
                 if name == "dense":
                     c.cosine = plain_cosine(float(hit["score"]))
