@@ -7,7 +7,9 @@ over the facts found 59%, so this ranks facts directly and uses dossiers only as
 
 Ranking is hybrid: the Fact vector index (cosine, re-scored exactly) and Neo4j's full-text
 index on ``Fact.text`` (Lucene BM25, english analyzer) each give a ranked list, fused by
-reciprocal rank (RRF: robust to the two scores' different scales, no calibration). Then
+their scores rescaled to [0, 1] (cosine min-max over the list, BM25 over its best); this beat
+reciprocal rank fusion (RRF, still a ``FusionConfig`` option) because it keeps how far ahead
+the best matches are. Then
 graph expansion: the facts of the same source block (a conversation session) as a top
 hit get a small share of its score, which brings in the other half of a multi-hop answer
 told in the same session. What was measured for each choice is in bench/results/locomo.md.
