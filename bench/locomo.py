@@ -64,9 +64,11 @@ RETURN d.id AS id, COUNT { (d)-[:HAS_FACT]->(:Fact) } AS facts
 VARIANTS: dict[str, FusionConfig] = {
     "cairn": FusionConfig(),
     "cairn_dense_only": FusionConfig(text_weight=0.0, neighbour_weight=0.0),
-    "cairn_rrf_no_expansion": FusionConfig(neighbour_weight=0.0, drop_question_words=False),
-    "cairn_rrf_k60": FusionConfig(rrf_k=60.0),
-    "cairn_decay0.9": FusionConfig(block_decay=0.9),
+    "cairn_rrf_no_expansion": FusionConfig(fusion="rrf", neighbour_weight=0.0, drop_question_words=False),
+    "cairn_rrf": FusionConfig(fusion="rrf"),
+    "cairn_score_text0.5": FusionConfig(text_weight=0.5),
+    "cairn_prf3": FusionConfig(feedback=3),
+    "cairn_rrf_prf3": FusionConfig(fusion="rrf", feedback=3),
 }
 
 
@@ -249,11 +251,13 @@ def markdown(data: dict[str, Any]) -> list[str]:
     lines += [
         "",
         "Variants (all over the same ingested graph): `cairn` is the default `FusionConfig` "
-        "(RRF, k=20, of the vector index and the Neo4j full-text index with question words left out "
+        "(rescaled-score fusion of the vector index and the Neo4j full-text index, question words left out "
         "of the full-text query; facts within 3 turns of a top-10 hit in its session get 0.3 of its "
-        "score); `cairn_dense_only` is the vector list alone through the same Cypher; "
-        "`cairn_rrf_no_expansion` is plain RRF; `cairn_rrf_k60` the usual RRF constant; "
-        "`cairn_decay0.9` adds per-session diversity. The sweep that chose these is in "
+        "score; one round trip); `cairn_dense_only` is the vector list alone through the same Cypher; "
+        "`cairn_rrf_no_expansion` is plain RRF; `cairn_rrf` fuses ranks (RRF k=20) where the default "
+        "fuses rescaled scores (cosine min-max over the list, BM25 over its best); `text0.5` halves the "
+        "full-text share; `*prf3` add a third list, the query moved to the mean of its top 3 dense hits. "
+        "Earlier sweeps are in "
         "`locomo_sweep.md`.",
         "",
         f"- Ingest: {data['ingest_facts_per_s']:.1f} facts/s vs raw embedding of the same texts "

@@ -7,7 +7,9 @@ over the facts found 59%, so this ranks facts directly and uses dossiers only as
 
 Ranking is hybrid: the Fact vector index (cosine, re-scored exactly) and Neo4j's full-text
 index on ``Fact.text`` (Lucene BM25, english analyzer) each give a ranked list, fused by
-reciprocal rank (RRF: robust to the two scores' different scales, no calibration). Then
+their scores rescaled to [0, 1] (cosine min-max over the list, BM25 over its best); this beat
+reciprocal rank fusion (RRF, still a ``FusionConfig`` option) because it keeps how far ahead
+the best matches are. Then
 graph expansion: the facts of the same source block (a conversation session) as a top
 hit get a small share of its score, which brings in the other half of a multi-hop answer
 told in the same session. What was measured for each choice is in bench/results/locomo.md.
@@ -18,6 +20,11 @@ before it is ordered, cut or counted. Both indexes are queried before the filter
 cannot take one), so each fetch is larger than the list it must fill and grows until the
 list is full or the index has nothing more; only then does the dense side fall back to an
 exact scan over the visible facts. Hidden facts cost time, never a rank.
+
+One round trip per search: both lists, the top fused seeds' block neighbours and the
+dossiers' headers come back from one query (``FACT_SEARCH``); only the facts' fields travel,
+never a vector (a dossier's visible facts' vectors only when some are hidden, to rebuild its
+summary). It is repeated only when a list must be refetched larger.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from typing import Any
 
 from neo4j import Driver
 
-from cairn.memory.dossiers.retriever import DossierView, dossier_headers
+from cairn.memory.dossiers.retriever import DOSSIER_HEADER_BODY, DOSSIER_HEADER_ROW, DossierView, header_views
 from cairn.memory.dossiers.voting import FACT_INDEX, plain_cosine
 from cairn.policy.acl import acl_visible, edge_allowed
 from cairn.policy.preselector import mask
@@ -52,7 +59,7 @@ FACT_FIELDS = """f {.id, .text, .fact_type, .confidence, .added_at, .observed_at
                                                ELSE [f.source_turn_id] END)}"""
 _HIT = f"{{fact: {FACT_FIELDS}, dossier_id: d.id, score: score}}"
 
-_DENSE = f"""
+_DENSE_INDEX = f"""
   CALL db.index.vector.queryNodes($vector_index, $dense_fetch, $vec) YIELD node
   WITH collect(node) AS fetched
   CALL (fetched) {{
@@ -66,8 +73,19 @@ _DENSE = f"""
   }}
   RETURN size(fetched) AS dense_fetched, dense
 """
+# Exact cosine over every visible fact: when hidden facts crowd the index's answer out.
+_DENSE_EXACT = f"""
+  MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact)
+  WHERE f.embedding IS NOT NULL AND {_VISIBLE}
+  WITH f, d, vector.similarity.cosine(f.embedding, $vec) AS score
+  ORDER BY score DESC, f.id
+  LIMIT $depth
+  RETURN -1 AS dense_fetched, collect({_HIT}) AS dense
+"""
+# No query words (``$lucene`` empty): no row reaches the index and the list is empty.
 _TEXT = f"""
-  CALL db.index.fulltext.queryNodes($text_index, $lucene, {{limit: $text_fetch}}) YIELD node, score
+  WITH $lucene AS lucene WHERE lucene <> ''
+  CALL db.index.fulltext.queryNodes($text_index, lucene, {{limit: $text_fetch}}) YIELD node, score
   WITH collect({{f: node, score: score}}) AS fetched
   CALL (fetched) {{
     UNWIND fetched AS x
@@ -81,33 +99,78 @@ _TEXT = f"""
   }}
   RETURN size(fetched) AS text_fetched, text
 """
-# Both ranked lists in one round trip; without query words only the dense one.
-HYBRID_CANDIDATES = (
-    f"CALL () {{{_DENSE}}}\nCALL () {{{_TEXT}}}\nRETURN dense_fetched, dense, text_fetched, text"
-)
-DENSE_CANDIDATES = f"CALL () {{{_DENSE}}}\nRETURN dense_fetched, dense, 0 AS text_fetched, [] AS text"
-
-# Exact cosine over every visible fact: when hidden facts crowd the index's answer out.
-DENSE_EXACT = f"""
-MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact)
-WHERE f.embedding IS NOT NULL AND {_VISIBLE}
-WITH f, d, vector.similarity.cosine(f.embedding, $vec) AS score
-ORDER BY score DESC, f.id
-LIMIT $depth
-RETURN collect({_HIT}) AS dense
+# Pseudo-relevance feedback: the query moved toward the mean of its top ``$feedback`` dense
+# hits (Rocchio), asked again; it finds facts worded like the answers rather than the question.
+_FEEDBACK = f"""
+  WITH [h IN dense[..$feedback] | h.fact.id] AS ids
+  MATCH (g:Fact) WHERE g.id IN ids
+  WITH collect(g.embedding) AS tops
+  WHERE size(tops) > 0
+  WITH [i IN range(0, size($vec) - 1) | $vec[i] + reduce(a = 0.0, e IN tops | a + e[i]) / size(tops)] AS v
+  CALL db.index.vector.queryNodes($vector_index, $dense_fetch, v) YIELD node
+  WITH v, collect(node) AS fetched
+  CALL (v, fetched) {{
+    UNWIND fetched AS f
+    MATCH (d:Dossier)-[:HAS_FACT]->(f)
+    WHERE {_VISIBLE}
+    WITH f, d, vector.similarity.cosine(f.embedding, v) AS score
+    ORDER BY score DESC, f.id
+    LIMIT $depth
+    RETURN collect({_HIT}) AS hits
+  }}
+  UNWIND hits AS hit
+  RETURN collect(hit) AS feedback
+"""
+# Fusion: each list gives its facts a weighted share, summed per fact. "rrf": reciprocal rank
+# 1 / (rrf_k + rank); "score": the list's own score rescaled to [0, 1] (cosine min-max over the
+# list, BM25 over its best), which keeps how far apart the scores are, not only their order.
+_DENSE_SHARE = """$dense_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k + i + 1)
+  ELSE (dense[i].score - dense[-1].score) / (dense[0].score - dense[-1].score + 1e-9) END"""
+_FEEDBACK_SHARE = """$feedback_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k + i + 1)
+  ELSE (feedback[i].score - feedback[-1].score) / (feedback[0].score - feedback[-1].score + 1e-9) END"""
+_TEXT_SHARE = """$text_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k + i + 1)
+  ELSE text[i].score / (text[0].score + 1e-9) END"""
+_FUSE = f"""
+  WITH [i IN range(0, size(dense) - 1) | {{id: dense[i].fact.id, s: {_DENSE_SHARE}}}]
+     + [i IN range(0, size(text) - 1) | {{id: text[i].fact.id, s: {_TEXT_SHARE}}}]
+     + [i IN range(0, size(feedback) - 1) | {{id: feedback[i].fact.id, s: {_FEEDBACK_SHARE}}}] AS shares
+  UNWIND shares AS share
+  WITH share.id AS id, sum(share.s) AS score
+  ORDER BY score DESC, id
+  RETURN collect({{id: id, score: score}}) AS fused
+"""
+# The visible facts told within ``$window`` turns of a seed (one of the top ``$seeds`` fused
+# facts) in its block (session); null window: the whole block.
+_EXPAND = f"""
+  UNWIND fused[..$seeds] AS top
+  MATCH (s:Fact {{id: top.id}})
+  MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact {{source_block_id: s.source_block_id}})
+  WHERE f <> s AND {_VISIBLE}
+  WITH top, f, d, 0.0 AS score,
+       CASE WHEN s.turn_index IS NULL OR f.turn_index IS NULL THEN null
+            ELSE abs(s.turn_index - f.turn_index) END AS distance
+  WHERE $window IS NULL OR distance <= $window
+  RETURN collect({{seed: top.id, hit: {_HIT}}}) AS neighbours
+"""
+_HEADERS = f"""
+  UNWIND [h IN dense + text + feedback + [n IN neighbours | n.hit] | h.dossier_id] AS did
+  WITH DISTINCT did{DOSSIER_HEADER_BODY}  RETURN collect({DOSSIER_HEADER_ROW}) AS headers
 """
 
-# The visible facts told in the same block (session) as each seed, with their turn distance.
-SAME_BLOCK = f"""
-UNWIND $seeds AS seed
-MATCH (s:Fact {{id: seed}})
-MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact {{source_block_id: s.source_block_id}})
-WHERE f <> s AND {_VISIBLE}
-WITH seed, f, d, 0.0 AS score,
-     CASE WHEN s.turn_index IS NULL OR f.turn_index IS NULL THEN null
-          ELSE abs(s.turn_index - f.turn_index) END AS distance
-RETURN seed, collect({{hit: {_HIT}, distance: distance}}) AS neighbours
-"""
+
+def _search_query(dense: str) -> str:
+    """Both ranked lists, the seeds' block neighbours and the dossiers' headers: one round trip."""
+    return (
+        f"CALL () {{{dense}}}\nCALL () {{{_TEXT}}}\nCALL (dense) {{{_FEEDBACK}}}\n"
+        f"CALL (dense, text, feedback) {{{_FUSE}}}\n"
+        f"CALL (fused) {{{_EXPAND}}}\n"
+        f"CALL (dense, text, feedback, neighbours) {{{_HEADERS}}}\n"
+        "RETURN dense_fetched, dense, text_fetched, text, feedback, fused, neighbours, headers"
+    )
+
+
+FACT_SEARCH = _search_query(_DENSE_INDEX)
+FACT_SEARCH_EXACT = _search_query(_DENSE_EXACT)
 
 FIRST_FETCH = 100
 MAX_FETCH = 6_400
@@ -162,9 +225,12 @@ def lucene_query(text: str, drop: frozenset[str] = frozenset()) -> str:
 class FusionConfig:
     """How the ranked lists are combined; defaults are the measured best (bench/results/locomo.md)."""
 
+    fusion: str = "score"  # "score" (rescaled scores, see _FUSE; +0.015 at k=10 over "rrf") or "rrf"
     rrf_k: float = 20.0  # a rank's weight is 1 / (rrf_k + rank); 20 beat the usual 60 (top ranks count more)
     dense_weight: float = 1.0
     text_weight: float = 1.0
+    feedback: int = 0  # top dense hits whose mean moves the query for a third list (0: none)
+    feedback_weight: float = 1.0
     depth: int = 50  # candidates taken from each list (at least 2 x top_k)
     seeds: int = 10  # top fused facts whose block neighbours are expanded
     neighbour_weight: float = 0.3  # share of a seed's fused score a neighbour receives
@@ -179,9 +245,9 @@ class FactHit:
 
     fact: dict[str, Any]
     dossier: DossierView
-    score: float  # fused score (RRF); comparable within one search only
+    score: float  # fused score (see _FUSE); comparable within one search only
     cosine: float | None  # the fact's exact cosine to the query, when it was a dense candidate
-    matched: tuple[str, ...]  # "dense", "text", "block": which lists brought it
+    matched: tuple[str, ...]  # "dense", "text", "feedback", "block": which lists brought it
 
     @property
     def observed_at(self) -> str | None:
@@ -247,19 +313,27 @@ class FactRetriever:
             "statuses": ["active", "archived"] if include_archived else ["active"],
             "vector_index": FACT_INDEX,
             "text_index": FACT_TEXT_INDEX,
+            "fusion": cfg.fusion,
+            "rrf_k": cfg.rrf_k,
+            "dense_weight": cfg.dense_weight,
+            "text_weight": cfg.text_weight,
+            "feedback": cfg.feedback,
+            "feedback_weight": cfg.feedback_weight,
+            "seeds": cfg.seeds if cfg.neighbour_weight > 0 else 0,
+            "window": cfg.neighbour_window,
         }
-        dense, text = self._candidates(params)
+        r = self._fetch(params)
+        fused = {f["id"]: float(f["score"]) for f in r["fused"]}
         pool: dict[str, _Candidate] = {}
-        for name, ranked, weight in (("dense", dense, cfg.dense_weight), ("text", text, cfg.text_weight)):
-            for rank, hit in enumerate(ranked, start=1):
-                c = pool.setdefault(hit["fact"]["id"], _Candidate(hit))
-                c.score += weight / (cfg.rrf_k + rank)
+        for name in ("dense", "text", "feedback"):
+            for hit in r[name]:
+                c = pool.setdefault(hit["fact"]["id"], _Candidate(hit, fused[hit["fact"]["id"]]))
                 c.matched.append(name)
                 if name == "dense":
                     c.cosine = plain_cosine(float(hit["score"]))
-        if cfg.neighbour_weight > 0 and cfg.seeds > 0 and pool:
-            self._expand(params, pool)
-        return FactSearchResult(len(pool), self._hits(scope, self._ranked(pool, top_k)))
+        self._expand(r["neighbours"], pool)
+        headers = header_views(r["headers"], scope)
+        return FactSearchResult(len(pool), self._hits(scope, headers, self._ranked(pool, top_k)))
 
     def _ranked(self, pool: dict[str, _Candidate], top_k: int) -> list[_Candidate]:
         """Best first; with ``block_decay`` < 1 a block's n-th fact counts ``decay**(n-1)`` of its score,
@@ -280,9 +354,10 @@ class FactRetriever:
             per_block[block] = per_block.get(block, 0) + 1
         return taken
 
-    def _candidates(self, params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Both lists, each filled to ``depth`` visible facts or to the end of its index."""
-        query = HYBRID_CANDIDATES if params["lucene"] else DENSE_CANDIDATES
+    def _fetch(self, params: dict[str, Any]) -> dict[str, Any]:
+        """One round trip, repeated only while a list is short of ``depth`` visible facts and its
+        index has more: the fetch grows; past ``MAX_FETCH`` the dense list is an exact scan."""
+        query = FACT_SEARCH
         dense_fetch = text_fetch = max(FIRST_FETCH, 2 * params["depth"])
         while True:
             records, _, _ = self.driver.execute_query(
@@ -292,41 +367,29 @@ class FactRetriever:
             dense_short = r["dense_fetched"] == dense_fetch and len(r["dense"]) < params["depth"]
             text_short = r["text_fetched"] == text_fetch and len(r["text"]) < params["depth"]
             if not (dense_short or text_short):
-                return list(r["dense"]), list(r["text"])
-            if dense_fetch >= MAX_FETCH:
-                exact, _, _ = self.driver.execute_query(DENSE_EXACT, params)
-                text_all = text_fetch if not text_short else 1 << 30
-                if text_short:
-                    records, _, _ = self.driver.execute_query(
-                        query, {**params, "dense_fetch": 1, "text_fetch": text_all}
-                    )
-                return list(exact[0]["dense"]), list(records[0]["text"])
-            dense_fetch, text_fetch = dense_fetch * 4, text_fetch * 4
+                return dict(r)
+            if dense_short and dense_fetch >= MAX_FETCH:
+                query = FACT_SEARCH_EXACT
+            elif dense_short:
+                dense_fetch *= 4
+            if text_short:
+                text_fetch *= 4
 
-    def _expand(self, params: dict[str, Any], pool: dict[str, _Candidate]) -> None:
-        """Give the block neighbours of the top seeds a share of the seed's fused score."""
-        cfg = self.config
-        seeds = sorted(pool, key=lambda i: (-pool[i].score, i))[: cfg.seeds]
-        base = {i: pool[i].score for i in seeds}
-        records, _, _ = self.driver.execute_query(SAME_BLOCK, {**params, "seeds": seeds})
+    def _expand(self, neighbours: Sequence[dict[str, Any]], pool: dict[str, _Candidate]) -> None:
+        """Give each seed's block neighbours (found in the same round trip) a share of its fused score."""
+        base = {n["seed"]: pool[n["seed"]].score for n in neighbours}
         boost: dict[str, float] = {}
-        for r in records:
-            for n in r["neighbours"]:
-                if cfg.neighbour_window is not None and (
-                    n["distance"] is None or n["distance"] > cfg.neighbour_window
-                ):
-                    continue
-                fid = n["hit"]["fact"]["id"]
-                pool.setdefault(fid, _Candidate(n["hit"]))
-                boost[fid] = max(boost.get(fid, 0.0), cfg.neighbour_weight * base[r["seed"]])
+        for n in neighbours:
+            fid = n["hit"]["fact"]["id"]
+            pool.setdefault(fid, _Candidate(n["hit"]))
+            boost[fid] = max(boost.get(fid, 0.0), self.config.neighbour_weight * base[n["seed"]])
         for fid, extra in boost.items():
             pool[fid].score += extra
             pool[fid].matched.append("block")
 
-    def _hits(self, scope: Scope, chosen: Sequence[_Candidate]) -> list[FactHit]:
-        headers = dossier_headers(
-            self.driver, scope, list(dict.fromkeys(c.hit["dossier_id"] for c in chosen))
-        )
+    def _hits(
+        self, scope: Scope, headers: dict[str, DossierView], chosen: Sequence[_Candidate]
+    ) -> list[FactHit]:
         return [
             FactHit(
                 mask("Fact", c.hit["fact"], scope)[0],

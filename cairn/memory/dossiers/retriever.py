@@ -93,9 +93,9 @@ RETURN did AS dossier_id, size(visible) AS visible_count,
 """
 
 # Dossiers as context for fact search: fields and visible-fact count, and the visible facts'
-# texts and vectors only when some are hidden (the summary is then rebuilt from them).
-DOSSIER_HEADERS = f"""
-UNWIND $ids AS did
+# texts and vectors only when some are hidden (the summary is then rebuilt from them). The body
+# binds ``did`` to each id; fact search runs it inside its own query (one round trip).
+DOSSIER_HEADER_BODY = f"""
 MATCH (d:Dossier {{id: did}})
 WHERE {acl_visible("d")}
 CALL (d) {{
@@ -105,9 +105,9 @@ CALL (d) {{
   RETURN collect(f) AS visible
 }}
 WITH d, visible, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
-RETURN d {{.*, centroid_sum: null}} AS props, size(visible) AS visible_count,
-       CASE WHEN size(visible) < stored THEN [f IN visible | f {{.text, .embedding}}] END AS summary_rows
 """
+DOSSIER_HEADER_ROW = """{props: d {.*, centroid_sum: null}, visible_count: size(visible),
+  summary_rows: CASE WHEN size(visible) < stored THEN [f IN visible | f {.text, .embedding}] END}"""
 
 ONE_DOSSIER = f"""
 MATCH (d:Dossier {{id: $id}})
@@ -214,13 +214,12 @@ def _view(
     return DossierView(str(props["id"]), fields, masked, shown, score, fact_count=count)
 
 
-def dossier_headers(driver: Driver, scope: Scope, dossier_ids: Sequence[str]) -> dict[str, DossierView]:
-    """The visible dossiers among ``dossier_ids``, masked, with no facts: context for fact search."""
-    records, _, _ = driver.execute_query(DOSSIER_HEADERS, {**scope.cypher_params(), "ids": list(dossier_ids)})
+def header_views(rows: Sequence[dict[str, Any]], scope: Scope) -> dict[str, DossierView]:
+    """``DOSSIER_HEADER_ROW`` maps as masked views by dossier id (summary rebuilt when facts are hidden)."""
     out = {}
-    for r in records:
-        rows = r["summary_rows"]
-        facts = _Facts([], int(r["visible_count"]), None if rows is None else summary_of(rows))
+    for r in rows:
+        summary = r["summary_rows"]
+        facts = _Facts([], int(r["visible_count"]), None if summary is None else summary_of(summary))
         out[str(r["props"]["id"])] = _view(r["props"], facts, scope)
     return out
 
