@@ -25,7 +25,6 @@ from cairn.ingest.fixtures import FixtureError
 from cairn.memory.factors.assessment import assessment_summary, decision_tier
 from cairn.memory.factors.journal import (
     confirm_factor,
-    explain_factor,
     factor_state,
     history,
     recalculate_factor,
@@ -276,11 +275,12 @@ def test_confirm_boosts_confidence_and_correct_journals_the_user_value(
     assert "data_quality" in unconfirmed
 
 
-def test_explain_factor_is_the_reasoning_chain(demo: Driver, roles: dict[str, Scope]) -> None:
-    explained = explain_factor(demo, roles["staff"], "data_quality", limit=2)
-    assert (explained["current_value"], explained["confidence"]) == (20.0, 0.75)
-    assert [e["new_value"] for e in explained["reasoning_chain"]] == [20.0, 25.0]
-    assert explained["reasoning_chain"][0]["influenced_by"] == ["data_governance", "data_infrastructure"]
+def test_the_reasoning_chain_is_the_newest_history(demo: Driver, roles: dict[str, Scope]) -> None:
+    state = factor_state(demo, roles["staff"], "data_quality")
+    chain = history(demo, roles["staff"], "data_quality", limit=2)
+    assert (state.value, state.confidence) == (20.0, 0.75)
+    assert [e.new_value for e in chain] == [20.0, 25.0]
+    assert chain[0].influenced_by == ("data_governance", "data_infrastructure")
 
 
 # -- as of ---------------------------------------------------------------------------------

@@ -173,15 +173,3 @@ class DepGraph:
                 elif not self.met(e, overrides):
                     found.append(Blocker(e, path, self.value(e.target, overrides)))
         return found, hidden
-
-    def upstream(self, node_id: str) -> set[str]:
-        """Visible nodes that depend on ``node_id``, directly or through visible nodes."""
-        seen: set[str] = set()
-        queue = deque([node_id])
-        while queue:
-            current = queue.popleft()
-            for e in self.incoming.get(current, ()):
-                if e.source not in seen and e.source != node_id:
-                    seen.add(e.source)
-                    queue.append(e.source)
-        return seen

@@ -57,7 +57,7 @@ EXCERPT_MAX = 2000
 
 # Projection of an entry ``e`` about factor ``f``: its visible influences, and only a flag for
 # the hidden ones ('' marks a hidden one inside the subquery; the flag is all that is returned).
-ENTRY_COLUMNS = f"""
+ENTRY_INFLUENCE = f"""
 CALL (e) {{
   OPTIONAL MATCH (e)-[:INFLUENCED_BY]->(g:Entity)
   WITH CASE WHEN g IS NULL THEN null
@@ -65,10 +65,15 @@ CALL (e) {{
   WITH collect(seen) AS seen
   RETURN [i IN seen WHERE i <> ''] AS influence, '' IN seen AS hidden_influence
 }}
-RETURN f.id AS factor_id,
-       e {{.id, .op, .timestamp, .previous_number, .new_number, .rationale, .excerpt, .confidence,
-           .session_id, .inference_status, .details, .seq}} AS entry,
-       influence, hidden_influence
+"""
+ENTRY_MAP = """e {.id, .op, .timestamp, .previous_number, .new_number, .rationale, .excerpt, .confidence,
+           .session_id, .inference_status, .details, .seq}"""
+# The same columns as one map, for queries that collect entries into a list.
+ENTRY_ROW = (
+    f"{{factor_id: f.id, entry: {ENTRY_MAP}, influence: influence, hidden_influence: hidden_influence}}"
+)
+ENTRY_COLUMNS = f"""{ENTRY_INFLUENCE}
+RETURN f.id AS factor_id, {ENTRY_MAP} AS entry, influence, hidden_influence
 """
 
 FACTOR_QUERY = f"""
@@ -206,14 +211,16 @@ def entry_from_row(
     )
 
 
-def _entries(records: Sequence[Any]) -> list[JournalEntryView]:
+def entries_from_rows(rows: Sequence[Any]) -> list[JournalEntryView]:
+    """Entries from ``ENTRY_COLUMNS`` records or ``ENTRY_ROW`` maps."""
     return [
-        entry_from_row(r["factor_id"], dict(r["entry"]), r["influence"], r["hidden_influence"])
-        for r in records
+        entry_from_row(r["factor_id"], dict(r["entry"]), r["influence"], r["hidden_influence"]) for r in rows
     ]
 
 
-def _state(factor: dict[str, Any], entry: JournalEntryView | None, as_of: datetime | None) -> FactorState:
+def state_from_row(
+    factor: dict[str, Any], entry: JournalEntryView | None, as_of: datetime | None
+) -> FactorState:
     return FactorState(
         id=factor["id"],
         name=factor.get("name") or factor["id"],
@@ -235,7 +242,7 @@ def _not_found(factor_id: str) -> FactorError:
 
 def get_entry(driver: Driver, scope: Scope, entry_id: str) -> JournalEntryView | None:
     records, _, _ = driver.execute_query(ENTRY_BY_ID_QUERY, {**scope.cypher_params(), "entry": entry_id})
-    found = _entries(records)
+    found = entries_from_rows(records)
     return found[0] if found else None
 
 
@@ -248,7 +255,7 @@ def factor_state(driver: Driver, scope: Scope, factor_id: str, as_of: datetime |
             raise _not_found(factor_id)
         entry_id = records[0]["entry_id"]
         entry = get_entry(driver, scope, entry_id) if entry_id else None
-        return _state(dict(records[0]["factor"]), entry, None)
+        return state_from_row(dict(records[0]["factor"]), entry, None)
     at = _aware(as_of, "as_of")
     records, _, _ = driver.execute_query(AS_OF_QUERY, {**params, "at": at})
     if not records:
@@ -257,14 +264,14 @@ def factor_state(driver: Driver, scope: Scope, factor_id: str, as_of: datetime |
     row = records[0]["entry"]
     if row is None:
         factor.update(current_value=None, current_confidence=None, inference_status=None, last_updated=None)
-        return _state(factor, None, at)
+        return state_from_row(factor, None, at)
     factor.update(
         current_value=row["new_number"],
         current_confidence=row["confidence"],
         inference_status=row["inference_status"],
         last_updated=row["timestamp"],
     )
-    return _state(factor, get_entry(driver, scope, row["id"]), at)
+    return state_from_row(factor, get_entry(driver, scope, row["id"]), at)
 
 
 def history(
@@ -288,7 +295,7 @@ def history(
         "ops": None if ops is None else list(ops),
     }
     records, _, _ = driver.execute_query(HISTORY_QUERY, params)
-    return _entries(records)
+    return entries_from_rows(records)
 
 
 def latest_entries(
@@ -300,26 +307,11 @@ def latest_entries(
     params = {**scope.cypher_params(), "factors": list(dict.fromkeys(factor_ids)), "limit": limit}
     records, _, _ = driver.execute_query(LATEST_ENTRIES_QUERY, params)
     found: dict[str, list[JournalEntryView]] = {fid: [] for fid in factor_ids}
-    for entry in _entries(records):
+    for entry in entries_from_rows(records):
         found.setdefault(entry.factor_id, []).append(entry)
     for entries in found.values():
         entries.sort(key=lambda e: e.timestamp, reverse=True)
     return found
-
-
-def explain_factor(driver: Driver, scope: Scope, factor_id: str, limit: int = 5) -> dict[str, Any]:
-    """Note 003's ``explain_factor``: current value and confidence with the reasoning chain."""
-    state = factor_state(driver, scope, factor_id)
-    chain = history(driver, scope, factor_id, limit=limit)
-    return {
-        "factor": state.id,
-        "name": state.name,
-        "current_value": state.value,
-        "confidence": state.confidence,
-        "inference_status": state.status,
-        "last_updated": None if state.last_updated is None else state.last_updated.isoformat(),
-        "reasoning_chain": [e.evidence() for e in chain],
-    }
 
 
 def unconfirmed_inferences(driver: Driver, scope: Scope) -> list[UnconfirmedInference]:

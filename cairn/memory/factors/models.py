@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import Any, Literal
 
 Status = Literal["ready", "blocked", "undetermined"]
-InferenceStatus = Literal["unconfirmed", "confirmed", "user_provided"]
 INFERENCE_STATUSES: tuple[str, ...] = ("unconfirmed", "confirmed", "user_provided")
 # What a caller is told about prerequisites it cannot see: whether there are any, never how many.
 # Both phrases are fixed (plural whatever the number), so no answer varies with the hidden count.

@@ -28,13 +28,12 @@ from cairn.memory.factors import templates
 from cairn.memory.factors.dependencies import DepGraph, DepNode
 from cairn.memory.factors.journal import (
     ABOUT_IN,
-    ENTRY_COLUMNS,
+    ENTRY_INFLUENCE,
+    ENTRY_ROW,
     VIS_E,
     VIS_F,
-    entry_from_row,
-    factor_state,
-    history,
-    latest_entries,
+    entries_from_rows,
+    state_from_row,
 )
 from cairn.memory.factors.models import (
     FactorError,
@@ -43,7 +42,7 @@ from cairn.memory.factors.models import (
     Status,
     iso,
 )
-from cairn.memory.factors.traversal import dependents, downstream, what_if_subgraph
+from cairn.memory.factors.traversal import read, what_if_subgraph, why_blocked_subgraph, why_value_rows
 from cairn.policy.scope import Scope
 
 Direction = Literal["improve", "lower"]
@@ -120,14 +119,26 @@ class WhyBlocked:
 
 def why_blocked(driver: Driver, scope: Scope, node_id: str, entries_per_factor: int = 3) -> WhyBlocked:
     """Why an option (or a factor) cannot be relied on yet: its unmet prerequisites, transitively."""
-    graph = downstream(driver, scope, [node_id])
+    graph, entries = why_blocked_subgraph(driver, scope, node_id, entries_per_factor)
+    return explain_blocked(graph, node_id, entries)
+
+
+def _newest_first(entries: list[JournalEntryView]) -> dict[str, list[JournalEntryView]]:
+    found: dict[str, list[JournalEntryView]] = {}
+    for entry in entries:
+        found.setdefault(entry.factor_id, []).append(entry)
+    for listed in found.values():
+        listed.sort(key=lambda e: e.timestamp, reverse=True)
+    return found
+
+
+def explain_blocked(graph: DepGraph, node_id: str, entries: list[JournalEntryView]) -> WhyBlocked:
+    """The why-blocked answer over a fetched subgraph and its blockers' entries (no I/O)."""
     if node_id not in graph.nodes:
         raise _not_found(node_id)
     status = graph.statuses()[node_id]
     found, hidden = graph.blockers(node_id)
-    entries = latest_entries(
-        driver, scope, [b.edge.target for b in found if b.edge.target], entries_per_factor
-    )
+    by_factor = _newest_first(entries)
     ref = {nid: NodeRef.of(n) for nid, n in graph.nodes.items()}
     blockers = tuple(
         Prerequisite(
@@ -137,7 +148,7 @@ def why_blocked(driver: Driver, scope: Scope, node_id: str, entries_per_factor: 
             confidence=graph.nodes[b.edge.target].confidence,
             required_by=ref[b.edge.source],
             via=tuple(ref[n] for n in b.path),
-            entries=tuple(entries.get(b.edge.target, ())),
+            entries=tuple(by_factor.get(b.edge.target, ())),
         )
         for b in found
         if b.edge.target is not None
@@ -221,16 +232,19 @@ def _drag(node: DepNode, weight: float) -> float:
 
 def why_value(driver: Driver, scope: Scope, factor_id: str, history_limit: int = 5) -> WhyValue:
     """How a factor got its value: its journal, and the factors it rests on, largest drag first."""
-    state = factor_state(driver, scope, factor_id)
-    chain = tuple(history(driver, scope, factor_id, limit=history_limit))
-    graph = downstream(driver, scope, [factor_id])
+    rows = why_value_rows(driver, scope, factor_id, history_limit)
+    if rows is None:
+        raise FactorError("NOT_FOUND", f"unknown factor '{factor_id}'", "factor_id")
+    state = state_from_row(rows.factor, rows.current, None)
+    chain = tuple(rows.history)
+    graph = rows.graph
     edges = graph.out.get(factor_id, [])
     visible = [e for e in edges if e.target is not None]
     stated = [e.weight for e in visible if e.weight is not None]
     default_weight = (
         (1.0 - sum(stated)) / max(1, len(visible) - len(stated)) if len(stated) < len(visible) else 0.0
     )
-    last = latest_entries(driver, scope, [e.target for e in visible if e.target], 1)
+    last = _newest_first(rows.last)
     deps = []
     for e in visible:
         if e.target is None:
@@ -261,7 +275,7 @@ def why_value(driver: Driver, scope: Scope, factor_id: str, history_limit: int =
     statuses = graph.statuses()
     ups = tuple(
         Dependent(NodeRef(i, label, name), threshold, state.value is not None and state.value >= threshold)
-        for i, label, name, threshold in dependents(driver, scope, factor_id)
+        for i, label, name, threshold in rows.dependents
     )
     needs_hidden = any(e.target is None for e in edges)
     return WhyValue(
@@ -372,7 +386,13 @@ def what_if(
     yet, lowest first (the ladder in ``steps``), and reports the top rung; "lower" tries the
     bottom of the scale.
     """
-    graph = what_if_subgraph(driver, scope, factor_id)
+    return evaluate_what_if(what_if_subgraph(driver, scope, factor_id), factor_id, value, direction)
+
+
+def evaluate_what_if(
+    graph: DepGraph, factor_id: str, value: float | None = None, direction: Direction = "improve"
+) -> WhatIf:
+    """The what-if answer over a fetched subgraph (no I/O): see ``what_if``."""
     if factor_id not in graph.nodes or graph.nodes[factor_id].label != "Factor":
         raise FactorError("NOT_FOUND", f"unknown factor '{factor_id}'", "factor_id")
     node = graph.nodes[factor_id]
@@ -440,24 +460,23 @@ def _order(ref: dict[str, NodeRef]) -> Any:
 
 # -- what changed ------------------------------------------------------------------------------
 
-WINDOW_QUERY = f"""
+# The entries in the window grouped by factor (oldest first), each factor with the value its
+# newest visible entry before the window set.
+WHAT_CHANGED_QUERY = f"""
 MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
 WHERE e.timestamp >= $since AND ($until IS NULL OR e.timestamp <= $until)
   AND ($factors IS NULL OR f.id IN $factors)
   AND {VIS_E} AND {VIS_F} AND {ABOUT_IN}
 WITH f, e ORDER BY e.timestamp ASC, e.seq ASC
-{ENTRY_COLUMNS}
-"""
-
-BEFORE_QUERY = f"""
-UNWIND $factors AS fid
-MATCH (f:Factor {{id: fid}})
-WHERE {VIS_F}
-OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
-WHERE e.timestamp < $since AND {VIS_E} AND {ABOUT_IN}
-WITH f, e ORDER BY e.timestamp DESC, e.seq DESC
-WITH f, collect(e)[0] AS e
-RETURN f.id AS id, f.name AS name, e.new_number AS before
+{ENTRY_INFLUENCE}
+WITH f, collect({ENTRY_ROW}) AS entries
+CALL (f) {{
+  OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
+  WHERE e.timestamp < $since AND {VIS_E} AND {ABOUT_IN}
+  WITH e ORDER BY e.timestamp DESC, e.seq DESC LIMIT 1
+  RETURN e.new_number AS before
+}}
+RETURN f.id AS id, f.name AS name, before, entries
 """
 
 
@@ -506,24 +525,20 @@ def what_changed(
     if until is not None and until < since:
         raise FactorError("INVALID_INPUT", "until is before since", "until")
     params = {**scope.cypher_params(), "since": since, "until": until, "factors": factor_ids}
-    records, _, _ = driver.execute_query(WINDOW_QUERY, params)
-    grouped: dict[str, list[JournalEntryView]] = {}
-    for r in records:
-        entry = entry_from_row(r["factor_id"], dict(r["entry"]), r["influence"], r["hidden_influence"])
-        grouped.setdefault(entry.factor_id, []).append(entry)
-    before_rows, _, _ = driver.execute_query(
-        BEFORE_QUERY, {**scope.cypher_params(), "since": since, "factors": sorted(grouped)}
-    )
-    names = {str(r["id"]): (str(r["name"] or r["id"]), r["before"]) for r in before_rows}
-    changes = [
-        FactorChange(
-            factor=NodeRef(fid, "Factor", names[fid][0]),
-            before=names[fid][1],
-            after=entries[-1].new_value,
-            entries=tuple(entries),
+    rows = read(driver, WHAT_CHANGED_QUERY, params)
+    # Factors in the order their first entry in the window came (then sorted, ties kept so).
+    rows.sort(key=lambda r: (r["entries"][0]["entry"]["timestamp"], r["entries"][0]["entry"]["seq"] or 0))
+    changes = []
+    for r in rows:
+        entries = entries_from_rows(r["entries"])
+        fid = str(r["id"])
+        changes.append(
+            FactorChange(
+                factor=NodeRef(fid, "Factor", str(r["name"] or fid)),
+                before=r["before"],
+                after=entries[-1].new_value,
+                entries=tuple(entries),
+            )
         )
-        for fid, entries in grouped.items()
-        if fid in names
-    ]
     changes.sort(key=lambda c: (-c.entries[-1].timestamp.timestamp(), c.factor.name))
     return WhatChanged(since, until, tuple(changes), templates.what_changed(since, until, changes))
