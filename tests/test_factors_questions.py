@@ -222,3 +222,39 @@ def test_hidden_nodes_never_appear_in_what_if(demo: Driver, staff: Scope, manage
         what_if(demo, staff, "ai_budget", 80)  # staff cannot see it: same answer as unknown
     with pytest.raises(FactorError):
         why_blocked(demo, staff, "workforce_planning_ai")
+
+
+# -- one round trip per question (issue 15) ----------------------------------------------------
+
+
+class CountingDriver:
+    """The real driver, counting the queries sent through it (sessions and execute_query)."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self.calls = 0
+
+    def session(self, **kwargs: Any) -> Any:
+        self.calls += 1
+        return self.driver.session(**kwargs)
+
+    def execute_query(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return self.driver.execute_query(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "ask",
+    [
+        lambda d, s: why_blocked(d, s, "predictive_maintenance"),
+        lambda d, s: why_value(d, s, "ai_readiness_score"),
+        lambda d, s: what_if(d, s, "data_quality"),
+        lambda d, s: what_changed(d, s, datetime(2024, 9, 1, tzinfo=UTC)),
+    ],
+    ids=["why_blocked", "why_value", "what_if", "what_changed"],
+)
+def test_each_question_is_one_round_trip(demo: Driver, staff: Scope, ask: Any) -> None:
+    counting = CountingDriver(demo)
+    answered = ask(counting, staff)
+    assert counting.calls == 1
+    assert answered.evidence() == ask(demo, staff).evidence()  # and the answer is the real one

@@ -131,6 +131,17 @@ def test_header_narrowed_hops_cut_the_walk(client: TestClient, registry: PolicyR
     assert "SECRETPRODUCT" in dumped and "SECRETFAR" not in dumped
 
 
+def test_zero_hops_answer_for_the_subject_alone(client: TestClient, registry: PolicyRegistry) -> None:
+    """X-Max-Hops 0 is a valid narrowing: the walk is the subject itself, and everything it needs
+    lies past the limit, so the verdict is undetermined and nothing behind it is named."""
+    headers = {**headers_for(registry, "director"), "X-Max-Hops": "0"}
+    payload = {"query": WHY_BLOCKED, "variables": {"id": "opt_go"}}
+    response = client.post("/graphql", json=payload, headers=headers)
+    answer = response.json()["data"]["whyBlocked"]
+    assert (answer["status"], answer["blockers"]) == ("undetermined", [])
+    assert "SECRETPRODUCT" not in response.text and "SECRETFAR" not in response.text
+
+
 @pytest.mark.parametrize("query,name", [(WHY_BLOCKED, "whyBlocked"), (WHAT_IF, "whatIf")])
 def test_external_gets_what_a_missing_factor_gets(
     client: TestClient, registry: PolicyRegistry, query: str, name: str

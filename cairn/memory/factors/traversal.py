@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from neo4j import Driver, RoutingControl
+from neo4j import READ_ACCESS, Driver, Record
+from neo4j.exceptions import DriverError, Neo4jError
 
 from cairn.memory.factors.dependencies import DepEdge, DepGraph, DepNode
 from cairn.memory.factors.journal import ABOUT_IN, ENTRY_INFLUENCE, ENTRY_ROW, VIS_E, entries_from_rows
@@ -191,10 +193,20 @@ def _limit(scope: Scope) -> int | None:
     return None if scope.unrestricted else scope.max_hops
 
 
-def read(driver: Driver, query: str, params: Mapping[str, Any]) -> list[Any]:
-    """One read round trip (a read transaction, retried on transient errors)."""
-    records, _, _ = driver.execute_query(query, dict(params), routing_=RoutingControl.READ)
-    return records
+READ_ATTEMPTS = 3
+
+
+def read(driver: Driver, query: str, params: Mapping[str, Any]) -> list[Record]:
+    """One read, one round trip: an auto-commit query (a managed transaction would add a COMMIT
+    round trip), retried like one when the error is transient."""
+    for attempt in range(1, READ_ATTEMPTS + 1):
+        try:
+            with driver.session(default_access_mode=READ_ACCESS) as session:
+                return list(session.run(query, dict(params)))
+        except (Neo4jError, DriverError) as exc:
+            if attempt == READ_ATTEMPTS or not exc.is_retryable():
+                raise
+    raise AssertionError("unreachable")
 
 
 VISIBLE_OPTIONS_QUERY = f"""
@@ -204,11 +216,15 @@ RETURN s.id AS id ORDER BY id
 """
 
 
+# Scales are a handful of strings ("0-100"); a Scale is immutable, so one parse serves them all.
+_scale = lru_cache(maxsize=1024)(Scale.parse)
+
+
 def _graph(rows: Iterable[Any]) -> DepGraph:
     nodes: list[DepNode] = []
     edges: list[DepEdge] = []
     for row in rows:
-        scale = Scale.parse(row["scale"]) if row["scale"] else None
+        scale = _scale(row["scale"]) if row["scale"] else None
         nodes.append(
             DepNode(
                 id=row["id"],
