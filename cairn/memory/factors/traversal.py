@@ -12,7 +12,8 @@ how many. A prerequisite past the hop limit therefore makes a verdict undetermin
 Each question (why-blocked, why-value, what-if; what-changed in questions.py) is one
 parameterised query: the subgraph and the journal entries its answer cites come back together,
 and the readiness evaluation runs in Python over the fetched subgraph (dependencies.py). The
-query texts are fixed per hop limit, so Neo4j plans each once and reuses the plan.
+query texts are fixed per hop limit, so Neo4j plans each once and reuses the plan
+(docs/design.md, "Factor journal" and "Policy in Cypher").
 """
 
 from __future__ import annotations
