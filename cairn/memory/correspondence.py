@@ -1,6 +1,6 @@
 """Reading the correspondence on a caller's behalf: semantic search, linear tail, divergence.
 
-Two ways in (note 002): residents search the semantic neighbourhood; external callers
+Two ways in (docs/design.md §Two ways in): residents search the semantic neighbourhood; external callers
 read the flow in order. A role whose profile says ``can_search: false`` gets the linear
 tail only, and search or divergence is refused with ``FORBIDDEN_SEARCH`` (the code the GraphQL
 ``CanSearch`` permission uses too).

@@ -243,7 +243,7 @@ def _find_date(text: str) -> tuple[str | None, tuple[int, int] | None, bool]:
 def embeddable_text(title: str, body: str) -> str:
     """Title and body without exec tags, decision lines, status and access tags.
 
-    Governance metadata is kept out of the semantic space (note 002, T2): a decision must
+    Governance metadata is kept out of the semantic space (docs/design.md §What is embedded): a decision must
     not become indistinguishable from a discussion of decisions.
     """
     lines = body.split("\n")

@@ -1,4 +1,4 @@
-"""Append-only sync of a correspondence file into ``Section`` nodes (SPEC §9, note 002).
+"""Append-only sync of a correspondence file into ``Section`` nodes (SPEC §9, docs/design.md §Correspondence).
 
 The markdown is the source of truth and is only ever read. A section's identity is its
 source name and its position in the file (``source``, ``ordinal``); its id is random

@@ -1,4 +1,4 @@
-"""Beyond note 000's v1: merge, archive, cross-link, related dossiers and JSON export.
+"""Curation (docs/design.md §Curation): merge, archive, cross-link, related dossiers and JSON export.
 
 Every change takes the routing lock (so no packet is appended to a dossier while it is being
 merged or archived) and is journalled ABOUT each dossier it touches. A merge moves the

@@ -130,7 +130,7 @@ FOREACH (t IN turns | DETACH DELETE t)
 RETURN n
 """
 
-# note 000 Phase 6 validation queries, on the graph.
+# The validation counts after a migration (docs/design.md §Gardener), on the graph.
 DOSSIER_COUNT = "MATCH (d:Dossier) RETURN count(d) AS n"
 FACT_DISTRIBUTION = """
 MATCH (d:Dossier)
@@ -452,7 +452,7 @@ def unprocessed_blocks(driver: Driver) -> list[str]:
 
 @dataclass
 class MigrationReport:
-    """note 000 Phase 6: what ran, and the validation counts."""
+    """A gardening run (docs/design.md §Gardener): what ran, and the validation counts."""
 
     gardened: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
@@ -477,7 +477,7 @@ class MigrationReport:
 
 
 def validation_counts(driver: Driver, report: MigrationReport | None = None) -> MigrationReport:
-    """Fill in note 000's validation counts (operator view: every dossier, no scope)."""
+    """Fill in the validation counts (operator view: every dossier, no scope)."""
     report = report or MigrationReport()
     report.dossiers = int(driver.execute_query(DOSSIER_COUNT)[0][0]["n"])
     report.fact_distribution = [r.data() for r in driver.execute_query(FACT_DISTRIBUTION)[0]]

@@ -185,7 +185,8 @@ def _fact_objects(value: Any) -> Any:
 
 
 class FactPacket(_Strict):
-    """``{cluster_label, facts[], source_block_id, timestamp}`` as the gardener emits it (note 000)."""
+    """``{cluster_label, facts[], source_block_id, timestamp}`` as the gardener emits it
+    (docs/design.md §Fact packets)."""
 
     cluster_label: StrictStr
     facts: tuple[FactItem, ...]
