@@ -12,14 +12,17 @@ from neo4j.exceptions import ServiceUnavailable, SessionExpired
 from rich.markup import escape
 
 from cairn.commands import correspondence, database, dossiers, factors, org, service
-from cairn.commands.common import EXIT_NEO4J_UNAVAILABLE, err
+from cairn.commands.common import RefusalsGroup, err
+from cairn.errors import EXIT_NEO4J_UNAVAILABLE
 from cairn.runtime.database import connection
 from cairn.runtime.settings import get_settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-app = typer.Typer(help="Cairn: an organisation's memory as one Neo4j graph.", no_args_is_help=True)
+app = typer.Typer(
+    cls=RefusalsGroup, help="Cairn: an organisation's memory as one Neo4j graph.", no_args_is_help=True
+)
 ingest_app = typer.Typer(help="Load data into the graph.", no_args_is_help=True)
 
 app.add_typer(database.neo4j_app, name="neo4j")

@@ -1,13 +1,22 @@
 """What every command shares (cairn/commands/common.py): the role a ``--role`` names, refused
-plainly when unknown or lacking the right the command needs, and input errors turned into exit
-code 2. No Neo4j needed."""
+plainly when unknown or lacking the right the command needs; plain input errors and every
+CairnError turned into one message and an exit code. No Neo4j needed."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import typer
+from typer.testing import CliRunner
 
-from cairn.commands.common import EXIT_BAD_INPUT, EXIT_FAILED, refusing, scope_for
+from cairn.cli import app
+from cairn.commands.common import refusal, refusing, scope_for
+from cairn.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_NOT_VISIBLE
+from cairn.memory.dossiers.curation import CurationError
+from cairn.memory.dossiers.gardener import BlockNotFound
+from cairn.memory.dossiers.models import InputError
+from cairn.policy.preselector import AnchorNotVisible
 from cairn.policy.scope import Scope
 
 
@@ -52,3 +61,41 @@ def test_listed_input_errors_exit_with_code_2_and_others_pass_through(
     assert "source name must be a slug" in capsys.readouterr().err
     with pytest.raises(KeyError), refusing(ValueError):
         raise KeyError("not an input error")
+
+
+# --- the one CLI rendering of a CairnError (cairn/errors.py) -----------------------------------
+
+
+def test_a_refusal_exits_with_its_code_and_names_every_problem_once(tmp_path: Path) -> None:
+    packets = tmp_path / "packets.json"
+    packets.write_text('[{"cluster_label": "x"}, {"cluster_label": 3, "facts": []}]', encoding="utf-8")
+    result = CliRunner().invoke(app, ["ingest", "packets", str(packets)])
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    out = " ".join(result.output.split())
+    assert out.startswith("error: INVALID_INPUT: invalid file: ")
+    for problem in (
+        "packets.json[0]: facts: Field required",
+        "packets.json[1]: facts: must hold at least one fact",
+    ):
+        assert out.count(problem) == 1, out
+    assert out.endswith("nothing was written")
+
+
+def test_problems_the_message_leaves_out_are_listed_below_it(capsys: pytest.CaptureFixture[str]) -> None:
+    problems = [f"record {n}: bad" for n in range(12)]
+    exit_ = refusal(InputError("packet", problems))
+    assert exit_.exit_code == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert all(err.count(p) == 1 for p in problems), err
+    assert "(+4 more)" in err
+
+
+def test_each_refusal_keeps_its_exit_code() -> None:
+    assert BlockNotFound("no block 'b'").exit_code == EXIT_FAILED
+    hidden = AnchorNotVisible("acme-hidden")
+    assert (hidden.exit_code, hidden.public_message, hidden.extensions()) == (
+        EXIT_NOT_VISIBLE,
+        "no such node",
+        {"code": "NOT_FOUND"},
+    )
+    assert CurationError("cannot merge a dossier into itself").exit_code == EXIT_BAD_INPUT

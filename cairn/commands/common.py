@@ -1,6 +1,6 @@
-"""What every command group shares: the consoles, a plain failure message with its exit code, a
-driver to a migrated database, the ``--role`` options and the scope they give, progress bars, and
-the skeleton of an ingest command (validate whole, write, refuse bad input with exit code 2)."""
+"""What every command group shares: the consoles, a plain failure message with its exit code (and
+the one CLI rendering of a ``CairnError``), a driver to a migrated database, the ``--role``
+options and the scope they give, progress bars, and the skeleton of an ingest command."""
 
 from __future__ import annotations
 
@@ -14,20 +14,15 @@ from neo4j import Driver
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from typer.core import TyperGroup
 
+from cairn.errors import EXIT_BAD_INPUT, EXIT_FAILED, CairnError
 from cairn.policy.profiles import PolicyRegistry, RoleProfile
 from cairn.policy.scope import Scope
 from cairn.runtime import neo4j_server
 from cairn.runtime.database import sync_driver
 from cairn.runtime.settings import get_settings
 from cairn.schema.migrate import SCHEMA_VERSION, schema_version
-
-# Exit codes: 1 a refusal or failure, 2 bad input (nothing was written), 3 Neo4j unavailable,
-# 4 the anchor is not visible to the role (`cairn ask`).
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_NEO4J_UNAVAILABLE = 3
-EXIT_NOT_VISIBLE = 4
 
 # soft_wrap: off a terminal rich would hard-wrap at 80 columns, breaking ids and paths.
 console = Console(soft_wrap=True)
@@ -45,6 +40,26 @@ def fail(message: str, code: int = EXIT_FAILED) -> typer.Exit:
     """Print the message (user text is escaped, never read as markup) and return the exit to raise."""
     err.print(f"[bold red]error:[/] {escape(message)}")
     return typer.Exit(code)
+
+
+def refusal(exc: CairnError) -> typer.Exit:
+    """The one CLI rendering of a refusal: ``error: CODE: message``, then each problem the message
+    does not already show and, for input problems, that nothing was written; exit ``exit_code``."""
+    lines = [exc.message]
+    if exc.problem_texts is not None:
+        lines += [f"  {p}" for p in exc.problem_texts if p not in exc.message]
+        lines.append("nothing was written")
+    return fail(f"{exc.code}: " + "\n".join(lines), exc.exit_code)
+
+
+class RefusalsGroup(TyperGroup):
+    """The root command group: a ``CairnError`` from any command ends it through ``refusal``."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CairnError as exc:
+            raise refusal(exc) from None
 
 
 def old_schema(found: int | None) -> str:
@@ -120,7 +135,7 @@ def stage_progress() -> Iterator[Callable[[str, int], None]]:
 
 @contextmanager
 def refusing(*errors: type[Exception], code: int = EXIT_BAD_INPUT) -> Iterator[None]:
-    """Turn the listed input errors into one plain message and exit ``code`` (nothing was written)."""
+    """Turn the listed errors (plain ones, not a ``CairnError``) into one message and exit ``code``."""
     try:
         yield
     except errors as exc:
@@ -128,8 +143,8 @@ def refusing(*errors: type[Exception], code: int = EXIT_BAD_INPUT) -> Iterator[N
 
 
 @contextmanager
-def ingesting(*errors: type[Exception]) -> Iterator[tuple[Driver, Callable[[str, int], None]]]:
-    """The skeleton of an ingest command: a driver, a bar per stage, and the listed validation
-    errors refused with exit code 2 (ingests validate whole before they write)."""
-    with open_driver() as driver, stage_progress() as advance, refusing(*errors):
+def ingesting() -> Iterator[tuple[Driver, Callable[[str, int], None]]]:
+    """The skeleton of an ingest command: a driver to a migrated database and a bar per stage
+    (ingests validate whole before they write; a refusal exits through ``refusal``)."""
+    with open_driver() as driver, stage_progress() as advance:
         yield driver, advance

@@ -20,15 +20,13 @@ from cairn.commands.common import (
     RoleOption,
     console,
     err,
-    fail,
     open_driver,
     progress,
     refusing,
     role_profile,
 )
 from cairn.ingest.correspondence.collisions import default_log_path
-from cairn.ingest.correspondence.parser import CorrespondenceError
-from cairn.ingest.correspondence.sync import SyncRaceError, SyncReport, check_source, reembed, sync_file
+from cairn.ingest.correspondence.sync import SyncReport, check_source, reembed, sync_file
 from cairn.ingest.correspondence.watch import DEFAULT_INTERVAL_S, watch_file
 from cairn.memory import correspondence as corr
 from cairn.policy.scope import Scope
@@ -89,7 +87,7 @@ def ingest_correspondence(
             return
         with progress() as bar:
             task = bar.add_task("embedding and writing new sections", total=None)
-            try:
+            with refusing(FileNotFoundError, IsADirectoryError):
                 report = sync_file(
                     driver,
                     file,
@@ -97,12 +95,6 @@ def ingest_correspondence(
                     source=source,
                     progress=lambda _stage, done, total: bar.update(task, completed=done, total=total),
                 )
-            except CorrespondenceError as exc:
-                for problem in exc.problems:
-                    err.print(f"  {escape(str(problem))}")
-                raise fail(f"{file}: nothing was written", code=2) from None
-            except (FileNotFoundError, IsADirectoryError, SyncRaceError) as exc:
-                raise fail(str(exc), code=2) from None
     _print_report(report)
 
 
@@ -146,10 +138,6 @@ def _section_table(views: list[corr.SectionView], with_score: bool) -> Table:
     return table
 
 
-def _refused(exc: corr.CorrespondenceRefused) -> typer.Exit:
-    return fail(f"{exc.code}: {exc}", code=2)
-
-
 @correspondence_app.command("search")
 def search(
     query: Annotated[str, typer.Argument(help="what to look for")],
@@ -171,10 +159,7 @@ def search(
         date_to=date_to,
     )
     with open_driver() as driver:
-        try:
-            result = corr.semantic_search(driver, reader, query, k, filters)
-        except corr.CorrespondenceRefused as exc:
-            raise _refused(exc) from None
+        result = corr.semantic_search(driver, reader, query, k, filters)
     console.print(_section_table(result.hits, with_score=True))
     console.print(f"{result.total} visible section(s) matched the filters")
 
@@ -188,10 +173,7 @@ def tail(
     """The last N sections in order (or N from a section on), with their text."""
     reader = _reader(role)
     with open_driver() as driver:
-        try:
-            views = corr.linear_tail(driver, reader, n, from_section)
-        except corr.CorrespondenceRefused as exc:
-            raise _refused(exc) from None
+        views = corr.linear_tail(driver, reader, n, from_section)
     for v in views:
         f = v.fields
         filed = escape(str(f.get("filed_id")))
@@ -210,10 +192,7 @@ def divergence(
     """What each named author said nearest to QUESTION."""
     reader = _reader(role)
     with open_driver() as driver:
-        try:
-            grouped = corr.being_divergence(driver, reader, question, being, k)
-        except corr.CorrespondenceRefused as exc:
-            raise _refused(exc) from None
+        grouped = corr.being_divergence(driver, reader, question, being, k)
     for name, views in grouped.items():
         console.print(f"[bold]{escape(name)}[/] — {len(views)} section(s)")
         console.print(_section_table(views, with_score=True))

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from cairn.commands.common import EXIT_NEO4J_UNAVAILABLE, console, fail, open_driver
+from cairn.commands.common import console, open_driver
+from cairn.errors import EXIT_NEO4J_UNAVAILABLE
 from cairn.runtime import neo4j_server
 from cairn.runtime.backup import backup, restore
 from cairn.runtime.database import sync_driver
@@ -23,11 +24,8 @@ db_app = typer.Typer(help="Schema management.", no_args_is_help=True)
 @neo4j_app.command("start")
 def neo4j_start() -> None:
     """Fetch the pinned jars (once), start Neo4j in the background, wait for Bolt."""
-    try:
-        with console.status("starting Neo4j (first run fetches the jars with Maven)…"):
-            st = neo4j_server.start(get_settings())
-    except neo4j_server.Neo4jProcessError as exc:
-        raise fail(str(exc)) from None
+    with console.status("starting Neo4j (first run fetches the jars with Maven)…"):
+        st = neo4j_server.start(get_settings())
     console.print(f"Neo4j {st.version} running (pid {st.pid})")
     console.print(f"  Bolt:    {st.bolt_uri}  user neo4j, password in {st.home / 'password'}")
     console.print(f"  Browser: {st.http_url}")
@@ -68,10 +66,7 @@ def backup_command(path: Annotated[Path, typer.Argument(help="folder for neo4j.d
     """Offline dump of the embedded Neo4j (stopped and restarted around the dump)."""
     settings = get_settings()
     with console.status("dumping (Neo4j is stopped meanwhile)…"):
-        try:
-            dump = backup(settings, path)
-        except neo4j_server.Neo4jProcessError as exc:
-            raise fail(str(exc)) from None
+        dump = backup(settings, path)
     console.print(f"backup written to {dump}")
     _print_checksum(settings)
 
@@ -82,10 +77,7 @@ def restore_command(
     """Replace the embedded database with a dump (Neo4j is stopped and restarted)."""
     settings = get_settings()
     with console.status("loading (Neo4j is stopped meanwhile)…"):
-        try:
-            restore(settings, path)
-        except neo4j_server.Neo4jProcessError as exc:
-            raise fail(str(exc)) from None
+        restore(settings, path)
     console.print(f"restored from {path}")
     _print_checksum(settings)
 

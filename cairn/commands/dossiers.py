@@ -16,20 +16,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cairn.commands.common import RoleOption, console, err, fail, open_driver, print_json, progress, scope_for
+from cairn.commands.common import RoleOption, console, fail, open_driver, print_json, progress, scope_for
 from cairn.memory.dossiers import blocks, curation, facts, files, gardener, governor, retriever
-from cairn.memory.dossiers.models import InputError
 
 dossier_app = typer.Typer(help="Search and curate dossiers.", no_args_is_help=True)
 
 AsJson = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
 Rationale = Annotated[str | None, typer.Option("--rationale", help="why (kept in the journal)")]
-
-
-def _input_error(exc: InputError) -> typer.Exit:
-    for p in exc.problems:
-        err.print(f"  {escape(str(p))}")
-    return fail(f"{len(exc.problems)} problem(s); nothing was written", code=2)
 
 
 @dossier_app.command("search")
@@ -140,10 +133,7 @@ def export(
 
 def _curate(work: Any) -> None:
     with open_driver() as driver:
-        try:
-            result = work(driver)
-        except curation.CurationError as exc:
-            raise fail(str(exc), code=2) from None
+        result = work(driver)
     done = " (already done)" if result.already_done else ""
     moved = f", {len(result.moved_facts)} fact(s) moved" if result.moved_facts else ""
     console.print(f"{result.op}: {', '.join(result.dossier_ids)}{moved}{done}")
@@ -198,10 +188,7 @@ def garden(
         raise fail("give a BLOCK_ID or --all (not both)", code=2)
     with open_driver() as driver:
         if block_id is not None:
-            try:
-                report = gardener.garden_block(driver, block_id)
-            except gardener.BlockNotFound as exc:
-                raise fail(str(exc)) from None
+            report = gardener.garden_block(driver, block_id)
             print_json(report.as_json())
             return
         with progress() as bar:
@@ -237,10 +224,7 @@ def ingest_packets(
     path: Annotated[Path, typer.Argument(help="fact packets: JSON lines (or a JSON array)")],
 ) -> None:
     """Route every packet of FILE into dossiers (one transaction per packet; re-runs are no-ops)."""
-    try:
-        packets = files.read_packets(path)
-    except InputError as exc:
-        raise _input_error(exc) from None
+    packets = files.read_packets(path)
     total_facts = sum(len(p.facts) for p in packets)
     with open_driver() as driver, progress() as bar:
         task = bar.add_task("routing facts", total=total_facts)
@@ -260,15 +244,9 @@ def ingest_block_file(
     garden_now: Annotated[bool, typer.Option("--garden", help="garden the blocks right away")] = False,
 ) -> None:
     """Store conversation blocks (turns and extracted facts) for the gardener."""
-    try:
-        parsed = files.read_blocks(path)
-    except InputError as exc:
-        raise _input_error(exc) from None
+    parsed = files.read_blocks(path)
     with open_driver() as driver:
-        try:
-            reports = blocks.ingest_blocks(driver, parsed)
-        except InputError as exc:
-            raise _input_error(exc) from None
+        reports = blocks.ingest_blocks(driver, parsed)
         console.print(
             f"stored {len(reports)} block(s), {sum(r.turns for r in reports)} turn(s), "
             f"{sum(r.facts for r in reports)} fact(s)"

@@ -20,7 +20,6 @@ from rich.table import Table
 from cairn.commands.common import ActingRoleOption as RoleOption
 from cairn.commands.common import console, err, fail, ingesting, open_driver, scope_for
 from cairn.ingest.factors import DEMO_DIR, ingest_factor_dir
-from cairn.ingest.fixtures import FixtureError
 from cairn.memory.factors import questions
 from cairn.memory.factors.ask import answer_question
 from cairn.memory.factors.assessment import assessment_summary
@@ -257,7 +256,7 @@ def ingest_factors(
     ] = DEMO_DIR,
 ) -> None:
     """Validate the factor domain (factors, options, DEPENDS_ON, sessions, journal), then write it whole."""
-    with ingesting(FixtureError) as (driver, advance):
+    with ingesting() as (driver, advance):
         report = ingest_factor_dir(driver, path, advance)
     console.print(
         f"ingested {report.factors} factors, {report.options} options, {report.depends_on} DEPENDS_ON edges, "

@@ -14,12 +14,10 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from cairn.commands.common import EXIT_NOT_VISIBLE, console, err, open_driver, refusing, stage_progress
-from cairn.ingest.fixtures import FixtureError
+from cairn.commands.common import console, err, open_driver, stage_progress
 from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.memory.ask import AskService
 from cairn.policy.passport import headers_for, verify
-from cairn.policy.preselector import AnchorNotVisible
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.database import async_driver
 from cairn.runtime.llm import LLMClient
@@ -38,7 +36,7 @@ def ingest_fixtures(
     aliases (idempotent). Runs as the operator: full power, no role scope."""
     registry = PolicyRegistry.load(get_settings().policy_file)
     with open_driver() as driver:
-        with stage_progress() as advance, refusing(FixtureError):
+        with stage_progress() as advance:
             report = ingest_fixture_dir(driver, path, advance, registry=registry, refuse_warnings=strict)
         checksum = graph_checksum(driver)
     for warning in report.warnings:
@@ -89,11 +87,7 @@ def ask(
         finally:
             await driver.close()
 
-    try:
-        result = asyncio.run(run())
-    except AnchorNotVisible:
-        err.print(f"no node '{escape(anchor)}' visible to role {escape(role)}")
-        raise typer.Exit(EXIT_NOT_VISIBLE) from None
+    result = asyncio.run(run())  # an anchor absent or hidden: AnchorNotVisible, exit code 4
     if meta:
         print(json.dumps(result.meta, indent=2))
         return

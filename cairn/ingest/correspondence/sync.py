@@ -32,6 +32,7 @@ from typing import Any
 from neo4j import Driver, ManagedTransaction, RoutingControl
 from neo4j.exceptions import ConstraintError
 
+from cairn.errors import CairnError
 from cairn.ingest.correspondence import collisions
 from cairn.ingest.correspondence.parser import (
     DEFAULT_ACCESS,
@@ -100,8 +101,11 @@ SET s.embedding = row.embedding, s.embedding_model = $model
 """
 
 
-class SyncRaceError(RuntimeError):
+class SyncRaceError(CairnError, RuntimeError):
     """Another sync kept taking the same canonical numbers; running again resolves it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("CONFLICT_RETRY", message)
 
 
 @dataclass(frozen=True)

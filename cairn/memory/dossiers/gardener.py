@@ -29,6 +29,7 @@ import numpy as np
 from neo4j import Driver, ManagedTransaction
 from numpy.typing import NDArray
 
+from cairn.errors import EXIT_FAILED, CairnError
 from cairn.memory.dossiers.adjudicator import Adjudicator
 from cairn.memory.dossiers.blocks import block_node_id
 from cairn.memory.dossiers.governor import RoutingResult, process_fact_packet
@@ -165,8 +166,17 @@ _STOPWORDS = frozenset(
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#-]*")
 
 
-class BlockNotFound(LookupError):
-    """No block with this id is stored."""
+class BlockNotFound(CairnError, LookupError):
+    """No block with this id is stored (an API caller is not told the id back)."""
+
+    exit_code = EXIT_FAILED
+
+    def __init__(self, message: str) -> None:
+        super().__init__("NOT_FOUND", message)
+
+    @property
+    def public_message(self) -> str:
+        return "no such block"
 
 
 @dataclass(frozen=True)
