@@ -11,11 +11,13 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings as hypothesis_settings
 from neo4j import Driver
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
+from starlette.testclient import TestClient
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -26,7 +28,10 @@ if not os.environ.get("NEO4J_URI"):
     os.environ.setdefault("CAIRN_HTTP_PORT", os.environ.get("CAIRN_TEST_HTTP_PORT", "17474"))
 os.environ.setdefault("CAIRN_TRACE_DIR", tempfile.mkdtemp(prefix="cairn-traces-"))
 
+from cairn.ingest.correspondence.demo import load_demo_correspondence
 from cairn.ingest.org_memory import ingest_fixture_dir
+from cairn.policy.passport import headers_for
+from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
 from cairn.runtime.database import sync_driver
 from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
@@ -118,3 +123,42 @@ def acme_db(driver: Driver) -> Driver:
 @pytest.fixture
 def acme_dir() -> Path:
     return ACME
+
+
+# --- Shared by the API and adversarial modules: data loaded once per module, the policy
+# registry, a GraphQL call and a development passport. A module may still define a fixture of
+# the same name to load something else.
+
+
+@pytest.fixture(scope="module")
+def acme(driver: Driver) -> Driver:
+    """The demo org, loaded once for the module (its tests read it; writers clean up)."""
+    wipe(driver)
+    ingest_fixture_dir(driver, ACME)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def letters(driver: Driver, settings: Settings) -> Driver:
+    """The demo correspondence, loaded once for the module."""
+    wipe(driver)
+    load_demo_correspondence(driver, settings)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def registry(settings: Settings) -> PolicyRegistry:
+    return PolicyRegistry.load(settings.policy_file)
+
+
+def gql(client: TestClient, query: str, headers: dict[str, str], **variables: Any) -> dict[str, Any]:
+    """POST a GraphQL request; the transport must answer 200 (errors travel in the body)."""
+    resp = client.post("/graphql", json={"query": query, "variables": variables}, headers=headers)
+    assert resp.status_code == 200, resp.text
+    body: dict[str, Any] = resp.json()
+    return body
+
+
+def passport(registry: PolicyRegistry, role: str, **extra: str) -> dict[str, str]:
+    """The development passport of ``role``, with ``extra`` headers (narrowing) on top."""
+    return {**headers_for(registry, role), **extra}

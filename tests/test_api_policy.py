@@ -16,11 +16,10 @@ from typer.testing import CliRunner
 from cairn import app as app_module
 from cairn.app import create_app
 from cairn.cli import app as cli
-from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.policy.passport import REQUIRED, headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
-from tests.conftest import ACME, wipe
+from tests.conftest import gql, passport
 from tests.llm_server import running_llm_server
 
 ASK = """query($id: ID!, $mode: AskMode!, $budget: Int) {
@@ -41,32 +40,9 @@ HIDDEN_DECISION = "acme-corp-unify-cloud-platform-2022"
 
 
 @pytest.fixture(scope="module")
-def acme(driver: Driver) -> Driver:
-    wipe(driver)
-    ingest_fixture_dir(driver, ACME)
-    return driver
-
-
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
-
-
-@pytest.fixture(scope="module")
 def client(acme: Driver, settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings)) as c:
         yield c
-
-
-def gql(client: TestClient, query: str, headers: dict[str, str], **variables: Any) -> dict[str, Any]:
-    resp = client.post("/graphql", json={"query": query, "variables": variables}, headers=headers)
-    assert resp.status_code == 200, resp.text
-    body: dict[str, Any] = resp.json()
-    return body
-
-
-def passport(registry: PolicyRegistry, role: str, **extra: str) -> dict[str, str]:
-    return {**headers_for(registry, role), **extra}
 
 
 def decision_texts(acme: Driver, decision_id: str) -> list[str]:

@@ -12,50 +12,34 @@ from typing import Annotated
 
 import typer
 from neo4j import Driver
-from rich.console import Console
 from rich.markdown import Markdown
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cairn.commands.common import fail as _fail
-from cairn.commands.common import open_driver as _driver
+from cairn.commands.common import (
+    RoleOption,
+    console,
+    err,
+    open_driver,
+    progress,
+    refusing,
+    role_profile,
+)
 from cairn.ingest.correspondence.collisions import default_log_path
-from cairn.ingest.correspondence.parser import CorrespondenceError
-from cairn.ingest.correspondence.sync import SyncRaceError, SyncReport, check_source, reembed, sync_file
+from cairn.ingest.correspondence.sync import SyncReport, check_source, reembed, sync_file
 from cairn.ingest.correspondence.watch import DEFAULT_INTERVAL_S, watch_file
 from cairn.memory import correspondence as corr
-from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.runtime.settings import get_settings
 
 correspondence_app = typer.Typer(help="Read the correspondence store.", no_args_is_help=True)
-console = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-RoleOption = Annotated[
-    str | None, typer.Option("--role", help="read as this role profile (default: operator, unmasked)")
-]
 
 
 def _reader(role: str | None) -> corr.Reader:
     if role is None:
         return corr.Reader.system()
-    profile = PolicyRegistry.load(get_settings().policy_file).get(role)
-    if profile is None:
-        raise _fail(f"no role '{role}' in the policy file")
+    profile = role_profile(role)
     return corr.Reader(Scope.from_profile(profile), profile.can_search)
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    )
 
 
 def _print_report(report: SyncReport) -> None:
@@ -94,18 +78,16 @@ def ingest_correspondence(
 ) -> None:
     """Sync a correspondence file into Section nodes: append-only, idempotent."""
     if source is not None:
-        try:
+        with refusing(ValueError):
             check_source(source)
-        except ValueError as exc:
-            raise _fail(str(exc), code=2) from None
     log = collision_log or default_log_path(get_settings())
-    with _driver() as driver:
+    with open_driver() as driver:
         if watch:
             _watch(driver, file, log, source, interval)
             return
-        with _progress() as bar:
+        with progress() as bar:
             task = bar.add_task("embedding and writing new sections", total=None)
-            try:
+            with refusing(FileNotFoundError, IsADirectoryError):
                 report = sync_file(
                     driver,
                     file,
@@ -113,12 +95,6 @@ def ingest_correspondence(
                     source=source,
                     progress=lambda _stage, done, total: bar.update(task, completed=done, total=total),
                 )
-            except CorrespondenceError as exc:
-                for problem in exc.problems:
-                    err.print(f"  {escape(str(problem))}")
-                raise _fail(f"{file}: nothing was written", code=2) from None
-            except (FileNotFoundError, IsADirectoryError, SyncRaceError) as exc:
-                raise _fail(str(exc), code=2) from None
     _print_report(report)
 
 
@@ -162,10 +138,6 @@ def _section_table(views: list[corr.SectionView], with_score: bool) -> Table:
     return table
 
 
-def _refused(exc: corr.CorrespondenceRefused) -> typer.Exit:
-    return _fail(f"{exc.code}: {exc}", code=2)
-
-
 @correspondence_app.command("search")
 def search(
     query: Annotated[str, typer.Argument(help="what to look for")],
@@ -186,11 +158,8 @@ def search(
         date_from=date_from,
         date_to=date_to,
     )
-    with _driver() as driver:
-        try:
-            result = corr.semantic_search(driver, reader, query, k, filters)
-        except corr.CorrespondenceRefused as exc:
-            raise _refused(exc) from None
+    with open_driver() as driver:
+        result = corr.semantic_search(driver, reader, query, k, filters)
     console.print(_section_table(result.hits, with_score=True))
     console.print(f"{result.total} visible section(s) matched the filters")
 
@@ -203,11 +172,8 @@ def tail(
 ) -> None:
     """The last N sections in order (or N from a section on), with their text."""
     reader = _reader(role)
-    with _driver() as driver:
-        try:
-            views = corr.linear_tail(driver, reader, n, from_section)
-        except corr.CorrespondenceRefused as exc:
-            raise _refused(exc) from None
+    with open_driver() as driver:
+        views = corr.linear_tail(driver, reader, n, from_section)
     for v in views:
         f = v.fields
         filed = escape(str(f.get("filed_id")))
@@ -225,11 +191,8 @@ def divergence(
 ) -> None:
     """What each named author said nearest to QUESTION."""
     reader = _reader(role)
-    with _driver() as driver:
-        try:
-            grouped = corr.being_divergence(driver, reader, question, being, k)
-        except corr.CorrespondenceRefused as exc:
-            raise _refused(exc) from None
+    with open_driver() as driver:
+        grouped = corr.being_divergence(driver, reader, question, being, k)
     for name, views in grouped.items():
         console.print(f"[bold]{escape(name)}[/] — {len(views)} section(s)")
         console.print(_section_table(views, with_score=True))
@@ -238,7 +201,7 @@ def divergence(
 @correspondence_app.command("reembed")
 def reembed_command() -> None:
     """Re-embed only the sections embedded with another model than the configured one."""
-    with _driver() as driver, _progress() as bar:
+    with open_driver() as driver, progress() as bar:
         task = bar.add_task("re-embedding", total=None)
         done = reembed(driver, progress=lambda _stage, d, total: bar.update(task, completed=d, total=total))
     console.print(f"re-embedded {done} section(s)")

@@ -13,60 +13,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cairn.commands.common import fail as _fail
-from cairn.commands.common import open_driver as _driver
+from cairn.commands.common import RoleOption, console, fail, open_driver, print_json, progress, scope_for
 from cairn.memory.dossiers import blocks, curation, facts, files, gardener, governor, retriever
-from cairn.memory.dossiers.models import InputError
-from cairn.policy.profiles import PolicyRegistry
-from cairn.policy.scope import Scope
-from cairn.runtime.settings import get_settings
 
 dossier_app = typer.Typer(help="Search and curate dossiers.", no_args_is_help=True)
-console = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 
-RoleOption = Annotated[
-    str | None, typer.Option("--role", help="read as this role profile (default: operator, unmasked)")
-]
 AsJson = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
 Rationale = Annotated[str | None, typer.Option("--rationale", help="why (kept in the journal)")]
-
-
-def _scope(role: str | None) -> Scope:
-    if role is None:
-        return Scope.system()
-    profile = PolicyRegistry.load(get_settings().policy_file).get(role)
-    if profile is None:
-        raise _fail(f"no role '{role}' in the policy file")
-    if not profile.can_search:
-        raise _fail(f"role '{role}' may not search")
-    return Scope.from_profile(profile)
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    )
-
-
-def _print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-
-
-def _input_error(exc: InputError) -> typer.Exit:
-    for p in exc.problems:
-        err.print(f"  {escape(str(p))}")
-    return _fail(f"{len(exc.problems)} problem(s); nothing was written", code=2)
 
 
 @dossier_app.command("search")
@@ -79,13 +35,13 @@ def search(
     as_json: AsJson = False,
 ) -> None:
     """Dossiers whose facts are nearest the query (cosine >= threshold), best first."""
-    scope = _scope(role)
-    with _driver() as driver:
+    scope = scope_for(role, search=True)
+    with open_driver() as driver:
         result = retriever.retrieve_relevant_dossiers(
             driver, scope, query, top_k, threshold, include_archived=archived
         )
     if as_json:
-        _print_json({"count": result.total, "dossiers": [d.as_json() for d in result.dossiers]})
+        print_json({"count": result.total, "dossiers": [d.as_json() for d in result.dossiers]})
         return
     table = Table(title=f"{result.total} dossier(s) match; top {len(result.dossiers)}")
     for col in ("score", "id", "title", "facts", "summary"):
@@ -107,11 +63,11 @@ def ask(
     as_json: AsJson = False,
 ) -> None:
     """The facts that best answer the question (vector + full-text, fused), under their dossiers."""
-    scope = _scope(role)
-    with _driver() as driver:
+    scope = scope_for(role, search=True)
+    with open_driver() as driver:
         result = facts.FactRetriever(driver).search(scope, question, top_k)
     if as_json:
-        _print_json({"count": result.total, "hits": [h.as_json() for h in result.hits]})
+        print_json({"count": result.total, "hits": [h.as_json() for h in result.hits]})
         return
     if max_tokens is not None:
         print(facts.format_for_context(result.hits, max_tokens=max_tokens), end="")
@@ -137,13 +93,13 @@ def show(
     as_json: AsJson = False,
 ) -> None:
     """One dossier: summary, facts and history."""
-    scope = _scope(role)
-    with _driver() as driver:
+    scope = scope_for(role, search=True)
+    with open_driver() as driver:
         view = retriever.get_dossier(driver, scope, dossier_id)
     if view is None:
-        raise _fail("no such dossier")
+        raise fail("no such dossier")
     if as_json:
-        _print_json(view.as_json())
+        print_json(view.as_json())
         return
     console.print(f"[bold]{escape(view.title)}[/] ({view.id}, {view.fields.get('status')})")
     console.print(f"Summary: {escape(view.summary)}")
@@ -162,11 +118,11 @@ def export(
     role: RoleOption = None,
 ) -> None:
     """The dossier with its facts, history and related dossiers as JSON."""
-    scope = _scope(role)
-    with _driver() as driver:
+    scope = scope_for(role, search=True)
+    with open_driver() as driver:
         doc = curation.export_dossier(driver, scope, dossier_id)
     if doc is None:
-        raise _fail("no such dossier")
+        raise fail("no such dossier")
     text = json.dumps(doc, indent=2, ensure_ascii=False, default=str)
     if out is None:
         print(text)
@@ -176,11 +132,8 @@ def export(
 
 
 def _curate(work: Any) -> None:
-    with _driver() as driver:
-        try:
-            result = work(driver)
-        except curation.CurationError as exc:
-            raise _fail(str(exc), code=2) from None
+    with open_driver() as driver:
+        result = work(driver)
     done = " (already done)" if result.already_done else ""
     moved = f", {len(result.moved_facts)} fact(s) moved" if result.moved_facts else ""
     console.print(f"{result.op}: {', '.join(result.dossier_ids)}{moved}{done}")
@@ -221,9 +174,9 @@ def related(
     role: RoleOption = None,
 ) -> None:
     """Linked dossiers, then those whose facts vote for this one's."""
-    scope = _scope(role)
-    with _driver() as driver:
-        _print_json(curation.related_dossiers(driver, scope, dossier_id, top_k))
+    scope = scope_for(role, search=True)
+    with open_driver() as driver:
+        print_json(curation.related_dossiers(driver, scope, dossier_id, top_k))
 
 
 def garden(
@@ -232,16 +185,13 @@ def garden(
 ) -> None:
     """Tag a block, route its facts into dossiers and delete its turns; --all migrates every block."""
     if (block_id is None) == (not all_blocks):
-        raise _fail("give a BLOCK_ID or --all (not both)", code=2)
-    with _driver() as driver:
+        raise fail("give a BLOCK_ID or --all (not both)", code=2)
+    with open_driver() as driver:
         if block_id is not None:
-            try:
-                report = gardener.garden_block(driver, block_id)
-            except gardener.BlockNotFound as exc:
-                raise _fail(str(exc)) from None
-            _print_json(report.as_json())
+            report = gardener.garden_block(driver, block_id)
+            print_json(report.as_json())
             return
-        with _progress() as bar:
+        with progress() as bar:
             task = bar.add_task("gardening blocks", total=None)
 
             def advance(done_id: str, n: int, total: int) -> None:
@@ -274,12 +224,9 @@ def ingest_packets(
     path: Annotated[Path, typer.Argument(help="fact packets: JSON lines (or a JSON array)")],
 ) -> None:
     """Route every packet of FILE into dossiers (one transaction per packet; re-runs are no-ops)."""
-    try:
-        packets = files.read_packets(path)
-    except InputError as exc:
-        raise _input_error(exc) from None
+    packets = files.read_packets(path)
     total_facts = sum(len(p.facts) for p in packets)
-    with _driver() as driver, _progress() as bar:
+    with open_driver() as driver, progress() as bar:
         task = bar.add_task("routing facts", total=total_facts)
         results = governor.ingest_packets(driver, packets, progress=lambda n: bar.advance(task, n))
     created = sum(r.action == "created" for r in results)
@@ -297,22 +244,16 @@ def ingest_block_file(
     garden_now: Annotated[bool, typer.Option("--garden", help="garden the blocks right away")] = False,
 ) -> None:
     """Store conversation blocks (turns and extracted facts) for the gardener."""
-    try:
-        parsed = files.read_blocks(path)
-    except InputError as exc:
-        raise _input_error(exc) from None
-    with _driver() as driver:
-        try:
-            reports = blocks.ingest_blocks(driver, parsed)
-        except InputError as exc:
-            raise _input_error(exc) from None
+    parsed = files.read_blocks(path)
+    with open_driver() as driver:
+        reports = blocks.ingest_blocks(driver, parsed)
         console.print(
             f"stored {len(reports)} block(s), {sum(r.turns for r in reports)} turn(s), "
             f"{sum(r.facts for r in reports)} fact(s)"
         )
         if garden_now:
             report = gardener.MigrationReport()
-            with _progress() as bar:
+            with progress() as bar:
                 task = bar.add_task("gardening blocks", total=len(reports))
                 for r in reports:
                     gardener.garden_block(driver, r.block_id)

@@ -11,18 +11,15 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cairn.commands.common import fail as _fail
-from cairn.commands.common import open_driver as _driver
-from cairn.commands.common import stage_progress
+from cairn.commands.common import ActingRoleOption as RoleOption
+from cairn.commands.common import console, err, fail, ingesting, open_driver, scope_for
 from cairn.ingest.factors import DEMO_DIR, ingest_factor_dir
-from cairn.ingest.fixtures import FixtureError
 from cairn.memory.factors import questions
 from cairn.memory.factors.ask import answer_question
 from cairn.memory.factors.assessment import assessment_summary
@@ -37,31 +34,12 @@ from cairn.memory.factors.journal import (
 )
 from cairn.memory.factors.models import FactorError, day, fmt
 from cairn.memory.factors.router import LearnedRouter
-from cairn.policy.profiles import PolicyRegistry
-from cairn.policy.scope import Scope
 from cairn.runtime.embedder import get_embedder
-from cairn.runtime.settings import get_settings
 
 factor_app = typer.Typer(help="The factor journal: why, what if, what changed.", no_args_is_help=True)
-console = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 
-RoleOption = Annotated[
-    str | None, typer.Option("--role", help="act as this role profile (default: operator, sees everything)")
-]
 AsJson = Annotated[bool, typer.Option("--json", help="print the structured evidence as JSON")]
 Moment = Annotated[datetime | None, typer.Option(help="ISO time (UTC if no zone given)")]
-
-
-def _scope(role: str | None, write: bool = False) -> Scope:
-    if role is None:
-        return Scope.system()
-    profile = PolicyRegistry.load(get_settings().policy_file).get(role)
-    if profile is None:
-        raise _fail(f"no role '{role}' in the policy file")
-    if write and not profile.can_write:
-        raise _fail(f"role '{role}' may not write")
-    return Scope.from_profile(profile)
 
 
 def _aware(moment: datetime | None) -> datetime | None:
@@ -81,14 +59,14 @@ def _guard(work: Any) -> Any:
     try:
         return work()
     except FactorError as exc:
-        raise _fail(str(exc), code=2) from None
+        raise fail(str(exc), code=2) from None
 
 
 @factor_app.command("show")
 def show(factor_id: str, as_of: Moment = None, role: RoleOption = None, as_json: AsJson = False) -> None:
     """A factor now, or as of a past moment (from the journal)."""
-    with _driver() as driver:
-        state = _guard(lambda: factor_state(driver, _scope(role), factor_id, _aware(as_of)))
+    with open_driver() as driver:
+        state = _guard(lambda: factor_state(driver, scope_for(role), factor_id, _aware(as_of)))
     when = f" as of {day(state.as_of)}" if state.as_of else ""
     conf = "n/a" if state.confidence is None else f"{state.confidence:g}"
     text = (
@@ -101,8 +79,8 @@ def show(factor_id: str, as_of: Moment = None, role: RoleOption = None, as_json:
 @factor_app.command("history")
 def show_history(factor_id: str, limit: int = 20, role: RoleOption = None, as_json: AsJson = False) -> None:
     """A factor's journal, newest first."""
-    with _driver() as driver:
-        entries = _guard(lambda: history(driver, _scope(role), factor_id, limit=limit))
+    with open_driver() as driver:
+        entries = _guard(lambda: history(driver, scope_for(role), factor_id, limit=limit))
     if as_json:
         print(json.dumps([e.evidence() for e in entries], indent=2, default=str))
         return
@@ -122,24 +100,24 @@ def show_history(factor_id: str, limit: int = 20, role: RoleOption = None, as_js
 @factor_app.command("assessment")
 def show_assessment(role: RoleOption = None, as_json: AsJson = False) -> None:
     """Where are we: completeness and confidence per category, tier, capabilities."""
-    with _driver() as driver:
-        a = assessment_summary(driver, _scope(role))
+    with open_driver() as driver:
+        a = assessment_summary(driver, scope_for(role))
     _emit(a.status_answer, a.evidence(), as_json)
 
 
 @factor_app.command("why-blocked")
 def why_blocked(node_id: str, role: RoleOption = None, as_json: AsJson = False) -> None:
     """Why an option (or factor) is blocked: its unmet prerequisites, transitively."""
-    with _driver() as driver:
-        result = _guard(lambda: questions.why_blocked(driver, _scope(role), node_id))
+    with open_driver() as driver:
+        result = _guard(lambda: questions.why_blocked(driver, scope_for(role), node_id))
     _emit(result.answer, result.evidence(), as_json)
 
 
 @factor_app.command("why-value")
 def why_value(factor_id: str, role: RoleOption = None, as_json: AsJson = False) -> None:
     """How a factor got its value: history and what it depends on."""
-    with _driver() as driver:
-        result = _guard(lambda: questions.why_value(driver, _scope(role), factor_id))
+    with open_driver() as driver:
+        result = _guard(lambda: questions.why_value(driver, scope_for(role), factor_id))
     _emit(result.answer, result.evidence(), as_json)
 
 
@@ -154,10 +132,9 @@ def what_if(
     as_json: AsJson = False,
 ) -> None:
     """Hypothetically set a factor (nothing is written): what becomes unblocked or blocked."""
-    with _driver() as driver:
-        result = _guard(
-            lambda: questions.what_if(driver, _scope(role), factor_id, value, "lower" if lower else "improve")
-        )
+    with open_driver() as driver:
+        direction: Literal["improve", "lower"] = "lower" if lower else "improve"
+        result = _guard(lambda: questions.what_if(driver, scope_for(role), factor_id, value, direction))
     _emit(result.answer, result.evidence(), as_json)
 
 
@@ -171,18 +148,18 @@ def what_changed(
 ) -> None:
     """Journal entries since a moment, grouped by factor."""
     start = since if since.tzinfo is not None else since.replace(tzinfo=UTC)
-    with _driver() as driver:
-        result = _guard(lambda: questions.what_changed(driver, _scope(role), start, _aware(until), factor))
+    with open_driver() as driver:
+        result = _guard(lambda: questions.what_changed(driver, scope_for(role), start, _aware(until), factor))
     _emit(result.answer, result.evidence(), as_json)
 
 
 @factor_app.command("ask")
 def ask(question: str, now: Moment = None, role: RoleOption = None, as_json: AsJson = False) -> None:
     """A free-text question, routed without an LLM and answered from the graph."""
-    with _driver() as driver:
+    with open_driver() as driver:
         router = LearnedRouter(driver, get_embedder())
         result = _guard(
-            lambda: answer_question(driver, _scope(role), question, router=router, now=_aware(now))
+            lambda: answer_question(driver, scope_for(role), question, router=router, now=_aware(now))
         )
     route = result.route
     entities = ", ".join(e.name for e in route.entities) or "none"
@@ -203,11 +180,11 @@ def update(
     role: RoleOption = None,
 ) -> None:
     """Journal a new value for a factor (moves its current state)."""
-    with _driver() as driver:
+    with open_driver() as driver:
         entry = _guard(
             lambda: update_factor(
                 driver,
-                _scope(role, write=True),
+                scope_for(role, write=True),
                 factor_id,
                 value,
                 rationale=rationale,
@@ -228,9 +205,9 @@ def confirm(
     role: RoleOption = None,
 ) -> None:
     """Confirm a factor's inferred value, or correct it."""
-    with _driver() as driver:
+    with open_driver() as driver:
         entry = _guard(
-            lambda: confirm_factor(driver, _scope(role, write=True), factor_id, value, session_id=session)
+            lambda: confirm_factor(driver, scope_for(role, write=True), factor_id, value, session_id=session)
         )
     console.print(f"{factor_id}: {entry.op} {fmt(entry.new_value)}, confidence {entry.confidence:g}")
 
@@ -238,8 +215,8 @@ def confirm(
 @factor_app.command("recalculate")
 def recalculate(factor_id: str, role: RoleOption = None, as_json: AsJson = False) -> None:
     """Re-derive value and confidence from all journal evidence (reports contradictions)."""
-    with _driver() as driver:
-        result = _guard(lambda: recalculate_factor(driver, _scope(role, write=True), factor_id))
+    with open_driver() as driver:
+        result = _guard(lambda: recalculate_factor(driver, scope_for(role, write=True), factor_id))
     _emit(result.answer, result.evidence(), as_json)
 
 
@@ -247,9 +224,9 @@ def recalculate(factor_id: str, role: RoleOption = None, as_json: AsJson = False
 def router_eval(as_json: AsJson = False) -> None:
     """Accuracy of the router on the labelled questions (training set and holdout)."""
     labelled = load_labelled()
-    with _driver() as driver:
+    with open_driver() as driver:
         router = LearnedRouter(driver, get_embedder())
-        scope = _scope(labelled.role)
+        scope = scope_for(labelled.role)
         reports = {
             "development": evaluate(router, scope, labelled.questions, labelled.now),
             "holdout": evaluate(router, scope, labelled.holdout, labelled.now),
@@ -279,11 +256,8 @@ def ingest_factors(
     ] = DEMO_DIR,
 ) -> None:
     """Validate the factor domain (factors, options, DEPENDS_ON, sessions, journal), then write it whole."""
-    with _driver() as driver, stage_progress(console) as advance:
-        try:
-            report = ingest_factor_dir(driver, path, advance)
-        except FixtureError as exc:
-            raise _fail(str(exc), code=2) from None
+    with ingesting() as (driver, advance):
+        report = ingest_factor_dir(driver, path, advance)
     console.print(
         f"ingested {report.factors} factors, {report.options} options, {report.depends_on} DEPENDS_ON edges, "
         f"{report.sessions} sessions and {report.journal} journal entries from {path}"

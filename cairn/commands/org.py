@@ -1,4 +1,5 @@
-"""`cairn ask` (the why pipeline from the shell) and `cairn bench` (run the benchmarks)."""
+"""`cairn ingest fixtures PATH` (the org memory), `cairn ask` (the why pipeline from the shell) and
+`cairn bench` (run the benchmarks)."""
 
 from __future__ import annotations
 
@@ -7,22 +8,49 @@ import json
 import subprocess
 import sys
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from cairn.commands.common import console, err, open_driver, stage_progress
+from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.memory.ask import AskService
 from cairn.policy.passport import headers_for, verify
-from cairn.policy.preselector import AnchorNotVisible
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.database import async_driver
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.logging import configure_logging
 from cairn.runtime.settings import REPO_ROOT, get_settings
+from cairn.schema.checksum import graph_checksum
 
-err = Console(stderr=True)
+
+def ingest_fixtures(
+    path: Annotated[Path, typer.Argument(help="fixture folder, e.g. fixtures/acme")],
+    strict: Annotated[
+        bool, typer.Option(help="refuse on warnings too (records no role can read, causes after effects)")
+    ] = False,
+) -> None:
+    """Validate every file (every problem in one report), then write vertices → transitions →
+    aliases (idempotent). Runs as the operator: full power, no role scope."""
+    registry = PolicyRegistry.load(get_settings().policy_file)
+    with open_driver() as driver:
+        with stage_progress() as advance:
+            report = ingest_fixture_dir(driver, path, advance, registry=registry, refuse_warnings=strict)
+        checksum = graph_checksum(driver)
+    for warning in report.warnings:
+        err.print(f"[yellow]warning:[/] {escape(str(warning))}")
+    console.print(
+        f"ingested {report.decisions} decisions, {report.events} events, "
+        f"{report.causal_edges} causal edges, {report.aliases} alias overlays from {escape(str(path))}"
+    )
+    console.print(
+        f"  nodes: {report.nodes.created} created, {report.nodes.updated} updated, "
+        f"{report.nodes_unchanged} unchanged; edges: {report.edges.created} created, "
+        f"{report.edges.updated} updated, {report.edges_unchanged} unchanged"
+    )
+    console.print(f"  graph checksum {checksum}")
 
 
 class Mode(StrEnum):
@@ -59,11 +87,7 @@ def ask(
         finally:
             await driver.close()
 
-    try:
-        result = asyncio.run(run())
-    except AnchorNotVisible:
-        err.print(f"no node '{escape(anchor)}' visible to role {escape(role)}")
-        raise typer.Exit(4) from None
+    result = asyncio.run(run())  # an anchor absent or hidden: AnchorNotVisible, exit code 4
     if meta:
         print(json.dumps(result.meta, indent=2))
         return

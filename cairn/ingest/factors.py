@@ -1,4 +1,5 @@
-"""Load the factor domain (note 003): factors, options, DEPENDS_ON, sessions and journal histories.
+"""Load the factor domain: factors, options, DEPENDS_ON, sessions and journal histories
+(docs/design.md §Factor journal).
 
 Input is YAML (a folder of files, or one payload object for tests and tools) with the sections
 ``defaults`` (access fields applied to records that do not state them), ``factors``, ``options``,
@@ -602,5 +603,5 @@ def ingest_factor_dir(
 
 
 def load_demo_factors(driver: Driver) -> FactorIngestReport:
-    """The AI-readiness demo of note 003 (idempotent; for ``cairn serve --demo``)."""
+    """The AI-readiness demo (docs/design.md §Factor journal; idempotent; for ``cairn serve --demo``)."""
     return ingest_factor_dir(driver, DEMO_DIR)

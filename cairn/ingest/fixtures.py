@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from cairn.errors import CairnError
 from cairn.ingest.records import (
     DATE_FORMAT,
     AliasRecord,
@@ -60,14 +61,15 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-class FixtureError(ValueError):
+class FixtureError(CairnError, ValueError):
     """The fixture set is invalid; nothing was written."""
 
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
         lines = "\n".join(f"  - {p}" for p in problems[:50])
         more = f"\n  … and {len(problems) - 50} more" if len(problems) > 50 else ""
-        super().__init__(f"{len(problems)} problem(s) in the fixture set:\n{lines}{more}")
+        message = f"{len(problems)} problem(s) in the fixture set:\n{lines}{more}"
+        super().__init__("INVALID_INPUT", message, problems=problems)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Reading the correspondence on a caller's behalf: semantic search, linear tail, divergence.
 
-Two ways in (note 002): residents search the semantic neighbourhood; external callers
+Two ways in (docs/design.md §Two ways in): residents search the semantic neighbourhood; external callers
 read the flow in order. A role whose profile says ``can_search: false`` gets the linear
 tail only, and search or divergence is refused with ``FORBIDDEN_SEARCH`` (the code the GraphQL
 ``CanSearch`` permission uses too).
@@ -27,6 +27,7 @@ from typing import Any
 
 from neo4j import Driver, RoutingControl
 
+from cairn.errors import CairnError
 from cairn.ingest.correspondence.parser import DEFAULT_DOMAIN, without_governance
 from cairn.policy.acl import acl_visible, step_allowed
 from cairn.policy.passport import Caller
@@ -106,12 +107,8 @@ RETURN numbers, collect(hits) AS by_being
 """
 
 
-class CorrespondenceRefused(Exception):
+class CorrespondenceRefused(CairnError):
     """A read refused before touching the graph; ``code`` is stable for clients."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from cairn.errors import EXIT_FAILED, CairnError
 from cairn.policy.profiles import SENSITIVITY_RANK, PolicyRegistry, RoleProfile
 from cairn.policy.scope import Scope
 from cairn.schema.catalog import RELATION_TYPES
@@ -54,13 +55,15 @@ MAX_HOPS = 6
 MAX_HEADER_CHARS = 4096
 
 
-class PassportError(Exception):
+class PassportError(CairnError):
     """Refusal of a passport; ``code`` is stable for clients, ``header`` names the culprit."""
 
-    def __init__(self, code: str, message: str, header: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.header = header
+    exit_code = EXIT_FAILED
+    where_key = "header"
+
+    @property
+    def header(self) -> str | None:
+        return self.where
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from typing import Any
 
 from neo4j import AsyncDriver
 
+from cairn.errors import EXIT_NOT_VISIBLE, CairnError
 from cairn.policy.acl import MAX_HOPS, acl_reason, edge_allowed
 from cairn.policy.scope import Scope
 
@@ -138,8 +139,19 @@ class CandidateSet:
         return {n.id: n for n in [self.anchor, *self.nodes]}
 
 
-class AnchorNotVisible(LookupError):
-    """The anchor does not exist or the scope may not see it (the two are never told apart)."""
+class AnchorNotVisible(CairnError, LookupError):
+    """The anchor does not exist or the scope may not see it (the two are never told apart).
+
+    The operator at the shell is told the id they typed; an API caller only "no such node"."""
+
+    exit_code = EXIT_NOT_VISIBLE
+
+    def __init__(self, anchor_id: str) -> None:
+        super().__init__("NOT_FOUND", f"no node '{anchor_id}' visible to this role", anchor_id)
+
+    @property
+    def public_message(self) -> str:
+        return "no such node"
 
 
 def mask(label: str, props: dict[str, Any], scope: Scope) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -217,10 +229,12 @@ class _FieldRules:
         return allowed is None or "rationale" in allowed
 
 
-def _assemble(scope: Scope, record: dict[str, Any] | None) -> tuple[CandidateSet, PolicyTrace]:
+def _assemble(
+    scope: Scope, anchor_id: str, record: dict[str, Any] | None
+) -> tuple[CandidateSet, PolicyTrace]:
     """The walk's rows as a CandidateSet (masked) and a PolicyTrace (withheld ids and reasons)."""
     if record is None or record["reason"] is not None:
-        raise AnchorNotVisible("no such node")
+        raise AnchorNotVisible(anchor_id)
     rules = _FieldRules(scope)
     anchor = rules.node(record)
     seen = {anchor.id: anchor, **{row["id"]: rules.node(row) for row in record["nodes"]}}
@@ -277,4 +291,4 @@ async def preselect(
     params = {**scope.cypher_params(), "anchor": anchor_id, "cap": cap}
     records, _, _ = await driver.execute_query(EXPAND_QUERIES[depth], params)
     # The values are plain maps and lists already: Record.data() would walk every one again.
-    return _assemble(scope, dict(records[0]) if records else None)
+    return _assemble(scope, anchor_id, dict(records[0]) if records else None)

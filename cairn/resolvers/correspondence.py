@@ -7,18 +7,16 @@ only, FORBIDDEN_WRITE, FILTER_NOT_ALLOWED, INVALID_ARGUMENT, INVALID_INPUT).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
-import anyio
 import strawberry
+from anyio.to_thread import run_sync
 from graphql import GraphQLError
 from strawberry.permission import BasePermission
 from strawberry.types import Info
 
 from cairn.ingest.correspondence.collisions import default_log_path
-from cairn.ingest.correspondence.parser import CorrespondenceError
-from cairn.ingest.correspondence.sync import SyncRaceError, SyncReport, check_source, sync_bytes
+from cairn.ingest.correspondence.sync import SyncReport, check_source, sync_bytes
 from cairn.memory import correspondence as corr
 from cairn.resolvers.context import RequestContext
 from cairn.resolvers.permissions import CanSearch, CanWrite, PassportRequired, caller_of
@@ -27,7 +25,6 @@ Ctx = Info[RequestContext, Any]
 READ: list[type[BasePermission]] = [PassportRequired]
 SEARCH: list[type[BasePermission]] = [PassportRequired, CanSearch]
 WRITE: list[type[BasePermission]] = [PassportRequired, CanWrite]
-T = TypeVar("T")
 
 
 @strawberry.type(description="A correspondence section as the caller may see it; masked fields are null.")
@@ -170,13 +167,6 @@ class CorrespondenceSyncSummary:
         )
 
 
-async def _run(work: Callable[[], T]) -> T:
-    try:
-        return await anyio.to_thread.run_sync(work)
-    except corr.CorrespondenceRefused as exc:
-        raise GraphQLError(str(exc), extensions={"code": exc.code}) from None
-
-
 @strawberry.type
 class CorrespondenceQuery:
     @strawberry.field(
@@ -189,7 +179,7 @@ class CorrespondenceQuery:
         reader = corr.Reader.of(caller_of(info))
         driver = info.context.services.sync_driver
         chosen = filters.to_filters() if filters else corr.Filters()
-        result = await _run(lambda: corr.semantic_search(driver, reader, query, k, chosen))
+        result = await run_sync(lambda: corr.semantic_search(driver, reader, query, k, chosen))
         return CorrespondenceSearchResult(
             total=result.total, hits=[CorrespondenceSection.of(h) for h in result.hits]
         )
@@ -203,7 +193,7 @@ class CorrespondenceQuery:
     ) -> list[CorrespondenceSection]:
         reader = corr.Reader.of(caller_of(info))
         driver = info.context.services.sync_driver
-        views = await _run(lambda: corr.linear_tail(driver, reader, n, from_section))
+        views = await run_sync(lambda: corr.linear_tail(driver, reader, n, from_section))
         return [CorrespondenceSection.of(v) for v in views]
 
     @strawberry.field(
@@ -214,7 +204,7 @@ class CorrespondenceQuery:
     ) -> list[BeingSections]:
         reader = corr.Reader.of(caller_of(info))
         driver = info.context.services.sync_driver
-        grouped = await _run(lambda: corr.being_divergence(driver, reader, question, beings, k))
+        grouped = await run_sync(lambda: corr.being_divergence(driver, reader, question, beings, k))
         return [
             BeingSections(author=name, sections=[CorrespondenceSection.of(v) for v in views])
             for name, views in grouped.items()
@@ -247,12 +237,5 @@ class CorrespondenceMutation:
                 services.sync_driver, markdown.encode("utf-8"), source_name, collision_log=log, writer=writer
             )
 
-        try:
-            report = await anyio.to_thread.run_sync(work)
-        except CorrespondenceError as exc:
-            raise GraphQLError(
-                str(exc), extensions={"code": "INVALID_INPUT", "problems": [str(p) for p in exc.problems]}
-            ) from None
-        except SyncRaceError as exc:
-            raise GraphQLError(str(exc), extensions={"code": "CONFLICT_RETRY"}) from None
+        report = await run_sync(work)
         return CorrespondenceSyncSummary.of(report)

@@ -8,19 +8,16 @@ synchronous (embedding is CPU-bound), so each runs in a worker thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
-import anyio
 import strawberry
-from graphql import GraphQLError
+from anyio.to_thread import run_sync
 from strawberry.permission import BasePermission
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from cairn.memory.dossiers import blocks, curation, facts, gardener, governor, retriever
 from cairn.memory.dossiers.facts import FactHit
-from cairn.memory.dossiers.models import AccessRefused, InputError
 from cairn.memory.dossiers.retriever import DossierView
 from cairn.memory.dossiers.voting import VOTE_THRESHOLD
 from cairn.resolvers.context import RequestContext
@@ -31,25 +28,6 @@ READ: list[type[BasePermission]] = [PassportRequired]
 WRITE: list[type[BasePermission]] = [PassportRequired, CanWrite]
 SEARCH: list[type[BasePermission]] = [PassportRequired, CanSearch]
 MAX_TOP_K = 50
-T = TypeVar("T")
-
-
-async def _run(work: Callable[[], T]) -> T:
-    """Run a domain call in a worker thread, turning its deliberate errors into coded GraphQL errors."""
-    try:
-        return await anyio.to_thread.run_sync(work)
-    except AccessRefused as exc:
-        raise GraphQLError(
-            str(exc), extensions={"code": "FORBIDDEN_WRITE", "problems": [str(p) for p in exc.problems]}
-        ) from None
-    except InputError as exc:
-        raise GraphQLError(
-            str(exc), extensions={"code": "INVALID_INPUT", "problems": [str(p) for p in exc.problems]}
-        ) from None
-    except gardener.BlockNotFound:
-        raise GraphQLError("no such block", extensions={"code": "NOT_FOUND"}) from None
-    except curation.CurationError as exc:
-        raise GraphQLError(str(exc), extensions={"code": "DOSSIER_CONFLICT"}) from None
 
 
 @strawberry.type(description="A fact of a dossier, as the caller's role may see it.")
@@ -268,7 +246,7 @@ class DossierQuery:
         caller = caller_of(info)
         driver = info.context.services.sync_driver
         k = max(0, min(top_k, MAX_TOP_K))
-        result = await _run(
+        result = await run_sync(
             lambda: retriever.retrieve_relevant_dossiers(
                 driver, caller.scope, query, k, threshold, include_archived=include_archived
             ),
@@ -289,7 +267,7 @@ class DossierQuery:
         caller = caller_of(info)
         driver = info.context.services.sync_driver
         top_k = max(0, min(k, MAX_TOP_K))
-        result = await _run(lambda: facts.FactRetriever(driver).search(caller.scope, query, top_k))
+        result = await run_sync(lambda: facts.FactRetriever(driver).search(caller.scope, query, top_k))
         return MemorySearch(
             count=result.total,
             hits=[MemoryHit.of(h) for h in result.hits],
@@ -302,7 +280,7 @@ class DossierQuery:
     async def dossier(self, info: Ctx, id: strawberry.ID) -> Dossier | None:
         caller = caller_of(info)
         driver = info.context.services.sync_driver
-        view = await _run(lambda: retriever.get_dossier(driver, caller.scope, str(id)))
+        view = await run_sync(lambda: retriever.get_dossier(driver, caller.scope, str(id)))
         return None if view is None else Dossier.of(view)
 
     @strawberry.field(permission_classes=READ, description="Linked and similar dossiers the caller may see.")
@@ -310,7 +288,7 @@ class DossierQuery:
         caller = caller_of(info)
         driver = info.context.services.sync_driver
         k = max(0, min(top_k, MAX_TOP_K))
-        related = await _run(lambda: curation.related_dossiers(driver, caller.scope, str(id), k))
+        related = await run_sync(lambda: curation.related_dossiers(driver, caller.scope, str(id), k))
         return cast(JSON, related)
 
     @strawberry.field(
@@ -319,7 +297,7 @@ class DossierQuery:
     async def block(self, info: Ctx, block_id: str) -> ConversationBlock | None:
         caller = caller_of(info)
         driver = info.context.services.sync_driver
-        meta = await _run(lambda: blocks.get_block_metadata(driver, caller.scope, block_id))
+        meta = await run_sync(lambda: blocks.get_block_metadata(driver, caller.scope, block_id))
         if meta is None:
             return None
         return ConversationBlock(
@@ -338,7 +316,7 @@ class DossierMutation:
     async def ingest_fact_packet(self, info: Ctx, packet: JSON) -> FactPacketOutcome:
         driver, writer = info.context.services.sync_driver, caller_of(info).scope
         raw = cast(Any, packet)
-        result = await _run(lambda: governor.process_fact_packet(driver, raw, writer=writer))
+        result = await run_sync(lambda: governor.process_fact_packet(driver, raw, writer=writer))
         return FactPacketOutcome.of(result)
 
     @strawberry.mutation(
@@ -347,7 +325,7 @@ class DossierMutation:
     async def ingest_block(self, info: Ctx, block: JSON) -> BlockIngestOutcome:
         driver, writer = info.context.services.sync_driver, caller_of(info).scope
         raw = cast(Any, block)
-        report = await _run(lambda: blocks.ingest_block(driver, raw, writer))
+        report = await run_sync(lambda: blocks.ingest_block(driver, raw, writer))
         return BlockIngestOutcome(block_id=report.block_id, turns=report.turns, facts=report.facts)
 
     @strawberry.mutation(
@@ -355,7 +333,7 @@ class DossierMutation:
     )
     async def garden_block(self, info: Ctx, block_id: str) -> GardenOutcome:
         driver, writer = info.context.services.sync_driver, caller_of(info).scope
-        report = await _run(lambda: gardener.garden_block(driver, block_id, writer=writer))
+        report = await run_sync(lambda: gardener.garden_block(driver, block_id, writer=writer))
         data = report.as_json()
         return GardenOutcome(
             block_id=report.block_id,
@@ -374,7 +352,7 @@ class DossierMutation:
         self, info: Ctx, source_id: strawberry.ID, target_id: strawberry.ID, rationale: str | None = None
     ) -> CurationOutcome:
         driver, writer = info.context.services.sync_driver, caller_of(info).scope
-        result = await _run(
+        result = await run_sync(
             lambda: curation.merge_dossiers(driver, str(source_id), str(target_id), rationale, writer)
         )
         return CurationOutcome.of(result)
@@ -386,7 +364,7 @@ class DossierMutation:
         self, info: Ctx, id: strawberry.ID, rationale: str | None = None
     ) -> CurationOutcome:
         driver, writer = info.context.services.sync_driver, caller_of(info).scope
-        result = await _run(lambda: curation.archive_dossier(driver, str(id), rationale, writer))
+        result = await run_sync(lambda: curation.archive_dossier(driver, str(id), rationale, writer))
         return CurationOutcome.of(result)
 
     @strawberry.mutation(permission_classes=WRITE, description="Record that two dossiers are related.")
@@ -394,5 +372,5 @@ class DossierMutation:
         self, info: Ctx, a: strawberry.ID, b: strawberry.ID, rationale: str | None = None
     ) -> CurationOutcome:
         driver, writer = info.context.services.sync_driver, caller_of(info).scope
-        result = await _run(lambda: curation.link_dossiers(driver, str(a), str(b), rationale, writer))
+        result = await run_sync(lambda: curation.link_dossiers(driver, str(a), str(b), rationale, writer))
         return CurationOutcome.of(result)

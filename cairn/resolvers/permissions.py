@@ -8,7 +8,7 @@ from graphql import GraphQLError
 from strawberry.permission import BasePermission
 from strawberry.types import Info
 
-from cairn.policy.passport import Caller
+from cairn.policy.passport import Caller, PassportError
 from cairn.resolvers.context import RequestContext
 
 
@@ -16,11 +16,8 @@ def caller_of(info: Info[RequestContext, Any]) -> Caller:
     """The verified caller; raises the passport refusal (fail closed) when there is none."""
     ctx = info.context
     if ctx.caller is None:
-        refusal = ctx.refusal
-        code = refusal.code if refusal else "PASSPORT_MISSING_HEADER"
-        message = str(refusal) if refusal else "passport required"
-        header = refusal.header if refusal else None
-        raise GraphQLError(message, extensions={"code": code, "header": header})
+        refusal = ctx.refusal or PassportError("PASSPORT_MISSING_HEADER", "passport required")
+        raise GraphQLError(refusal.public_message, extensions=refusal.extensions())
     return ctx.caller
 
 

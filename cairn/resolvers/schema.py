@@ -36,7 +36,7 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext, Info
 
-from cairn.ingest.fixtures import FixtureError
+from cairn.errors import CairnError
 from cairn.ingest.org_memory import ingest_payload
 from cairn.memory import trace as bundles
 from cairn.memory.budget import Budget
@@ -66,11 +66,6 @@ WRITE: list[type[BasePermission]] = [PassportRequired, CanWrite]
 SEARCH: list[type[BasePermission]] = [PassportRequired, CanSearch]
 
 
-def _not_found() -> GraphQLError:
-    # One answer for "absent" and "hidden": the difference would itself leak.
-    return GraphQLError("no such node", extensions={"code": "NOT_FOUND"})
-
-
 @strawberry.type
 class OrgQuery:
     @strawberry.field(
@@ -86,10 +81,8 @@ class OrgQuery:
     ) -> AskPayload:
         caller = caller_of(info)
         budget = Budget() if token_budget is None else Budget(context_window=max(token_budget, 0) + 448)
-        try:
-            result = await info.context.services.asker.ask(caller, str(anchor_id), intent, mode.value, budget)
-        except AnchorNotVisible:
-            raise _not_found() from None
+        # An anchor that is absent or hidden raises AnchorNotVisible: one NOT_FOUND for both.
+        result = await info.context.services.asker.ask(caller, str(anchor_id), intent, mode.value, budget)
         return AskPayload(
             envelope=envelope_of(result.envelope),
             response=cast(JSON, result.response),
@@ -111,10 +104,7 @@ class OrgQuery:
     @strawberry.field(permission_classes=READ, description="The k-hop neighbourhood the caller may walk.")
     async def neighbourhood(self, info: Ctx, id: strawberry.ID, hops: int = 1) -> Neighbourhood:
         caller = caller_of(info)
-        try:
-            cs, _ = await preselect(info.context.services.driver, caller.scope, str(id), hops=max(0, hops))
-        except AnchorNotVisible:
-            raise _not_found() from None
+        cs, _ = await preselect(info.context.services.driver, caller.scope, str(id), hops=max(0, hops))
         return Neighbourhood(
             anchor=Node.of(cs.anchor),
             nodes=[Node.of(n) for n in cs.nodes],
@@ -175,12 +165,7 @@ class OrgMutation:
         def work() -> Any:
             return ingest_payload(driver, payload, writer)
 
-        try:
-            report = await anyio.to_thread.run_sync(work)
-        except FixtureError as exc:
-            raise GraphQLError(
-                str(exc), extensions={"code": "INVALID_INPUT", "problems": [str(p) for p in exc.problems]}
-            ) from None
+        report = await anyio.to_thread.run_sync(work)
         return IngestSummary(
             decisions=report.decisions,
             events=report.events,
@@ -294,7 +279,8 @@ class CodedErrors(MaskErrors):
     """Every error leaves with ``extensions.code`` and no internal text, and there are at most
     MAX_ERRORS of them.
 
-    Errors raised on purpose already carry a code. graphql-core's own refusals (syntax,
+    Errors raised on purpose carry a code: a ``CairnError`` (cairn/errors.py) is mapped here, and
+    only here, to its public message and extensions. graphql-core's own refusals (syntax,
     validation, variable and argument coercion) keep their wording — it quotes only the
     document and the caller's own values — and get a code. A wrong-typed variable is
     BAD_USER_INPUT naming the variable; when a scalar's parser raised (a bad DateTime) its
@@ -317,7 +303,10 @@ class CodedErrors(MaskErrors):
     def anonymise_error(self, error: GraphQLError) -> GraphQLError:
         cause = _root_cause(error)
         variable = _variable(error)
-        if isinstance(cause, ServiceUnavailable | SessionExpired):
+        extensions: dict[str, Any] = {}
+        if isinstance(cause, CairnError):
+            code, message, extensions = cause.code, cause.public_message, cause.extensions()
+        elif isinstance(cause, ServiceUnavailable | SessionExpired):
             code, message = "GRAPH_UNAVAILABLE", "the knowledge graph is unavailable right now; retry shortly"
         elif variable is not None or error.message.startswith("Variable values"):
             code, message = "BAD_USER_INPUT", error.message
@@ -339,7 +328,7 @@ class CodedErrors(MaskErrors):
             source=error.source,
             positions=error.positions,
             path=error.path,
-            extensions={"code": code},
+            extensions={"code": code, **extensions},
         )
 
 
@@ -361,8 +350,10 @@ class CairnSchema(strawberry.Schema):
     ) -> None:
         unexpected = []
         for error in errors:
-            if _has_code(error) or isinstance(_root_cause(error), GraphQLError):
-                code = (error.extensions or {}).get("code", "GRAPHQL_REFUSED")
+            cause = _root_cause(error)
+            if _has_code(error) or isinstance(cause, GraphQLError | CairnError):
+                fallback = cause.code if isinstance(cause, CairnError) else "GRAPHQL_REFUSED"
+                code = (error.extensions or {}).get("code", fallback)
                 # Looked up per call, so the logging configuration in force applies.
                 structlog.get_logger("cairn.graphql").info(
                     "refused", code=code, path=[str(p) for p in error.path or ()], message=error.message

@@ -22,6 +22,7 @@ from pathlib import Path
 from neo4j import GraphDatabase
 from neo4j.exceptions import AuthError, ServiceUnavailable
 
+from cairn.errors import EXIT_FAILED, CairnError
 from cairn.runtime.settings import Settings
 
 MAIN_CLASS = "org.neo4j.server.CommunityEntryPoint"
@@ -42,8 +43,13 @@ PASSWORD_FILE = "password"
 JARS_STAMP = ".pom-sha256"
 
 
-class Neo4jProcessError(RuntimeError):
+class Neo4jProcessError(CairnError, RuntimeError):
     """A problem starting or stopping the embedded server, phrased for the person at the shell."""
+
+    exit_code = EXIT_FAILED
+
+    def __init__(self, message: str) -> None:
+        super().__init__("NEO4J_PROCESS", message)
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,11 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
-from cairn.ingest.org_memory import ingest_fixture_dir, ingest_payload
-from cairn.policy.passport import headers_for
+from cairn.ingest.org_memory import ingest_payload
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
-from tests.conftest import ACME, wipe
+from tests.conftest import gql, passport
 
 INGEST = (
     "mutation($p: JSON!) { ingestOrgMemory(payload: $p) "
@@ -38,18 +37,6 @@ NARROW = {
 WRITERS = {"writer": {}, "narrow-writer": NARROW}
 
 
-@pytest.fixture(scope="module", name="acme")
-def acme_fixture(driver: Driver) -> Driver:
-    wipe(driver)
-    ingest_fixture_dir(driver, ACME)
-    return driver
-
-
-@pytest.fixture(scope="module", name="registry")
-def registry_fixture(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
-
-
 @pytest.fixture(scope="module", name="client")
 def client_fixture(acme: Driver, settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings)) as c:
@@ -57,14 +44,7 @@ def client_fixture(acme: Driver, settings: Settings) -> Iterator[TestClient]:
 
 
 def as_writer(registry: PolicyRegistry, who: str) -> dict[str, str]:
-    return {**headers_for(registry, "writer"), **WRITERS[who]}
-
-
-def gql(client: TestClient, query: str, headers: dict[str, str], **variables: Any) -> dict[str, Any]:
-    resp = client.post("/graphql", json={"query": query, "variables": variables}, headers=headers)
-    assert resp.status_code == 200, resp.text
-    body: dict[str, Any] = resp.json()
-    return body
+    return passport(registry, "writer", **WRITERS[who])
 
 
 def decision(rid: str, **over: Any) -> dict[str, Any]:

@@ -17,33 +17,19 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
-from cairn.ingest.correspondence.demo import load_demo_correspondence
 from cairn.memory.correspondence import Reader, linear_tail
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import FieldRule, PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.runtime.settings import Settings
-from tests.conftest import wipe
 
 TAIL = """{ correspondenceTail(n: 500) { id title body execTags execDecisions masked } }"""
-
-
-@pytest.fixture(scope="module")
-def letters(driver: Driver, settings: Settings) -> Driver:
-    wipe(driver)
-    load_demo_correspondence(driver, settings)
-    return driver
 
 
 @pytest.fixture(scope="module")
 def client(letters: Driver, settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings)) as c:
         yield c
-
-
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
 
 
 def sections(client: TestClient, registry: PolicyRegistry, role: str) -> dict[str, Any]:

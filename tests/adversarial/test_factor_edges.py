@@ -74,11 +74,6 @@ def client(graph: Driver, settings: Settings) -> Iterator[TestClient]:
         yield c
 
 
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
-
-
 def ask(client: TestClient, registry: PolicyRegistry, role: str, query: str, **variables: Any) -> Any:
     headers = headers_for(registry, role)
     resp = client.post("/graphql", json={"query": query, "variables": variables}, headers=headers)

@@ -64,11 +64,6 @@ def client(demo: Driver, settings: Settings) -> Iterator[TestClient]:
         yield c
 
 
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
-
-
 def visible_ids(driver: Driver, scope: Scope) -> dict[str, list[str]]:
     records, _, _ = driver.execute_query(HIDDEN_FROM, scope.cypher_params())
     return {r["label"]: list(r["ids"]) for r in records}

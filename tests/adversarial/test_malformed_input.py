@@ -22,13 +22,11 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
-from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.policy.passport import OPTIONAL, REQUIRED, SIGNATURE, headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.resolvers.schema import MAX_ERRORS, MAX_TEXT_CHARS
 from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
-from tests.conftest import ACME, wipe
 
 PASSPORT_HEADERS = (*REQUIRED, *OPTIONAL, SIGNATURE)
 # At least 200 examples per property; more when the selected hypothesis profile asks for more.
@@ -59,18 +57,6 @@ OPERATIONS = {
     "labels": ("manager", 'query($v: [String!]) { search(query: "pricing", labels: $v) { total } }'),
     "ingest": ("writer", "mutation($v: JSON!) { ingestOrgMemory(payload: $v) { decisions } }"),
 }
-
-
-@pytest.fixture(scope="module")
-def acme(driver: Driver) -> Driver:
-    wipe(driver)
-    ingest_fixture_dir(driver, ACME)
-    return driver
-
-
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
 
 
 @pytest.fixture(scope="module")

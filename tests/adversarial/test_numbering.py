@@ -18,11 +18,10 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
-from cairn.ingest.correspondence.demo import load_demo_correspondence
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
-from tests.conftest import wipe
+from tests.conftest import gql
 
 ROLES = ("staff", "manager", "external")
 TAIL = """query($n: Int!, $from: Int) {
@@ -34,35 +33,19 @@ SEARCH = """query($q: String!) {
 
 
 @pytest.fixture(scope="module")
-def letters(driver: Driver, settings: Settings) -> Driver:
-    wipe(driver)
-    load_demo_correspondence(driver, settings)
-    return driver
-
-
-@pytest.fixture(scope="module")
 def client(letters: Driver, settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings)) as c:
         yield c
 
 
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
-
-
-def gql(client: TestClient, registry: PolicyRegistry, role: str, query: str, **variables: Any) -> Any:
-    resp = client.post(
-        "/graphql", json={"query": query, "variables": variables}, headers=headers_for(registry, role)
-    )
-    assert resp.status_code == 200, resp.text
-    return resp.json()
+def gql_as(client: TestClient, registry: PolicyRegistry, role: str, query: str, **variables: Any) -> Any:
+    return gql(client, query, headers_for(registry, role), **variables)
 
 
 def tail(
     client: TestClient, registry: PolicyRegistry, role: str, n: int = 500, start: int | None = None
 ) -> Any:
-    return gql(client, registry, role, TAIL, n=n, **{"from": start})["data"]["correspondenceTail"]
+    return gql_as(client, registry, role, TAIL, n=n, **{"from": start})["data"]["correspondenceTail"]
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -104,7 +87,8 @@ def test_links_and_search_use_the_same_numbers(
         for link in ("respondsTo", "respondedBy"):
             expected = {director_id_of[n] for n in director[s["id"]][link]} & set(number_of)
             assert {id_of[n] for n in s[link]} == expected, (s["title"], link)
-    hits = gql(client, registry, role, SEARCH, q="EU-only inference margin")["data"]["correspondenceSearch"]
+    found = gql_as(client, registry, role, SEARCH, q="EU-only inference margin")
+    hits = found["data"]["correspondenceSearch"]
     assert hits["total"] == len(mine)
     assert all(h["sectionNumber"] == number_of[h["id"]] for h in hits["hits"])
 
@@ -122,6 +106,6 @@ def test_ids_and_node_fields_carry_no_position(
     for s in mine:
         assert re.fullmatch(r"section:[0-9a-f]{32}", s["id"]), s["id"]
     for s in mine[:: max(1, len(mine) // 8)]:
-        node = gql(client, registry, role, NODE, id=s["id"])["data"]["node"]
+        node = gql_as(client, registry, role, NODE, id=s["id"])["data"]["node"]
         assert node["id"] == s["id"]
         assert not {"section_number", "ordinal", "source_line"} & set(node["fields"])

@@ -17,7 +17,6 @@ import yaml
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.memory import trace
 from cairn.policy.passport import headers_for, verify
 from cairn.policy.profiles import PolicyRegistry
@@ -30,29 +29,16 @@ from tests.adversarial.traces_common import (
     assert_like_missing,
     assert_no_secret,
     bundle_answer,
-    gql,
     readable,
     secrets,
     serve,
     trace_answer,
     victim_asks,
 )
-from tests.conftest import ACME, wipe
+from tests.conftest import gql
 
 VISIBLE_TO_STAFF_AND_MANAGER = "acme-prod-sunset-onprem-connectors-2024"
 LIKE_MISSING = {"data": {"trace": None}}
-
-
-@pytest.fixture(scope="module")
-def acme(driver: Driver) -> Driver:
-    wipe(driver)
-    ingest_fixture_dir(driver, ACME)
-    return driver
-
-
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
 
 
 @pytest.fixture(scope="module")

@@ -16,11 +16,10 @@ import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
-from tests.adversarial.traces_common import ATTACKERS, HIDDEN_DECISION, VICTIMS, gql, serve
-from tests.conftest import ACME, wipe
+from tests.adversarial.traces_common import ATTACKERS, HIDDEN_DECISION, VICTIMS, serve
+from tests.conftest import gql
 
 ROLES = (*ATTACKERS, *VICTIMS)
 NODE = "query($id: ID!) { node(id: $id) { id fields } }"
@@ -65,23 +64,11 @@ LOOPBACK_ORIGINS = ["http://127.0.0.1:8000", "http://localhost:8000", "https://[
 
 
 @pytest.fixture(scope="module")
-def acme(driver: Driver) -> Driver:
-    wipe(driver)
-    ingest_fixture_dir(driver, ACME)
-    return driver
-
-
-@pytest.fixture(scope="module")
 def client(
     acme: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TestClient]:
     with serve(settings, tmp_path_factory.mktemp("rebinding"), host="127.0.0.1", passport_secret=None) as c:
         yield c
-
-
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
 
 
 def assert_like_no_route(client: TestClient, headers: dict[str, str], role: str, method: str = "GET") -> None:

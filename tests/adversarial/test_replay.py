@@ -19,7 +19,6 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from cairn.cli import app as cli
-from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.policy.passport import (
     CLOCK_SKEW_S,
     EXPIRES,
@@ -38,26 +37,13 @@ from tests.adversarial.traces_common import (
     HIDDEN_DECISION,
     VICTIMS,
     assert_no_secret,
-    gql,
     secrets,
     serve,
 )
-from tests.conftest import ACME, wipe
+from tests.conftest import gql
 
 SECRET = "replay-test-secret"
 NODE = "query($id: ID!) { node(id: $id) { id fields } }"
-
-
-@pytest.fixture(scope="module")
-def acme(driver: Driver) -> Driver:
-    wipe(driver)
-    ingest_fixture_dir(driver, ACME)
-    return driver
-
-
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
 
 
 @pytest.fixture(scope="module")

@@ -28,17 +28,15 @@ from tests.adversarial.scoped_write_support import (  # noqa: F401 (fixtures)
     INGEST,
     NARROW,
     WRITERS,
-    acme_fixture,
     as_writer,
     client_fixture,
     decision,
     event,
-    gql,
     refused,
-    registry_fixture,
     remove,
     transition,
 )
+from tests.conftest import gql
 
 pytestmark = pytest.mark.parametrize("who", sorted(WRITERS))
 

@@ -23,7 +23,6 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 from structlog.testing import capture_logs
 
-from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.logging import configure_logging
@@ -36,30 +35,17 @@ from tests.adversarial.traces_common import (
     assert_like_missing,
     assert_no_secret,
     bundle_answer,
-    gql,
     readable,
     secrets,
     serve,
     trace_answer,
     victim_asks,
 )
-from tests.conftest import ACME, wipe
+from tests.conftest import gql
 
 EXAMPLES = max(200, settings.default.max_examples)
 CANARY = "canary-outside-the-trace-root"
 LIKE_MISSING = {"data": {"trace": None}}
-
-
-@pytest.fixture(scope="module")
-def acme(driver: Driver) -> Driver:
-    wipe(driver)
-    ingest_fixture_dir(driver, ACME)
-    return driver
-
-
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
 
 
 @pytest.fixture(scope="module")

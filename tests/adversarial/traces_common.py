@@ -22,6 +22,7 @@ from starlette.testclient import TestClient
 
 from cairn.app import create_app
 from cairn.runtime.settings import Settings
+from tests.conftest import gql
 
 ATTACKERS = ("staff", "manager", "external")
 VICTIMS = ("director", "exec")
@@ -37,13 +38,6 @@ def serve(settings: Settings, trace_dir: Path, **update: Any) -> Iterator[TestCl
     app = create_app(settings.model_copy(update={"trace_dir": trace_dir, **update}))
     with TestClient(app, base_url="http://127.0.0.1:8000", raise_server_exceptions=False) as client:
         yield client
-
-
-def gql(client: TestClient, query: str, headers: dict[str, str], **variables: Any) -> dict[str, Any]:
-    resp = client.post("/graphql", json={"query": query, "variables": variables}, headers=headers)
-    assert resp.status_code == 200, resp.text
-    body: dict[str, Any] = resp.json()
-    return body
 
 
 def secrets(driver: Driver) -> list[str]:

@@ -1,10 +1,11 @@
 """The collision log: one JSON line per section whose filed number differs from its canonical one.
 
-Collisions are data (note 002, T3): the markdown is never corrected and each section keeps
-both numbers; this file is the separate, human-readable record of every collision. It is a
-projection of the store, appended to and never rewritten: after each sync, every collided
-section of the source that the log does not list yet is appended, so a crash between the
-database commit and the log write heals on the next run instead of losing an entry.
+Collisions are data (docs/design.md §Numbering collisions): the markdown is never corrected
+and each section keeps both numbers; this file is the separate, human-readable record of
+every collision. It is a projection of the store, appended to and never rewritten: after
+each sync, every collided section of the source that the log does not list yet is appended,
+so a crash between the database commit and the log write heals on the next run instead of
+losing an entry.
 """
 
 from __future__ import annotations

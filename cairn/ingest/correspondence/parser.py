@@ -47,6 +47,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import date
 
+from cairn.errors import CairnError
+
 DEFAULT_DOMAIN = "acme/correspondence"
 SENSITIVITIES = ("low", "medium", "high")
 UNKNOWN_AUTHOR = "unknown"
@@ -81,7 +83,7 @@ class Issue:
         return f"line {self.line}: {self.message}"
 
 
-class CorrespondenceError(ValueError):
+class CorrespondenceError(CairnError, ValueError):
     """The file cannot be synced as it is; nothing was written."""
 
     def __init__(self, source: str, problems: list[Issue]) -> None:
@@ -89,7 +91,7 @@ class CorrespondenceError(ValueError):
         self.problems = problems
         shown = "; ".join(str(p) for p in problems[:10])
         more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
-        super().__init__(f"{source}: cannot sync: {shown}{more}")
+        super().__init__("INVALID_INPUT", f"{source}: cannot sync: {shown}{more}", problems=problems)
 
 
 @dataclass(frozen=True)
@@ -243,7 +245,7 @@ def _find_date(text: str) -> tuple[str | None, tuple[int, int] | None, bool]:
 def embeddable_text(title: str, body: str) -> str:
     """Title and body without exec tags, decision lines, status and access tags.
 
-    Governance metadata is kept out of the semantic space (note 002, T2): a decision must
+    Governance metadata is kept out of the semantic space (docs/design.md §What is embedded): a decision must
     not become indistinguishable from a discussion of decisions.
     """
     lines = body.split("\n")

@@ -1,4 +1,4 @@
-"""Append-only sync of a correspondence file into ``Section`` nodes (SPEC §9, note 002).
+"""Append-only sync of a correspondence file into ``Section`` nodes (SPEC §9, docs/design.md §Correspondence).
 
 The markdown is the source of truth and is only ever read. A section's identity is its
 source name and its position in the file (``source``, ``ordinal``); its id is random
@@ -32,6 +32,7 @@ from typing import Any
 from neo4j import Driver, ManagedTransaction, RoutingControl
 from neo4j.exceptions import ConstraintError
 
+from cairn.errors import CairnError
 from cairn.ingest.correspondence import collisions
 from cairn.ingest.correspondence.parser import (
     DEFAULT_ACCESS,
@@ -100,8 +101,11 @@ SET s.embedding = row.embedding, s.embedding_model = $model
 """
 
 
-class SyncRaceError(RuntimeError):
+class SyncRaceError(CairnError, RuntimeError):
     """Another sync kept taking the same canonical numbers; running again resolves it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("CONFLICT_RETRY", message)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Conversation blocks: storing a block with its turns, and the block's sticky tags (note 001).
+"""Conversation blocks: storing a block with its turns, and its sticky tags (docs/design.md §Gardener).
 
 A block arrives with its turns and the facts already extracted from them; the facts wait
 on the block (``pending_facts``) until the gardener classifies and routes them. After

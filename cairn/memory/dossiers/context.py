@@ -1,4 +1,4 @@
-"""The context assembler (note 001, read side): group-by-block hydration.
+"""The context assembler: group-by-block hydration (docs/design.md §Reading dossiers).
 
 Retrieved chunks (or dossier facts) are grouped by the block they came from; each block's
 global tags are written once, in its header, and a section rule's tag is put only on the
@@ -40,7 +40,7 @@ class Chunk:
 
     @classmethod
     def of(cls, raw: Mapping[str, Any]) -> Chunk:
-        """From note 001's chunk dicts: ``block_id``, ``text`` and ``turn_index`` or ``turn_id``."""
+        """From a retrieved chunk dict: ``block_id``, ``text`` and ``turn_index`` or ``turn_id``."""
         turn = raw.get("turn_index")
         if turn is None and (m := _TRAILING_INT.search(str(raw.get("turn_id") or ""))):
             turn = int(m.group(1))

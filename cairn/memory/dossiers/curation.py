@@ -1,4 +1,4 @@
-"""Beyond note 000's v1: merge, archive, cross-link, related dossiers and JSON export.
+"""Curation (docs/design.md §Curation): merge, archive, cross-link, related dossiers and JSON export.
 
 Every change takes the routing lock (so no packet is appended to a dossier while it is being
 merged or archived) and is journalled ABOUT each dossier it touches. A merge moves the
@@ -18,6 +18,7 @@ from typing import Any
 
 from neo4j import Driver, ManagedTransaction
 
+from cairn.errors import CairnError
 from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
 from cairn.memory.dossiers.lock import take_lock
 from cairn.memory.dossiers.models import Access
@@ -93,8 +94,11 @@ ORDER BY o.id
 """
 
 
-class CurationError(ValueError):
+class CurationError(CairnError, ValueError):
     """A merge, archive or link that cannot be done (the message says why)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("DOSSIER_CONFLICT", message)
 
 
 @dataclass(frozen=True)

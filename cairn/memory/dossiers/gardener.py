@@ -29,6 +29,7 @@ import numpy as np
 from neo4j import Driver, ManagedTransaction
 from numpy.typing import NDArray
 
+from cairn.errors import EXIT_FAILED, CairnError
 from cairn.memory.dossiers.adjudicator import Adjudicator
 from cairn.memory.dossiers.blocks import block_node_id
 from cairn.memory.dossiers.governor import RoutingResult, process_fact_packet
@@ -130,7 +131,7 @@ FOREACH (t IN turns | DETACH DELETE t)
 RETURN n
 """
 
-# note 000 Phase 6 validation queries, on the graph.
+# The validation counts after a migration (docs/design.md §Gardener), on the graph.
 DOSSIER_COUNT = "MATCH (d:Dossier) RETURN count(d) AS n"
 FACT_DISTRIBUTION = """
 MATCH (d:Dossier)
@@ -165,8 +166,17 @@ _STOPWORDS = frozenset(
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#-]*")
 
 
-class BlockNotFound(LookupError):
-    """No block with this id is stored."""
+class BlockNotFound(CairnError, LookupError):
+    """No block with this id is stored (an API caller is not told the id back)."""
+
+    exit_code = EXIT_FAILED
+
+    def __init__(self, message: str) -> None:
+        super().__init__("NOT_FOUND", message)
+
+    @property
+    def public_message(self) -> str:
+        return "no such block"
 
 
 @dataclass(frozen=True)
@@ -452,7 +462,7 @@ def unprocessed_blocks(driver: Driver) -> list[str]:
 
 @dataclass
 class MigrationReport:
-    """note 000 Phase 6: what ran, and the validation counts."""
+    """A gardening run (docs/design.md §Gardener): what ran, and the validation counts."""
 
     gardened: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
@@ -477,7 +487,7 @@ class MigrationReport:
 
 
 def validation_counts(driver: Driver, report: MigrationReport | None = None) -> MigrationReport:
-    """Fill in note 000's validation counts (operator view: every dossier, no scope)."""
+    """Fill in the validation counts (operator view: every dossier, no scope)."""
     report = report or MigrationReport()
     report.dossiers = int(driver.execute_query(DOSSIER_COUNT)[0][0]["n"])
     report.fact_distribution = [r.data() for r in driver.execute_query(FACT_DISTRIBUTION)[0]]

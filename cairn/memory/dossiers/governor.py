@@ -1,4 +1,4 @@
-"""The dossier governor (note 000 Phase 3): route a fact packet into a dossier, whole or not at all.
+"""The dossier governor (docs/design.md §Routing): route a fact packet into a dossier, whole or not at all.
 
 ``process_fact_packet`` embeds the packet's facts in one batch, then runs ONE write
 transaction of four statements:
@@ -207,7 +207,8 @@ def read_vote(tx: ManagedTransaction, vectors: NDArray[np.float32], packet: Fact
 def preview_route(
     driver: Driver, packet: FactPacket | Mapping[str, Any], embedder: Embedder | None = None
 ) -> tuple[list[Candidate], Decision]:
-    """The vote for the packet now (read-only) and note 000's packet-level decision on it."""
+    """The vote for the packet now (read-only) and the packet rule's decision on it
+    (docs/design.md §Routing)."""
     packet = _as_packet(packet)
     vectors = (embedder or get_embedder()).embed([f.text for f in packet.facts])
     with driver.session() as session:
@@ -218,7 +219,7 @@ def preview_route(
 def find_candidate_dossiers(
     driver: Driver, facts: Sequence[str], top_k: int = 5, embedder: Embedder | None = None
 ) -> list[Candidate]:
-    """Note 000's ``_find_candidate_dossiers``: the vote for these facts, best first (default access)."""
+    """The candidate dossiers for these facts: their vote, best first (default access)."""
     packet = parse_packet({"cluster_label": "candidates", "facts": list(facts), "source_block_id": "-"})
     candidates, _ = preview_route(driver, packet, embedder)
     return candidates[:top_k]

@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from cairn.errors import CairnError
 from cairn.policy.scope import Scope
 from cairn.policy.writes import create_problems
 
@@ -51,18 +52,22 @@ class Problem:
         return f"{self.where}: {self.message}" if self.where else self.message
 
 
-class InputError(ValueError):
+class InputError(CairnError, ValueError):
     """A packet or block that cannot be written; ``problems`` names each offending field."""
+
+    CODE = "INVALID_INPUT"
 
     def __init__(self, what: str, problems: list[Problem]) -> None:
         self.problems = problems
         shown = "; ".join(str(p) for p in problems[:8])
         more = f" (+{len(problems) - 8} more)" if len(problems) > 8 else ""
-        super().__init__(f"invalid {what}: {shown}{more}")
+        super().__init__(self.CODE, f"invalid {what}: {shown}{more}", problems=problems)
 
 
 class AccessRefused(InputError):
     """Input a writer may not create: its access fields reach beyond the writer's own profile."""
+
+    CODE = "FORBIDDEN_WRITE"
 
 
 class _Strict(BaseModel):
@@ -185,7 +190,8 @@ def _fact_objects(value: Any) -> Any:
 
 
 class FactPacket(_Strict):
-    """``{cluster_label, facts[], source_block_id, timestamp}`` as the gardener emits it (note 000)."""
+    """``{cluster_label, facts[], source_block_id, timestamp}`` as the gardener emits it
+    (docs/design.md §Fact packets)."""
 
     cluster_label: StrictStr
     facts: tuple[FactItem, ...]

@@ -1,4 +1,4 @@
-"""Reading dossiers on a caller's behalf (note 000 Phase 4): search, one dossier, its history.
+"""Reading dossiers on a caller's behalf (docs/design.md §Reading dossiers): search, one dossier, its history.
 
 Every query filters by the caller's Scope inside Cypher before anything is scored, ranked
 or counted: a dossier is a result only if the dossier and at least one matching fact are
@@ -287,7 +287,7 @@ def _dates(fact: dict[str, Any]) -> str:
 
 
 def format_for_context(dossiers: Sequence[DossierView]) -> str:
-    """The dossiers as a block of LLM context, in note 000's layout."""
+    """The dossiers as a block of LLM context (layout: docs/design.md §Reading dossiers)."""
     if not dossiers:
         return ""
     parts = ["=== FACT DOSSIERS ===", ""]

@@ -1,4 +1,4 @@
-"""The gardener's three heuristics (note 000 Phase 2, note 001), deterministic and LLM-free.
+"""The gardener's three heuristics (docs/design.md §Gardener), deterministic and LLM-free.
 
 Each fact of a block is tested in order and the first test that fires decides:
 

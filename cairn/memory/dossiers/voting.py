@@ -1,4 +1,4 @@
-"""Multi-vector voting (note 000 Phase 3): every fact of a packet votes for the dossiers it resembles.
+"""Multi-vector voting (docs/design.md §Routing): every fact of a packet votes for the dossiers it resembles.
 
 All query vectors go to Neo4j in ONE round trip (``UNWIND $queries ... CALL (q) {...}``): per
 fact, the top 10 stored facts from the fact vector index with cosine >= 0.4 (exact cosine,
@@ -42,7 +42,7 @@ from cairn.schema.nodes import vector_index_name
 
 FACT_INDEX = vector_index_name("Fact")
 TOP_K_PER_FACT = 10
-VOTE_THRESHOLD = 0.4  # plain cosine, as in note 000
+VOTE_THRESHOLD = 0.4  # plain cosine (docs/design.md §Routing)
 CLUSTER_COSINE = 0.4  # a packet fact joins a cluster whose centroid is this close (the vote threshold)
 # A cluster joins a dossier only if the dossier stays coherent. For a dossier of more than
 # SMALL_DOSSIER facts (after the join) that means its coherence -- the mean cosine of its facts
@@ -53,7 +53,7 @@ CLUSTER_COSINE = 0.4  # a packet fact joins a cluster whose centroid is this clo
 # new story gathers its first facts freely. Tuned on the LoCoMo development split
 # (bench/locomo_routing.py), where shared names make every fact of a person look alike:
 # coherence 0.75 alone left a dossier with 20% of a conversation's facts, these keep every
-# dossier under 12% while note 000's packets and the demo fixtures route as before.
+# dossier under 12% while the dossier tests' packets and the demo fixtures route as before.
 KAPPA_JOIN = 0.78
 SMALL_DOSSIER = 8
 SMALL_PAIRWISE = 0.3
@@ -327,8 +327,8 @@ def plan_routes(vectors: NDArray[np.float32], vote: Vote, indexes: Sequence[int]
 
     Each cluster goes to the dossier it fits best (``_fits``: nearest centroid among the
     dossiers most of its facts voted for that stay coherent with it). Clusters that fit no
-    dossier follow the packet when note 000's rule (``decide``: a strict majority of the
-    packet's facts voted for one dossier) names a dossier another cluster of the packet joined
+    dossier follow the packet when the packet rule (``decide``, docs/design.md §Routing: a strict
+    majority of the packet's facts voted for one dossier) names a dossier another cluster of the packet joined
     -- the vague-fact vote: "it is healthy" travels with the diet facts it was said with;
     otherwise they form one new dossier together. Clusters bound for the same dossier are one
     route; routes are ordered by their first fact.
