@@ -36,6 +36,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from cairn.policy.preselector import CandidateNode, CandidateSet
 
@@ -79,7 +80,8 @@ EXPECTED_FIELDS: dict[str, tuple[str, ...]] = {
 DEFAULT_EXPECTED_FIELDS = ("timestamp", "tags")
 
 _WORD = re.compile(r"[a-z0-9]+")
-_PLAIN_CHAR = re.compile(r"[\w\s.,;:'\"()\-/&%$€£+]")
+# Counted by its complement: a match per noisy character, not one per character of the text.
+_NOISY_CHAR = re.compile(r"[^\w\s.,;:'\"()\-/&%$€£+]")
 _STOPWORDS = frozenset(
     {"a", "an", "and", "as", "at", "by", "for", "from", "in", "of", "on", "or", "the", "to", "with"}
 )
@@ -115,8 +117,12 @@ def headline(node: CandidateNode) -> str | None:
 def node_timestamp(node: CandidateNode) -> datetime | None:
     """The node's timestamp in UTC; unreadable text counts as absent rather than failing the answer."""
     raw = node.text("timestamp")
-    if not raw:
-        return None
+    return _parse_timestamp(raw) if raw else None
+
+
+@lru_cache(maxsize=8192)
+def _parse_timestamp(raw: str) -> datetime | None:
+    """Parsed once per text: an ask reads each node's timestamp several times (score, order, date)."""
     try:
         parsed = datetime.fromisoformat(raw.strip())
     except ValueError:
@@ -225,5 +231,5 @@ def _quality(text: str | None) -> float:
     words = len(text.split())
     low, high = _IDEAL_WORDS
     length = words / low if words < low else high / words if words > high else 1.0
-    plain = len(_PLAIN_CHAR.findall(text)) / len(text)
+    plain = (len(text) - len(_NOISY_CHAR.findall(text))) / len(text)
     return length * plain

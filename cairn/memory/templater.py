@@ -77,6 +77,7 @@ WITHHELD_WORDS = {
     "edge:not_allowed": "behind a link your role may not follow",
 }
 _ALNUM = re.compile(r"[^\W_]")
+_RUN = re.compile(r"[^\W_]+")
 _NOT_AFTER_ALNUM = r"(?<![^\W_])"
 _NOT_BEFORE_ALNUM = r"(?![^\W_])"
 
@@ -123,22 +124,39 @@ class KnownIds:
     """The ids free text is scrubbed of.
 
     Withheld ids always, with the full case-insensitive matcher: they must never show. Visible
-    ids only where they occur (a plain case-folded substring test picks them): a visible id is
-    no secret, it is printed as a key, and one matcher over every id of a large neighbourhood
-    costs more to build than the rest of the answer.
+    ids only where they occur: a visible id is no secret, it is printed as a key, and one matcher
+    over every id of a large neighbourhood costs more to build than the rest of the answer. An
+    id is scrubbed only where no letter or digit touches its letter-or-digit edges
+    (``scrub_ids``), so an id that begins and ends with one can occur only with its first run of
+    letters and digits standing as a whole word of the text: those ids are looked up by that
+    word (``by_word``), the few others tested against the whole text (``others``), each with
+    its case-folded form.
     """
 
     hidden: frozenset[str]
-    visible: tuple[tuple[str, str], ...]  # (id, its casefold)
+    by_word: dict[str, tuple[tuple[str, str], ...]]
+    others: tuple[tuple[str, str], ...]
 
     @classmethod
     def of(cls, hidden: Iterable[str], visible: Iterable[str]) -> KnownIds:
         shown = set(visible)
-        return cls(frozenset(set(hidden) - shown), tuple((i, i.casefold()) for i in sorted(shown) if i))
+        by_word: dict[str, list[tuple[str, str]]] = {}
+        others: list[tuple[str, str]] = []
+        for i in sorted(shown):
+            if not i:
+                continue
+            folded = i.casefold()
+            first = _RUN.search(folded)
+            if first is not None and _ALNUM.match(i[0]) and _ALNUM.match(i[-1]) and first.start() == 0:
+                by_word.setdefault(first.group(), []).append((i, folded))
+            else:
+                others.append((i, folded))
+        return cls(frozenset(set(hidden) - shown), {w: tuple(v) for w, v in by_word.items()}, tuple(others))
 
     def scrub(self, text: str) -> str:
         folded = text.casefold()
-        present = [i for i, f in self.visible if f in folded]
+        candidates = [c for word in set(_RUN.findall(folded)) for c in self.by_word.get(word, ())]
+        present = [i for i, f in (*candidates, *self.others) if f in folded]
         return scrub_ids(text, [*self.hidden, *present])
 
 
