@@ -201,8 +201,13 @@ def _newest_first(node: CandidateNode) -> tuple[int, float]:
 def _words(node: CandidateNode) -> frozenset[str]:
     tags = node.fields.get("tags")
     tag_text = " ".join(str(t) for t in tags) if isinstance(tags, list | tuple) else str(tags or "")
-    text = f"{headline(node) or ''} {tag_text}".lower()
-    return frozenset(w for w in _WORD.findall(text) if w not in _STOPWORDS)
+    return _word_set(f"{headline(node) or ''} {tag_text}")
+
+
+@lru_cache(maxsize=8192)
+def _word_set(text: str) -> frozenset[str]:
+    """The words of a text, once per text: the same nodes recur from ask to ask."""
+    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS)
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:

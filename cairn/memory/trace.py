@@ -97,20 +97,30 @@ def _owned_folder(root: Path, owner_name: str, request_id: str) -> Path:
 
 
 def redact_meta(audit: dict[str, Any]) -> dict[str, Any]:
-    """The caller's copy of an audit meta: a deep, JSON-plain copy in which every withheld id
-    becomes its per-request placeholder ``withheld-<n>`` (n in the order of
-    ``policy_trace.withheld_ids``). The ask answers with it and the trace derives ``_meta.json``
-    with it, so the two cannot differ."""
-    shown: dict[str, Any] = json.loads(json.dumps(audit, default=str))
-    trace = shown["policy_trace"]
+    """The caller's copy of an audit meta: every withheld id becomes its per-request placeholder
+    ``withheld-<n>`` (n in the order of ``policy_trace.withheld_ids``). The ask answers with it and
+    the trace derives ``_meta.json`` with it, so the two cannot differ.
+
+    The sections that name withheld ids are new objects; the others are the audit's own (the
+    meta is JSON-plain and nobody changes it once built), so the caller's copy costs no deep copy.
+    """
+    trace = audit["policy_trace"]
     placeholder = {wid: f"withheld-{i + 1}" for i, wid in enumerate(trace["withheld_ids"])}
-    trace["withheld_ids"] = [placeholder[i] for i in trace["withheld_ids"]]
-    trace["reasons_by_id"] = {placeholder[i]: r for i, r in trace["reasons_by_id"].items()}
-    sets = shown["evidence_sets"]
-    sets["payload_excluded_ids"] = [
-        {"id": placeholder[e["id"]], "reason": e["reason"]} for e in sets["payload_excluded_ids"]
-    ]
-    return shown
+    sets = audit["evidence_sets"]
+    return {
+        **audit,
+        "policy_trace": {
+            **trace,
+            "withheld_ids": [placeholder[i] for i in trace["withheld_ids"]],
+            "reasons_by_id": {placeholder[i]: r for i, r in trace["reasons_by_id"].items()},
+        },
+        "evidence_sets": {
+            **sets,
+            "payload_excluded_ids": [
+                {"id": placeholder[e["id"]], "reason": e["reason"]} for e in sets["payload_excluded_ids"]
+            ],
+        },
+    }
 
 
 def _encode(files: dict[str, Any]) -> bytes:

@@ -34,6 +34,8 @@ _PIECES = re.compile(r"[a-z0-9]+|[^a-z0-9 \t\n\r]")
 # Remembered WordPiece counts; cleared when full rather than evicted one by one (cheap, bounded).
 _MAX_WORDS = 200_000
 _word_counts: dict[str, int] = {}
+_MAX_LINES = 50_000
+_line_counts: dict[str, int] = {}
 
 
 @lru_cache(maxsize=1)
@@ -90,10 +92,19 @@ def count_tokens(text: str) -> int:
 
 
 def count_tokens_each(texts: list[str]) -> list[int]:
-    """``count_tokens`` of each text; the texts that need the whole pipeline go in one batch."""
-    counts = [_simple_count(t) for t in texts]
+    """``count_tokens`` of each text; the texts that need the whole pipeline go in one batch.
+    Counts of whole texts are remembered too: the same evidence lines recur from ask to ask."""
+    known = _line_counts.get
+    counts = [known(t) for t in texts]
+    for i, c in enumerate(counts):
+        if c is None:
+            counts[i] = _simple_count(texts[i])
     rest = [i for i, c in enumerate(counts) if c is None]
     if rest:
         for i, c in zip(rest, _pipeline_counts([texts[i] for i in rest]), strict=True):
             counts[i] = c
+    if len(_line_counts) >= _MAX_LINES:
+        _line_counts.clear()
+    for text, c in zip(texts, counts, strict=True):
+        _line_counts[text] = c or 0
     return [c or 0 for c in counts]
