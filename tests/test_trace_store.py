@@ -173,3 +173,18 @@ def test_a_trace_in_the_earlier_plain_form_is_still_read(registry: PolicyRegistr
     (folder / trace.TRACE_FILE).unlink()
     (folder / trace.PLAIN_TRACE_FILE).write_text(json.dumps({"_meta.json": {"old": True}}), encoding="utf-8")
     assert trace.read_trace_file(tmp_path, caller, caller.request_id, "_meta.json") == {"old": True}
+
+
+def test_canonical_json_is_independent_of_key_order_and_takes_any_value() -> None:
+    assert trace.canonical_json({"b": [1, (2, 3)], "a": {"y": 1, "x": None}}) == trace.canonical_json(
+        {"a": {"x": None, "y": 1}, "b": [1, [2, 3]]}
+    )
+    assert json.loads(trace.canonical_json({"n": 2**70, "s": "é"})) == {"n": 2**70, "s": "é"}
+
+
+def test_a_trace_holding_values_beyond_64_bits_is_written_and_read(
+    registry: PolicyRegistry, tmp_path: Path
+) -> None:
+    caller = caller_for(registry, "staff")
+    trace.write_trace(tmp_path, caller, {"_meta.json": {"big": 2**70}})
+    assert trace.read_trace_file(tmp_path, caller, caller.request_id, "_meta.json") == {"big": 2**70}

@@ -12,7 +12,6 @@ per-request placeholders so that no hidden id ever reaches a caller.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -57,8 +56,9 @@ class AskResult:
 
 
 def _sha(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    """A fingerprint of a text, or of a value as canonical JSON (sorted keys, compact, UTF-8)."""
+    data = value.encode() if isinstance(value, str) else bundles.canonical_json(value)
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def _node_json(node: CandidateNode) -> dict[str, Any]:

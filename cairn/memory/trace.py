@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import structlog
 
 from cairn.policy.passport import Caller, is_request_id
@@ -123,9 +124,23 @@ def redact_meta(audit: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def canonical_json(value: Any) -> bytes:
+    """``value`` as compact UTF-8 JSON with sorted keys (values JSON cannot hold as their text)."""
+    return _json(value, orjson.OPT_SORT_KEYS)
+
+
+def _json(value: Any, option: int = 0) -> bytes:
+    # orjson: the trace and the fingerprints encode a whole neighbourhood per ask, ~20x faster
+    # than json's encoder; an integer beyond 64 bits (which orjson refuses) falls back to json.
+    try:
+        return orjson.dumps(value, default=str, option=option | orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError:
+        text = json.dumps(value, separators=(",", ":"), default=str, sort_keys=bool(option))
+        return text.encode("utf-8")
+
+
 def _encode(files: dict[str, Any]) -> bytes:
-    data = json.dumps(files, separators=(",", ":"), default=str).encode("utf-8")
-    return gzip.compress(data, compresslevel=6, mtime=0)
+    return gzip.compress(_json(files), compresslevel=6, mtime=0)
 
 
 def _store(folder: Path, files: dict[str, Any]) -> None:
