@@ -88,6 +88,13 @@ _STOPWORDS = frozenset(
 _IDEAL_WORDS = (3, 40)
 
 
+class _Unset:
+    """The type of ``UNSET``: an argument not given, where None is a meaningful value."""
+
+
+UNSET = _Unset()
+
+
 @dataclass(frozen=True)
 class Scored:
     """One ranked candidate with the signals that produced its score, for selection_metrics."""
@@ -173,13 +180,14 @@ def _unique(nodes: Iterable[CandidateNode]) -> tuple[list[CandidateNode], list[s
 
 def _score(node: CandidateNode, anchor_words: frozenset[str], anchor_ts: datetime | None) -> Scored:
     days = _days_apart(node_timestamp(node), anchor_ts)
+    title = headline(node)
     signals = {
-        "sim": round(_jaccard(_words(node), anchor_words), 4),
+        "sim": round(_jaccard(_words(node, title), anchor_words), 4),
         "recency_days": days,
         "importance": round(_importance(node), 4),
         "adjacency": round(1.0 / max(node.hop, 1), 4),
         "completeness": round(_completeness(node), 4),
-        "quality": round(_quality(headline(node)), 4),
+        "quality": round(_quality(title), 4),
     }
     features = {**signals, "recency": 1.0 / (1.0 + days / RECENCY_HALF_LIFE_DAYS)}
     score = sum(weight * features[name] for name, weight in WEIGHTS.items())
@@ -198,10 +206,13 @@ def _newest_first(node: CandidateNode) -> tuple[int, float]:
     return (1, 0.0) if ts is None else (0, -ts.timestamp())
 
 
-def _words(node: CandidateNode) -> frozenset[str]:
+def _words(node: CandidateNode, title: str | _Unset | None = UNSET) -> frozenset[str]:
+    """Title/summary and tag words; ``title`` is the node's headline when the caller has it."""
+    if isinstance(title, _Unset):
+        title = headline(node)
     tags = node.fields.get("tags")
     tag_text = " ".join(str(t) for t in tags) if isinstance(tags, list | tuple) else str(tags or "")
-    return _word_set(f"{headline(node) or ''} {tag_text}")
+    return _word_set(f"{title or ''} {tag_text}")
 
 
 @lru_cache(maxsize=8192)
@@ -229,6 +240,7 @@ def _completeness(node: CandidateNode) -> float:
     return present / len(expected)
 
 
+@lru_cache(maxsize=8192)
 def _quality(text: str | None) -> float:
     """1.0 for a plain headline of a readable length, less for fragments, walls of text or noise."""
     if not text:

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from cairn.memory.selector import headline, node_timestamp, parts
+from cairn.memory.selector import _parse_timestamp, headline, node_timestamp, parts
 from cairn.policy.preselector import CandidateEdge, CandidateNode, CandidateSet
 
 __all__ = [
@@ -136,6 +136,7 @@ class KnownIds:
     hidden: frozenset[str]
     by_word: dict[str, tuple[tuple[str, str], ...]]
     others: tuple[tuple[str, str], ...]
+    hidden_matcher: re.Pattern[str] | None  # scrub_ids' matcher of the hidden ids alone
 
     @classmethod
     def of(cls, hidden: Iterable[str], visible: Iterable[str]) -> KnownIds:
@@ -151,13 +152,23 @@ class KnownIds:
                 by_word.setdefault(first.group(), []).append((i, folded))
             else:
                 others.append((i, folded))
-        return cls(frozenset(set(hidden) - shown), {w: tuple(v) for w, v in by_word.items()}, tuple(others))
+        withheld = frozenset(set(hidden) - shown)
+        known = tuple(sorted({i for i in withheld if i}, key=lambda i: (-len(i), i)))
+        return cls(
+            withheld,
+            {w: tuple(v) for w, v in by_word.items()},
+            tuple(others),
+            _scrubber(known) if known else None,
+        )
 
     def scrub(self, text: str) -> str:
         folded = text.casefold()
         candidates = [c for word in set(_RUN.findall(folded)) for c in self.by_word.get(word, ())]
         present = [i for i, f in (*candidates, *self.others) if f in folded]
-        return scrub_ids(text, [*self.hidden, *present])
+        if present:
+            return scrub_ids(text, [*self.hidden, *present])
+        # What scrub_ids(text, self.hidden) does, without sorting the ids again for every text.
+        return self.hidden_matcher.sub(REDACTED, text) if self.hidden_matcher else text
 
 
 def relation_words(relations: Sequence[str]) -> str:
@@ -247,7 +258,8 @@ def compose(
 
     all_causes = [n for n in nodes.values() if role.get(n.id) == "cause" and n.id != anchor.id]
     causes = _causal_order([n for n in included if role.get(n.id) == "cause"])
-    clipped = _causal_order([n for n in all_causes if n not in causes])
+    named_ids = {n.id for n in causes}  # one node per id (by_id): the id tells them apart
+    clipped = _causal_order([n for n in all_causes if n.id not in named_ids])
     effects = _causal_order([n for n in included if role.get(n.id) == "consequence"])
     aliases = _causal_order([n for n in included if role.get(n.id) == "alias"])
 
@@ -413,7 +425,14 @@ def _dated(text: str, date: str | None) -> str:
 
 
 def _date(node: CandidateNode) -> str | None:
-    ts = node_timestamp(node)
+    raw = node.text("timestamp")
+    return _iso_date(raw) if raw else None
+
+
+@lru_cache(maxsize=8192)
+def _iso_date(raw: str) -> str | None:
+    """The day of a timestamp text (as node_timestamp reads it), once per text."""
+    ts = _parse_timestamp(raw)
     return ts.date().isoformat() if ts else None
 
 
