@@ -143,15 +143,19 @@ def test_bundle_view_of_a_trace_never_holds_a_withheld_id(
     assert "withheld-1" in text
 
 
-def test_a_read_waits_for_a_queued_write(registry: PolicyRegistry, tmp_path: Path) -> None:
+def test_a_read_waits_for_a_queued_write(
+    registry: PolicyRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     caller = caller_for(registry, "director")
     release = threading.Event()
+    store = trace._store
 
-    def slow() -> dict[str, Any]:
+    def slow(folder: Path, data: bytes) -> None:
         release.wait(10)
-        return {"_meta.json": {"written": True}}
+        store(folder, data)
 
-    trace.submit_trace(tmp_path, caller, slow)
+    monkeypatch.setattr(trace, "_store", slow)
+    trace.submit_trace(tmp_path, caller, {"_meta.json": {"written": True}})
     threading.Timer(0.3, release.set).start()
     started = time.perf_counter()
     assert trace.read_trace_file(tmp_path, caller, caller.request_id, "_meta.json") == {"written": True}
@@ -161,7 +165,7 @@ def test_a_read_waits_for_a_queued_write(registry: PolicyRegistry, tmp_path: Pat
 def test_flush_writes_every_queued_trace(registry: PolicyRegistry, tmp_path: Path) -> None:
     callers = [caller_for(registry, "staff") for _ in range(20)]
     for i, caller in enumerate(callers):
-        trace.submit_trace(tmp_path, caller, lambda i=i: {"_meta.json": {"n": i}})  # type: ignore[misc]
+        trace.submit_trace(tmp_path, caller, {"_meta.json": {"n": i}})
     trace.flush()
     files = [next(tmp_path.glob(f"*/{c.request_id}/{trace.TRACE_FILE}")) for c in callers]
     assert len(files) == 20

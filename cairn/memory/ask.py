@@ -192,20 +192,18 @@ class AskService:
             "more_causes": envelope.more_causes,
         }
         shown = bundles.redact_meta(audit)
-        edges, scanned = cs.edges, ptrace.neighbours_scanned
-
-        def trace() -> dict[str, Any]:
-            # Each piece once (docs/design.md §Trace bundles): _meta.json, evidence_pre.json,
-            # evidence_post.json and the meta's sections are cut out of these when read. Runs on
-            # the trace writer's thread: everything it reads is left unchanged once ask returns.
-            return {
-                "_meta_audit.json": audit,
-                "envelope.json": envelope_json,
-                "evidence_canonical.json": canonical,
-                bundles.EVIDENCE_PRE: {"edges": [e.__dict__ for e in edges], "neighbours_scanned": scanned},
-                "llm_raw.json": llm_raw,
-            }
-
+        # Each piece once (docs/design.md §Trace bundles): _meta.json, evidence_pre.json,
+        # evidence_post.json and the meta's sections are cut out of these when read.
+        trace = {
+            "_meta_audit.json": audit,
+            "envelope.json": envelope_json,
+            "evidence_canonical.json": canonical,
+            bundles.EVIDENCE_PRE: {
+                "edges": [e.__dict__ for e in cs.edges],
+                "neighbours_scanned": ptrace.neighbours_scanned,
+            },
+            "llm_raw.json": llm_raw,
+        }
         bundles.submit_trace(self.trace_root, caller, trace)
         return AskResult(envelope=envelope_json, response=shown["response"], meta=shown, evidence=evidence)
 
