@@ -3,7 +3,8 @@
 Baseline: one unfiltered Cypher query returning the anchor and its k-hop neighbours — what
 a resolver with no policy would run — at k=1 (staff and director asks, one hop) and k=3 (exec
 asks, three hops). The ask pipeline adds the ACL in Cypher, masking, selector, budget gate,
-templater, meta and the trace file. Each ask is timed right after the raw query on the same
+templater, meta and the trace (encoded on the request path, compressed and written by the
+trace writer thread). Each ask is timed right after the raw query on the same
 anchor, so both see the same load. Goal: ask p50 within 2x of raw at the same k, and flat
 (within 1.3x) from 1k to 100k nodes. Throughput is measured over HTTP against a real uvicorn
 on loopback with 1, 8 and 32 concurrent clients.
@@ -17,13 +18,14 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import shutil
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import running_neo4j, summary, use_bench_neo4j, wipe_graph, write_results
+from bench.common import pct, running_neo4j, summary, use_bench_neo4j, wipe_graph, write_results
 
 use_bench_neo4j("ask", 17710, 17510)
 
@@ -32,6 +34,7 @@ import uvicorn  # noqa: E402
 from neo4j import Driver  # noqa: E402
 
 from cairn.app import create_app  # noqa: E402
+from cairn.memory import trace as bundles  # noqa: E402
 from cairn.memory.ask import AskService  # noqa: E402
 from cairn.policy.passport import headers_for, verify  # noqa: E402
 from cairn.policy.profiles import PolicyRegistry  # noqa: E402
@@ -139,13 +142,15 @@ def generate(driver: Driver, n: int, seed: int = 7) -> list[str]:
 
 async def time_paired(
     settings: Settings, registry: PolicyRegistry, role: str, anchors: list[str], hops: str
-) -> tuple[list[float], list[float]]:
+) -> tuple[list[float], list[float], list[float]]:
     """Raw Cypher and ask on the same anchor, one after the other, anchor by anchor.
 
     Paired so that both series see the same load: on a shared machine a series timed minutes
-    after the other measures the machine, not the pipeline."""
+    after the other measures the machine, not the pipeline. Also returns the bytes of each
+    ask's trace file, once the trace writer has flushed them."""
     driver = async_driver(settings)
-    asker = AskService(driver, LLMClient(settings), Path(tempfile.mkdtemp(prefix="cairn-bench-traces-")))
+    root = Path(tempfile.mkdtemp(prefix="cairn-bench-traces-"))
+    asker = AskService(driver, LLMClient(settings), root)
     raw: list[float] = []
     asks: list[float] = []
     try:
@@ -161,7 +166,23 @@ async def time_paired(
                 asks.append((time.perf_counter() - t) * 1000)
     finally:
         await driver.close()
-    return raw, asks
+    bundles.flush()
+    sizes = [float(p.stat().st_size) for p in root.rglob(bundles.TRACE_FILE)]
+    shutil.rmtree(root, ignore_errors=True)
+    return raw, asks, sizes
+
+
+def _sizes(values: list[float]) -> dict[str, int]:
+    ordered = sorted(values)
+    if not ordered:
+        return {"n": 0, "mean": 0, "p50": 0, "p95": 0, "max": 0}
+    return {
+        "n": len(ordered),
+        "mean": round(sum(ordered) / len(ordered)),
+        "p50": round(pct(ordered, 50)),
+        "p95": round(pct(ordered, 95)),
+        "max": round(ordered[-1]),
+    }
 
 
 def throughput(settings: Settings, registry: PolicyRegistry, anchors: list[str]) -> dict[str, Any]:
@@ -235,9 +256,11 @@ def main() -> None:
                 t = time.perf_counter()
                 anchors = generate(driver, n)
                 gen_s = time.perf_counter() - t
-            raw, staff = asyncio.run(time_paired(settings, registry, "staff", anchors, "1"))
-            raw_d, director = asyncio.run(time_paired(settings, registry, "director", anchors, "1"))
-            raw3, exec3 = asyncio.run(time_paired(settings, registry, "exec", anchors, "3"))
+            raw, staff, bytes_staff = asyncio.run(time_paired(settings, registry, "staff", anchors, "1"))
+            raw_d, director, bytes_director = asyncio.run(
+                time_paired(settings, registry, "director", anchors, "1")
+            )
+            raw3, exec3, bytes_exec = asyncio.run(time_paired(settings, registry, "exec", anchors, "3"))
             results["sizes"][str(n)] = {
                 "generate_s": round(gen_s, 1),
                 "raw": summary(raw),
@@ -246,14 +269,24 @@ def main() -> None:
                 "ask_director": summary(director),
                 "raw_k3": summary(raw3),
                 "ask_exec_k3": summary(exec3),
+                "trace_bytes": {
+                    "staff": _sizes(bytes_staff),
+                    "director": _sizes(bytes_director),
+                    "exec_k3": _sizes(bytes_exec),
+                },
             }
             print(n, results["sizes"][str(n)], flush=True)
         if 100_000 in SIZES:
             results["throughput_at_100k"] = throughput(settings, registry, anchors)
     sizes = results["sizes"]
     small, large = sizes[str(SIZES[0])], sizes[str(SIZES[-1])]
+    command = f"BENCH_ASK_SIZES={','.join(map(str, SIZES))} BENCH_ASK_N={ASKS} python -m bench ask_latency"
+    results["command"] = command
     table = [
         "# ask latency vs raw Cypher (k=1)",
+        "",
+        f"Command: `{command}`. Ratios are ask p50 / raw p50 of the same run, each ask timed right",
+        "after the raw query on the same anchor; times in ms (context only: the machine is shared).",
         "",
         "| nodes | raw p50 | raw p95 | staff p50 | p95 | ratio p50 | director p50 | p95 | ratio p50 |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -278,6 +311,20 @@ def main() -> None:
             f"| {n} | {raw3['p50_ms']} | {raw3['p95_ms']} | {exec3['p50_ms']} | {exec3['p95_ms']} | "
             f"{exec3['p50_ms'] / raw3['p50_ms']:.2f}x |"
         )
+    table += [
+        "",
+        "# trace file per ask (bytes, one gzip'd file, written off the request path)",
+        "",
+        "| nodes | staff mean | p50 | p95 | max | director mean | p50 | p95 | max "
+        "| exec k=3 mean | p50 | p95 | max |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for n, row in sizes.items():
+        cells = [
+            f"{t['mean']} | {t['p50']} | {t['p95']} | {t['max']}"
+            for t in (row["trace_bytes"][k] for k in ("staff", "director", "exec_k3"))
+        ]
+        table.append(f"| {n} | " + " | ".join(cells) + " |")
     growth = large["ask_staff"]["p50_ms"] / small["ask_staff"]["p50_ms"]
     results["growth_staff_p50"] = round(growth, 3)
     table += ["", f"ask p50 growth {SIZES[0]} → {SIZES[-1]} nodes (staff): {growth:.2f}x"]

@@ -233,6 +233,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         try:
             yield
         finally:
+            await anyio.to_thread.run_sync(bundles.flush)  # every queued trace is written before stop
             await driver.close()
             blocking_driver.close()
 

@@ -12,7 +12,6 @@ per-request placeholders so that no hidden id ever reaches a caller.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -57,8 +56,9 @@ class AskResult:
 
 
 def _sha(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    """A fingerprint of a text, or of a value as canonical JSON (sorted keys, compact, UTF-8)."""
+    data = value.encode() if isinstance(value, str) else bundles.canonical_json(value)
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def _node_json(node: CandidateNode) -> dict[str, Any]:
@@ -160,6 +160,8 @@ class AskService:
             *({"id": i, "reason": "duplicate"} for i in selection.duplicates),
             *gate.excluded,
         ]
+        evidence = [cs.anchor, *cs.nodes]
+        canonical = [_node_json(n) for n in evidence]
         audit = self._meta(
             caller,
             anchor_id,
@@ -172,6 +174,7 @@ class AskService:
             gate,
             included,
             prompt_excluded,
+            canonical,
             envelope.cited_ids,
             response,
             prompt,
@@ -188,29 +191,20 @@ class AskService:
             "causes": envelope.causes_json(),
             "more_causes": envelope.more_causes,
         }
-        shown = _redact(audit, ptrace)
-        evidence = [cs.anchor, *cs.nodes]
-        files = {
-            "_meta.json": shown,
+        shown = bundles.redact_meta(audit)
+        # Each piece once (docs/design.md §Trace bundles): _meta.json, evidence_pre.json,
+        # evidence_post.json and the meta's sections are cut out of these when read.
+        trace = {
             "_meta_audit.json": audit,
             "envelope.json": envelope_json,
-            "evidence_pre.json": {
-                "anchor": _node_json(cs.anchor),
-                "nodes": [_node_json(n) for n in cs.nodes],
+            "evidence_canonical.json": canonical,
+            bundles.EVIDENCE_PRE: {
                 "edges": [e.__dict__ for e in cs.edges],
-                "policy_trace": ptrace.__dict__,
+                "neighbours_scanned": ptrace.neighbours_scanned,
             },
-            "evidence_post.json": {
-                "prompt_included_ids": included,
-                "prompt_excluded_ids": prompt_excluded,
-                "gate": gate.passes,
-            },
-            "evidence_canonical.json": [_node_json(n) for n in evidence],
             "llm_raw.json": llm_raw,
         }
-        # plan.json, response.json and validator_report.json are sections of _meta.json; the
-        # trace stores them once and the bundle cuts them out on download.
-        bundles.write_trace(self.trace_root, caller, files)
+        bundles.submit_trace(self.trace_root, caller, trace)
         return AskResult(envelope=envelope_json, response=shown["response"], meta=shown, evidence=evidence)
 
     async def _respond(
@@ -269,6 +263,7 @@ class AskService:
         gate: Any,
         included: list[str],
         prompt_excluded: list[dict[str, str]],
+        canonical: list[dict[str, Any]],
         cited: list[str],
         response: dict[str, Any],
         prompt: str,
@@ -281,7 +276,6 @@ class AskService:
         pool = [cs.anchor, *cs.nodes]
         nodes = cs.by_id()
         prompt_nodes = [nodes[i] for i in included]
-        canonical = [_node_json(n) for n in pool]
         llm_mode = "off" if mode == "ask" else "auto"
         meta: dict[str, Any] = {
             "request": {
@@ -447,20 +441,6 @@ def _check_completion(response: dict[str, Any], envelope: Envelope) -> list[str]
     text = response["llm_completion"]["text"]
     missing = [c.id for c in envelope.causes if c.id not in text and c.title not in text]
     return [f"llm completion leaves out cause {i}" for i in missing]
-
-
-def _redact(audit: dict[str, Any], ptrace: PolicyTrace) -> dict[str, Any]:
-    """The caller's copy of the meta: withheld ids become per-request placeholders."""
-    placeholder = {wid: f"withheld-{i + 1}" for i, wid in enumerate(ptrace.withheld_ids)}
-    shown: dict[str, Any] = json.loads(json.dumps(audit, default=str))
-    trace = shown["policy_trace"]
-    trace["withheld_ids"] = [placeholder[i] for i in trace["withheld_ids"]]
-    trace["reasons_by_id"] = {placeholder[i]: r for i, r in trace["reasons_by_id"].items()}
-    sets = shown["evidence_sets"]
-    sets["payload_excluded_ids"] = [
-        {"id": placeholder[e["id"]], "reason": e["reason"]} for e in sets["payload_excluded_ids"]
-    ]
-    return shown
 
 
 def _ms(since: float) -> float:

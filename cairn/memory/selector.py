@@ -36,6 +36,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from cairn.policy.preselector import CandidateNode, CandidateSet
 
@@ -79,11 +80,19 @@ EXPECTED_FIELDS: dict[str, tuple[str, ...]] = {
 DEFAULT_EXPECTED_FIELDS = ("timestamp", "tags")
 
 _WORD = re.compile(r"[a-z0-9]+")
-_PLAIN_CHAR = re.compile(r"[\w\s.,;:'\"()\-/&%$€£+]")
+# Counted by its complement: a match per noisy character, not one per character of the text.
+_NOISY_CHAR = re.compile(r"[^\w\s.,;:'\"()\-/&%$€£+]")
 _STOPWORDS = frozenset(
     {"a", "an", "and", "as", "at", "by", "for", "from", "in", "of", "on", "or", "the", "to", "with"}
 )
 _IDEAL_WORDS = (3, 40)
+
+
+class _Unset:
+    """The type of ``UNSET``: an argument not given, where None is a meaningful value."""
+
+
+UNSET = _Unset()
 
 
 @dataclass(frozen=True)
@@ -115,8 +124,12 @@ def headline(node: CandidateNode) -> str | None:
 def node_timestamp(node: CandidateNode) -> datetime | None:
     """The node's timestamp in UTC; unreadable text counts as absent rather than failing the answer."""
     raw = node.text("timestamp")
-    if not raw:
-        return None
+    return _parse_timestamp(raw) if raw else None
+
+
+@lru_cache(maxsize=8192)
+def _parse_timestamp(raw: str) -> datetime | None:
+    """Parsed once per text: an ask reads each node's timestamp several times (score, order, date)."""
     try:
         parsed = datetime.fromisoformat(raw.strip())
     except ValueError:
@@ -167,13 +180,14 @@ def _unique(nodes: Iterable[CandidateNode]) -> tuple[list[CandidateNode], list[s
 
 def _score(node: CandidateNode, anchor_words: frozenset[str], anchor_ts: datetime | None) -> Scored:
     days = _days_apart(node_timestamp(node), anchor_ts)
+    title = headline(node)
     signals = {
-        "sim": round(_jaccard(_words(node), anchor_words), 4),
+        "sim": round(_jaccard(_words(node, title), anchor_words), 4),
         "recency_days": days,
         "importance": round(_importance(node), 4),
         "adjacency": round(1.0 / max(node.hop, 1), 4),
         "completeness": round(_completeness(node), 4),
-        "quality": round(_quality(headline(node)), 4),
+        "quality": round(_quality(title), 4),
     }
     features = {**signals, "recency": 1.0 / (1.0 + days / RECENCY_HALF_LIFE_DAYS)}
     score = sum(weight * features[name] for name, weight in WEIGHTS.items())
@@ -192,11 +206,19 @@ def _newest_first(node: CandidateNode) -> tuple[int, float]:
     return (1, 0.0) if ts is None else (0, -ts.timestamp())
 
 
-def _words(node: CandidateNode) -> frozenset[str]:
+def _words(node: CandidateNode, title: str | _Unset | None = UNSET) -> frozenset[str]:
+    """Title/summary and tag words; ``title`` is the node's headline when the caller has it."""
+    if isinstance(title, _Unset):
+        title = headline(node)
     tags = node.fields.get("tags")
     tag_text = " ".join(str(t) for t in tags) if isinstance(tags, list | tuple) else str(tags or "")
-    text = f"{headline(node) or ''} {tag_text}".lower()
-    return frozenset(w for w in _WORD.findall(text) if w not in _STOPWORDS)
+    return _word_set(f"{title or ''} {tag_text}")
+
+
+@lru_cache(maxsize=8192)
+def _word_set(text: str) -> frozenset[str]:
+    """The words of a text, once per text: the same nodes recur from ask to ask."""
+    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS)
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -218,6 +240,7 @@ def _completeness(node: CandidateNode) -> float:
     return present / len(expected)
 
 
+@lru_cache(maxsize=8192)
 def _quality(text: str | None) -> float:
     """1.0 for a plain headline of a readable length, less for fragments, walls of text or noise."""
     if not text:
@@ -225,5 +248,5 @@ def _quality(text: str | None) -> float:
     words = len(text.split())
     low, high = _IDEAL_WORDS
     length = words / low if words < low else high / words if words > high else 1.0
-    plain = len(_PLAIN_CHAR.findall(text)) / len(text)
+    plain = (len(text) - len(_NOISY_CHAR.findall(text))) / len(text)
     return length * plain

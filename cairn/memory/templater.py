@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from cairn.memory.selector import headline, node_timestamp, parts
+from cairn.memory.selector import _parse_timestamp, headline, node_timestamp, parts
 from cairn.policy.preselector import CandidateEdge, CandidateNode, CandidateSet
 
 __all__ = [
@@ -77,6 +77,7 @@ WITHHELD_WORDS = {
     "edge:not_allowed": "behind a link your role may not follow",
 }
 _ALNUM = re.compile(r"[^\W_]")
+_RUN = re.compile(r"[^\W_]+")
 _NOT_AFTER_ALNUM = r"(?<![^\W_])"
 _NOT_BEFORE_ALNUM = r"(?![^\W_])"
 
@@ -123,23 +124,51 @@ class KnownIds:
     """The ids free text is scrubbed of.
 
     Withheld ids always, with the full case-insensitive matcher: they must never show. Visible
-    ids only where they occur (a plain case-folded substring test picks them): a visible id is
-    no secret, it is printed as a key, and one matcher over every id of a large neighbourhood
-    costs more to build than the rest of the answer.
+    ids only where they occur: a visible id is no secret, it is printed as a key, and one matcher
+    over every id of a large neighbourhood costs more to build than the rest of the answer. An
+    id is scrubbed only where no letter or digit touches its letter-or-digit edges
+    (``scrub_ids``), so an id that begins and ends with one can occur only with its first run of
+    letters and digits standing as a whole word of the text: those ids are looked up by that
+    word (``by_word``), the few others tested against the whole text (``others``), each with
+    its case-folded form.
     """
 
     hidden: frozenset[str]
-    visible: tuple[tuple[str, str], ...]  # (id, its casefold)
+    by_word: dict[str, tuple[tuple[str, str], ...]]
+    others: tuple[tuple[str, str], ...]
+    hidden_matcher: re.Pattern[str] | None  # scrub_ids' matcher of the hidden ids alone
 
     @classmethod
     def of(cls, hidden: Iterable[str], visible: Iterable[str]) -> KnownIds:
         shown = set(visible)
-        return cls(frozenset(set(hidden) - shown), tuple((i, i.casefold()) for i in sorted(shown) if i))
+        by_word: dict[str, list[tuple[str, str]]] = {}
+        others: list[tuple[str, str]] = []
+        for i in sorted(shown):
+            if not i:
+                continue
+            folded = i.casefold()
+            first = _RUN.search(folded)
+            if first is not None and _ALNUM.match(i[0]) and _ALNUM.match(i[-1]) and first.start() == 0:
+                by_word.setdefault(first.group(), []).append((i, folded))
+            else:
+                others.append((i, folded))
+        withheld = frozenset(set(hidden) - shown)
+        known = tuple(sorted({i for i in withheld if i}, key=lambda i: (-len(i), i)))
+        return cls(
+            withheld,
+            {w: tuple(v) for w, v in by_word.items()},
+            tuple(others),
+            _scrubber(known) if known else None,
+        )
 
     def scrub(self, text: str) -> str:
         folded = text.casefold()
-        present = [i for i, f in self.visible if f in folded]
-        return scrub_ids(text, [*self.hidden, *present])
+        candidates = [c for word in set(_RUN.findall(folded)) for c in self.by_word.get(word, ())]
+        present = [i for i, f in (*candidates, *self.others) if f in folded]
+        if present:
+            return scrub_ids(text, [*self.hidden, *present])
+        # What scrub_ids(text, self.hidden) does, without sorting the ids again for every text.
+        return self.hidden_matcher.sub(REDACTED, text) if self.hidden_matcher else text
 
 
 def relation_words(relations: Sequence[str]) -> str:
@@ -229,7 +258,8 @@ def compose(
 
     all_causes = [n for n in nodes.values() if role.get(n.id) == "cause" and n.id != anchor.id]
     causes = _causal_order([n for n in included if role.get(n.id) == "cause"])
-    clipped = _causal_order([n for n in all_causes if n not in causes])
+    named_ids = {n.id for n in causes}  # one node per id (by_id): the id tells them apart
+    clipped = _causal_order([n for n in all_causes if n.id not in named_ids])
     effects = _causal_order([n for n in included if role.get(n.id) == "consequence"])
     aliases = _causal_order([n for n in included if role.get(n.id) == "alias"])
 
@@ -395,7 +425,14 @@ def _dated(text: str, date: str | None) -> str:
 
 
 def _date(node: CandidateNode) -> str | None:
-    ts = node_timestamp(node)
+    raw = node.text("timestamp")
+    return _iso_date(raw) if raw else None
+
+
+@lru_cache(maxsize=8192)
+def _iso_date(raw: str) -> str | None:
+    """The day of a timestamp text (as node_timestamp reads it), once per text."""
+    ts = _parse_timestamp(raw)
     return ts.date().isoformat() if ts else None
 
 

@@ -7,16 +7,36 @@ X-Request-Id pattern is looked up, and the folder must resolve inside the owner'
 the trace root; anything else answers exactly as a request id nobody used (FileNotFoundError).
 ``bundle_view`` carries what the caller was shown; ``bundle_full`` adds pre-policy evidence
 and the audit meta with the withheld ids, and is built only for roles whose profile allows it.
+
+Storage (docs/design.md §Trace bundles): one gzip'd compact JSON file per request, holding each
+piece of the trace once. The bundle files that repeat another piece are cut out of it when read:
+the caller's meta is the audit meta with withheld ids replaced by placeholders
+(``redact_meta``, the same function the ask answers with); ``plan.json``, ``response.json`` and
+``validator_report.json`` are sections of that meta; ``evidence_pre.json`` is the canonical
+evidence plus the edges; ``evidence_post.json`` is three sections of the audit meta.
+
+An ask's trace is written off the request path (``submit_trace``): the ask only encodes it; one
+writer thread takes the encoded traces from a bounded queue, in order, compresses and writes
+each. A read of a trace whose write is still queued waits for it, so the owner can read it as
+soon as the ask returns; the queue is drained at a clean stop (``flush``: the app's shutdown
+and interpreter exit).
 """
 
 from __future__ import annotations
 
+import atexit
+import gzip
 import hashlib
 import io
 import json
+import queue
+import threading
 import zipfile
 from pathlib import Path
 from typing import Any
+
+import orjson
+import structlog
 
 from cairn.policy.passport import Caller, is_request_id
 
@@ -30,14 +50,23 @@ VIEW_FILES = (
 )
 FULL_FILES = (*VIEW_FILES, "_meta_audit.json", "evidence_pre.json", "evidence_post.json", "llm_raw.json")
 BUNDLES = ("bundle_view", "bundle_full")
-# One file per request: an ask writes its whole trace in one compact JSON object.
-TRACE_FILE = "trace.json"
+# One file per request: the whole trace as one compact, gzip'd JSON object.
+TRACE_FILE = "trace.json.gz"
+# The earlier, uncompressed one-file form: still read.
+PLAIN_TRACE_FILE = "trace.json"
 # Bundle files that are sections of the caller's meta: stored once, cut out when read.
 FROM_META = {
     "plan.json": "selection_metrics",
     "response.json": "response",
     "validator_report.json": "validator",
 }
+# Stored pieces that are not bundle files: what evidence_pre.json adds to the canonical evidence.
+EVIDENCE_PRE = "_evidence_pre"
+QUEUE_SIZE = 256  # asks whose trace is not yet written; a full queue makes the next ask wait
+READ_WAIT_S = 30.0
+WRITE_EVERY_S = 0.05
+# A queued trace: (owner folder name, request id).
+Key = tuple[str, str]
 
 
 class BundleRefused(PermissionError):
@@ -55,34 +84,201 @@ def _owner(caller: Caller) -> str:
 def _folder(root: Path, caller: Caller, request_id: str) -> Path:
     """The owner's folder for ``request_id``; FileNotFoundError, as for a missing trace, when
     the id is not a request id or the path would leave the owner's folder (e.g. a symlink)."""
+    return _owned_folder(root, _owner(caller), request_id)
+
+
+def _owned_folder(root: Path, owner_name: str, request_id: str) -> Path:
     if not is_request_id(request_id):
         raise FileNotFoundError("no such trace")
-    owner = root.resolve() / _owner(caller)
+    owner = root.resolve() / owner_name
     folder = (owner / request_id).resolve()
     if folder.parent != owner:
         raise FileNotFoundError("no such trace")
     return folder
 
 
-def write_trace(root: Path, caller: Caller, files: dict[str, Any]) -> Path:
-    """Write all of the caller's current request's files as one compact JSON object
-    (atomically: temp file then rename).
+def redact_meta(audit: dict[str, Any]) -> dict[str, Any]:
+    """The caller's copy of an audit meta: every withheld id becomes its per-request placeholder
+    ``withheld-<n>`` (n in the order of ``policy_trace.withheld_ids``). The ask answers with it and
+    the trace derives ``_meta.json`` with it, so the two cannot differ.
 
-    One file and compact on purpose: the trace is written on the request path, and one file per
-    part plus ``indent`` (json's pure-Python encoder) made it the most expensive stage of an ask."""
-    folder = _folder(root, caller, caller.request_id)
+    The sections that name withheld ids are new objects; the others are the audit's own (the
+    meta is JSON-plain and nobody changes it once built), so the caller's copy costs no deep copy.
+    """
+    trace = audit["policy_trace"]
+    placeholder = {wid: f"withheld-{i + 1}" for i, wid in enumerate(trace["withheld_ids"])}
+    sets = audit["evidence_sets"]
+    return {
+        **audit,
+        "policy_trace": {
+            **trace,
+            "withheld_ids": [placeholder[i] for i in trace["withheld_ids"]],
+            "reasons_by_id": {placeholder[i]: r for i, r in trace["reasons_by_id"].items()},
+        },
+        "evidence_sets": {
+            **sets,
+            "payload_excluded_ids": [
+                {"id": placeholder[e["id"]], "reason": e["reason"]} for e in sets["payload_excluded_ids"]
+            ],
+        },
+    }
+
+
+def canonical_json(value: Any) -> bytes:
+    """``value`` as compact UTF-8 JSON with sorted keys (values JSON cannot hold as their text)."""
+    return _json(value, orjson.OPT_SORT_KEYS)
+
+
+def _json(value: Any, option: int = 0) -> bytes:
+    # orjson: the trace and the fingerprints encode a whole neighbourhood per ask, ~20x faster
+    # than json's encoder; an integer beyond 64 bits (which orjson refuses) falls back to json.
+    try:
+        return orjson.dumps(value, default=str, option=option | orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError:
+        text = json.dumps(value, separators=(",", ":"), default=str, sort_keys=bool(option))
+        return text.encode("utf-8")
+
+
+def _store(folder: Path, data: bytes) -> None:
+    """Compress the encoded trace and write it atomically: temp file, then rename."""
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{TRACE_FILE}.tmp"
-    tmp.write_text(json.dumps(files, separators=(",", ":"), default=str), encoding="utf-8")
+    tmp.write_bytes(gzip.compress(data, compresslevel=6, mtime=0))
     tmp.replace(folder / TRACE_FILE)
+
+
+class _Writer:
+    """One thread writing queued traces in order; ``pending`` lets a read wait for its write.
+
+    The thread is not woken per ask: waking it on the request path hands it the interpreter
+    while the ask still runs. It wakes every ``WRITE_EVERY_S``, or at once when a read or a
+    flush is waiting, or when the queue is full."""
+
+    def __init__(self, size: int) -> None:
+        self.jobs: queue.Queue[tuple[Key, Path, bytes, threading.Event]] = queue.Queue(size)
+        self.pending: dict[Key, threading.Event] = {}
+        self.lock = threading.Lock()
+        self.wake = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def submit(self, key: Key, root: Path, data: bytes) -> None:
+        done = threading.Event()
+        with self.lock:
+            self.pending[key] = done  # a later write of the same trace is the one to wait for
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._run, name="cairn-trace-writer", daemon=True)
+                self.thread.start()
+        try:
+            self.jobs.put_nowait((key, root, data, done))
+        except queue.Full:
+            self.wake.set()
+            self.jobs.put((key, root, data, done))  # waits for room: backpressure
+
+    def _run(self) -> None:
+        while True:
+            self.wake.wait(WRITE_EVERY_S)
+            self.wake.clear()
+            while True:
+                try:
+                    job = self.jobs.get_nowait()
+                except queue.Empty:
+                    break
+                self._write(*job)
+
+    def _write(self, key: Key, root: Path, data: bytes, done: threading.Event) -> None:
+        owner, request_id = key
+        try:
+            _store(_owned_folder(root, owner, request_id), data)
+        except Exception:  # a failed write must not stop the writer; it is logged, not lost silently
+            structlog.get_logger("cairn.trace").exception("trace_write_failed", request_id=request_id)
+        finally:
+            with self.lock:
+                if self.pending.get(key) is done:
+                    del self.pending[key]
+            done.set()
+            self.jobs.task_done()
+
+    def wait(self, key: Key) -> None:
+        with self.lock:
+            done = self.pending.get(key)
+        if done is not None:
+            self.wake.set()
+            done.wait(READ_WAIT_S)
+
+    def flush(self) -> None:
+        if self.thread is not None and self.thread.is_alive():
+            self.wake.set()
+            self.jobs.join()
+
+
+_WRITER = _Writer(QUEUE_SIZE)
+# Daemon threads still run while exit handlers do: a clean exit (`cairn ask`) writes every trace.
+atexit.register(_WRITER.flush)
+
+
+def flush() -> None:
+    """Block until every queued trace is written (a clean stop calls this)."""
+    _WRITER.flush()
+
+
+def write_trace(root: Path, caller: Caller, files: dict[str, Any]) -> Path:
+    """Write ``files`` (bundle file name → content) as the caller's current request's trace, now."""
+    folder = _folder(root, caller, caller.request_id)
+    _store(folder, _json(files))
     return folder
 
 
-def _parts(folder: Path) -> dict[str, Any]:
-    path = folder / TRACE_FILE
-    if not path.is_file():
+def submit_trace(root: Path, caller: Caller, files: dict[str, Any]) -> None:
+    """Queue the caller's current request's trace. Encoded here (orjson: a fraction of a
+    millisecond), compressed and written on the writer thread, where zlib and the file system run
+    without the interpreter lock; the folder is resolved and checked there too (``_owned_folder``)."""
+    if not is_request_id(caller.request_id):
         raise FileNotFoundError("no such trace")
-    parts: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    _WRITER.submit((_owner(caller), caller.request_id), root, _json(files))
+
+
+def _load(folder: Path) -> dict[str, Any]:
+    _WRITER.wait((folder.parent.name, folder.name))  # _folder checked: (owner, request id)
+    packed, plain = folder / TRACE_FILE, folder / PLAIN_TRACE_FILE
+    if packed.is_file():
+        raw = gzip.decompress(packed.read_bytes())
+    elif plain.is_file():
+        raw = plain.read_bytes()
+    else:
+        raise FileNotFoundError("no such trace")
+    parts: dict[str, Any] = json.loads(raw)
+    return parts
+
+
+def _parts(folder: Path) -> dict[str, Any]:
+    """The bundle files of a stored trace, those stored once cut out of the pieces that hold them."""
+    parts = _load(folder)
+    audit = parts.get("_meta_audit.json")
+    if "_meta.json" not in parts and isinstance(audit, dict):
+        parts["_meta.json"] = redact_meta(audit)
+    pre = parts.pop(EVIDENCE_PRE, None)
+    evidence = parts.get("evidence_canonical.json")
+    if isinstance(pre, dict) and isinstance(audit, dict) and isinstance(evidence, list) and evidence:
+        policy = audit["policy_trace"]
+        parts["evidence_pre.json"] = {
+            "anchor": evidence[0],
+            "nodes": evidence[1:],
+            "edges": pre["edges"],
+            "policy_trace": {
+                "withheld_ids": policy["withheld_ids"],
+                "reasons_by_id": policy["reasons_by_id"],
+                "hidden_vertices": policy["counts"]["hidden_vertices"],
+                "hidden_edges": policy["counts"]["hidden_edges"],
+                "edge_types_used": policy["edge_types_used"],
+                "neighbours_scanned": pre["neighbours_scanned"],
+            },
+        }
+    if "evidence_post.json" not in parts and isinstance(audit, dict) and "evidence_sets" in audit:
+        parts["evidence_post.json"] = {
+            "prompt_included_ids": audit["evidence_sets"]["prompt_included_ids"],
+            "prompt_excluded_ids": audit["evidence_sets"]["prompt_excluded_ids"],
+            "gate": audit["truncation_metrics"]["passes"],
+        }
     meta = parts.get("_meta.json")
     if isinstance(meta, dict):
         for name, section in FROM_META.items():
@@ -104,10 +300,7 @@ def bundle_zip(root: Path, caller: Caller, request_id: str, name: str) -> bytes:
         raise BundleRefused("unknown bundle")
     if name == "bundle_full" and not caller.profile.can_download_full:
         raise BundleRefused("policy:bundle_full_not_permitted")
-    folder = _folder(root, caller, request_id)
-    if not folder.is_dir():
-        raise FileNotFoundError("no such trace")
-    parts = _parts(folder)
+    parts = _parts(_folder(root, caller, request_id))
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for file in VIEW_FILES if name == "bundle_view" else FULL_FILES:

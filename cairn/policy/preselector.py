@@ -172,7 +172,7 @@ def _mask(
         if (allowed is not None and name != "id" and name not in allowed) or name in positional:
             masked.append(name)
         else:
-            clean[name] = _plain(value)
+            clean[name] = value if value.__class__ in _PLAIN_TYPES else _plain(value)
     if "x_extra" in clean and not scope.unrestricted:
         extra = _extra(clean["x_extra"]) if isinstance(clean["x_extra"], str) else {}
         kept = {k: v for k, v in extra.items() if k in scope.x_extra}
@@ -195,6 +195,10 @@ def drop_dangling_references(node: CandidateNode, visible: set[str]) -> Candidat
         return node
     fields = {k: v for k, v in node.fields.items() if k not in dangling}
     return CandidateNode(node.id, node.label, node.hop, fields, tuple(sorted({*node.masked, *dangling})))
+
+
+# Values that leave the driver as they are (no temporal type to turn into text): most of them.
+_PLAIN_TYPES = frozenset({str, int, float, bool, list})
 
 
 def _plain(value: Any) -> Any:

@@ -1,0 +1,194 @@
+"""The trace store (docs/design.md §Trace bundles): one compact file per ask, written off the
+request path, read back as the same bundle files an ask always produced.
+
+Real Neo4j, demo org. Each piece is stored once; the files that repeat another piece are cut out
+when read, so these tests rebuild every such file from its source (a fresh Pre-Selector walk, the
+caller's meta) and compare; a read that arrives before its write waits for it; a flush writes
+every queued trace; withheld ids stay out of bundle_view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import threading
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from neo4j import Driver
+
+from cairn.ingest.org_memory import ingest_fixture_dir
+from cairn.memory import trace
+from cairn.memory.ask import AskResult, AskService
+from cairn.policy.passport import Caller, headers_for, verify
+from cairn.policy.preselector import preselect
+from cairn.policy.profiles import PolicyRegistry
+from cairn.runtime.database import async_driver
+from cairn.runtime.llm import LLMClient
+from cairn.runtime.settings import Settings
+from tests.conftest import ACME, wipe
+
+HIDDEN_DECISION = "acme-corp-unify-cloud-platform-2022"  # director and exec only
+STAFF_ANCHOR = "acme-prod-sunset-onprem-connectors-2024"
+MAX_TRACE_BYTES = 10 * 1024
+
+
+@pytest.fixture(scope="module")
+def acme(driver: Driver) -> Driver:
+    wipe(driver)
+    ingest_fixture_dir(driver, ACME)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def registry(settings: Settings) -> PolicyRegistry:
+    return PolicyRegistry.load(settings.policy_file)
+
+
+def caller_for(registry: PolicyRegistry, role: str, **extra: str) -> Caller:
+    return verify({**headers_for(registry, role, user_id=f"u-{role}"), **extra}, registry, None)
+
+
+def node(n: Any) -> dict[str, Any]:
+    return {"id": n.id, "label": n.label, "hop": n.hop, "fields": n.fields, "masked": list(n.masked)}
+
+
+def plain(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def ask(settings: Settings, root: Path, caller: Caller, anchor: str) -> tuple[AskResult, dict[str, Any]]:
+    """The ask, then (right after it returns, in the same process) the caller's bundle_full files
+    read back, and the Pre-Selector's walk for the same caller, to rebuild them from."""
+
+    async def run() -> tuple[AskResult, dict[str, Any], Any]:
+        driver = async_driver(settings)
+        try:
+            result = await AskService(driver, LLMClient(settings), root).ask(caller, anchor)
+            files = {
+                name: trace.read_trace_file(root, caller, caller.request_id, name)
+                for name in trace.FULL_FILES
+                if name != "llm_raw.json"
+            }
+            walk = await preselect(driver, caller.scope, anchor)
+        finally:
+            await driver.close()
+        return result, files, walk
+
+    result, files, (cs, ptrace) = asyncio.run(run())
+    assert files["evidence_canonical.json"] == plain([node(n) for n in [cs.anchor, *cs.nodes]])
+    assert files["evidence_pre.json"] == plain(
+        {
+            "anchor": node(cs.anchor),
+            "nodes": [node(n) for n in cs.nodes],
+            "edges": [e.__dict__ for e in cs.edges],
+            "policy_trace": ptrace.__dict__,
+        }
+    )
+    return result, files
+
+
+@pytest.mark.parametrize(
+    ("role", "anchor", "extra"),
+    [
+        ("staff", STAFF_ANCHOR, {}),
+        ("director", HIDDEN_DECISION, {}),
+        ("exec", HIDDEN_DECISION, {"X-Max-Hops": "3"}),
+    ],
+)
+def test_a_trace_reads_back_as_the_bundle_files_of_its_ask(
+    acme: Driver,
+    settings: Settings,
+    registry: PolicyRegistry,
+    tmp_path: Path,
+    role: str,
+    anchor: str,
+    extra: dict[str, str],
+) -> None:
+    caller = caller_for(registry, role, **extra)
+    result, files = ask(settings, tmp_path, caller, anchor)
+    meta, audit = files["_meta.json"], files["_meta_audit.json"]
+    assert meta == result.meta
+    assert trace.redact_meta(audit) == meta
+    assert files["envelope.json"] == json.loads(json.dumps(result.envelope))
+    assert files["response.json"] == meta["response"] and files["plan.json"] == meta["selection_metrics"]
+    assert files["validator_report.json"] == meta["validator"]
+    assert files["evidence_post.json"] == {
+        "prompt_included_ids": audit["evidence_sets"]["prompt_included_ids"],
+        "prompt_excluded_ids": audit["evidence_sets"]["prompt_excluded_ids"],
+        "gate": audit["truncation_metrics"]["passes"],
+    }
+    stored = list(tmp_path.glob(f"*/{caller.request_id}/*"))
+    assert [p.name for p in stored] == [trace.TRACE_FILE]
+    assert stored[0].stat().st_size <= MAX_TRACE_BYTES
+
+
+def test_bundle_view_of_a_trace_never_holds_a_withheld_id(
+    acme: Driver, settings: Settings, registry: PolicyRegistry, tmp_path: Path
+) -> None:
+    caller = caller_for(registry, "staff")
+    _, files = ask(settings, tmp_path, caller, STAFF_ANCHOR)
+    withheld = files["_meta_audit.json"]["policy_trace"]["withheld_ids"]
+    assert withheld, "the staff anchor must have withheld neighbours for this test to mean anything"
+    view = trace.bundle_zip(tmp_path, caller, caller.request_id, "bundle_view")
+    with zipfile.ZipFile(io.BytesIO(view)) as zf:
+        assert set(zf.namelist()) == set(trace.VIEW_FILES)
+        text = "".join(zf.read(n).decode("utf-8") for n in zf.namelist())
+    for wid in withheld:
+        assert wid not in text
+    assert "withheld-1" in text
+
+
+def test_a_read_waits_for_a_queued_write(
+    registry: PolicyRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caller = caller_for(registry, "director")
+    release = threading.Event()
+    store = trace._store
+
+    def slow(folder: Path, data: bytes) -> None:
+        release.wait(10)
+        store(folder, data)
+
+    monkeypatch.setattr(trace, "_store", slow)
+    trace.submit_trace(tmp_path, caller, {"_meta.json": {"written": True}})
+    threading.Timer(0.3, release.set).start()
+    started = time.perf_counter()
+    assert trace.read_trace_file(tmp_path, caller, caller.request_id, "_meta.json") == {"written": True}
+    assert time.perf_counter() - started >= 0.25
+
+
+def test_flush_writes_every_queued_trace(registry: PolicyRegistry, tmp_path: Path) -> None:
+    callers = [caller_for(registry, "staff") for _ in range(20)]
+    for i, caller in enumerate(callers):
+        trace.submit_trace(tmp_path, caller, {"_meta.json": {"n": i}})
+    trace.flush()
+    files = [next(tmp_path.glob(f"*/{c.request_id}/{trace.TRACE_FILE}")) for c in callers]
+    assert len(files) == 20
+
+
+def test_a_trace_in_the_earlier_plain_form_is_still_read(registry: PolicyRegistry, tmp_path: Path) -> None:
+    caller = caller_for(registry, "staff")
+    folder = trace.write_trace(tmp_path, caller, {"_meta.json": {"old": True}})
+    (folder / trace.TRACE_FILE).unlink()
+    (folder / trace.PLAIN_TRACE_FILE).write_text(json.dumps({"_meta.json": {"old": True}}), encoding="utf-8")
+    assert trace.read_trace_file(tmp_path, caller, caller.request_id, "_meta.json") == {"old": True}
+
+
+def test_canonical_json_is_independent_of_key_order_and_takes_any_value() -> None:
+    assert trace.canonical_json({"b": [1, (2, 3)], "a": {"y": 1, "x": None}}) == trace.canonical_json(
+        {"a": {"x": None, "y": 1}, "b": [1, [2, 3]]}
+    )
+    assert json.loads(trace.canonical_json({"n": 2**70, "s": "é"})) == {"n": 2**70, "s": "é"}
+
+
+def test_a_trace_holding_values_beyond_64_bits_is_written_and_read(
+    registry: PolicyRegistry, tmp_path: Path
+) -> None:
+    caller = caller_for(registry, "staff")
+    trace.write_trace(tmp_path, caller, {"_meta.json": {"big": 2**70}})
+    assert trace.read_trace_file(tmp_path, caller, caller.request_id, "_meta.json") == {"big": 2**70}
