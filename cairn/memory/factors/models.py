@@ -1,4 +1,4 @@
-"""Value objects of the factor journal (note 003), shared by the services, resolvers and CLI.
+"""Value objects of the factor journal (docs/design.md §Factor journal), shared by services, resolvers, CLI.
 
 They carry only what the caller may see: a service builds them from ACL-filtered rows, so
 nothing downstream (templates, GraphQL, the CLI) needs to know about policy. ``evidence()``
