@@ -186,6 +186,6 @@ def test_cli_commands(demo: Driver) -> None:
     bad = runner.invoke(
         cli, ["factor", "update", "data_quality", "150", "--rationale", "x", "--confidence", "0.5"]
     )
-    assert bad.exit_code == 2 and "outside the scale" in bad.output
+    assert bad.exit_code == 2 and "INVALID_INPUT: " in bad.output and "outside the scale" in bad.output
     evaluated = runner.invoke(cli, ["factor", "router-eval"])
     assert evaluated.exit_code == 0 and "development" in evaluated.output and "holdout" in evaluated.output

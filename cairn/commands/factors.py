@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cairn.commands.common import ActingRoleOption as RoleOption
-from cairn.commands.common import console, err, fail, ingesting, open_driver, scope_for
+from cairn.commands.common import console, err, ingesting, open_driver, scope_for
 from cairn.ingest.factors import DEMO_DIR, ingest_factor_dir
 from cairn.memory.factors import questions
 from cairn.memory.factors.ask import answer_question
@@ -32,7 +32,7 @@ from cairn.memory.factors.journal import (
     recalculate_factor,
     update_factor,
 )
-from cairn.memory.factors.models import FactorError, day, fmt
+from cairn.memory.factors.models import day, fmt
 from cairn.memory.factors.router import LearnedRouter
 from cairn.runtime.embedder import get_embedder
 
@@ -55,18 +55,11 @@ def _emit(answer: str, evidence: dict[str, Any], as_json: bool) -> None:
         console.print(escape(answer))
 
 
-def _guard(work: Any) -> Any:
-    try:
-        return work()
-    except FactorError as exc:
-        raise fail(str(exc), code=2) from None
-
-
 @factor_app.command("show")
 def show(factor_id: str, as_of: Moment = None, role: RoleOption = None, as_json: AsJson = False) -> None:
     """A factor now, or as of a past moment (from the journal)."""
     with open_driver() as driver:
-        state = _guard(lambda: factor_state(driver, scope_for(role), factor_id, _aware(as_of)))
+        state = factor_state(driver, scope_for(role), factor_id, _aware(as_of))
     when = f" as of {day(state.as_of)}" if state.as_of else ""
     conf = "n/a" if state.confidence is None else f"{state.confidence:g}"
     text = (
@@ -80,7 +73,7 @@ def show(factor_id: str, as_of: Moment = None, role: RoleOption = None, as_json:
 def show_history(factor_id: str, limit: int = 20, role: RoleOption = None, as_json: AsJson = False) -> None:
     """A factor's journal, newest first."""
     with open_driver() as driver:
-        entries = _guard(lambda: history(driver, scope_for(role), factor_id, limit=limit))
+        entries = history(driver, scope_for(role), factor_id, limit=limit)
     if as_json:
         print(json.dumps([e.evidence() for e in entries], indent=2, default=str))
         return
@@ -109,7 +102,7 @@ def show_assessment(role: RoleOption = None, as_json: AsJson = False) -> None:
 def why_blocked(node_id: str, role: RoleOption = None, as_json: AsJson = False) -> None:
     """Why an option (or factor) is blocked: its unmet prerequisites, transitively."""
     with open_driver() as driver:
-        result = _guard(lambda: questions.why_blocked(driver, scope_for(role), node_id))
+        result = questions.why_blocked(driver, scope_for(role), node_id)
     _emit(result.answer, result.evidence(), as_json)
 
 
@@ -117,7 +110,7 @@ def why_blocked(node_id: str, role: RoleOption = None, as_json: AsJson = False) 
 def why_value(factor_id: str, role: RoleOption = None, as_json: AsJson = False) -> None:
     """How a factor got its value: history and what it depends on."""
     with open_driver() as driver:
-        result = _guard(lambda: questions.why_value(driver, scope_for(role), factor_id))
+        result = questions.why_value(driver, scope_for(role), factor_id)
     _emit(result.answer, result.evidence(), as_json)
 
 
@@ -134,7 +127,7 @@ def what_if(
     """Hypothetically set a factor (nothing is written): what becomes unblocked or blocked."""
     with open_driver() as driver:
         direction: Literal["improve", "lower"] = "lower" if lower else "improve"
-        result = _guard(lambda: questions.what_if(driver, scope_for(role), factor_id, value, direction))
+        result = questions.what_if(driver, scope_for(role), factor_id, value, direction)
     _emit(result.answer, result.evidence(), as_json)
 
 
@@ -149,7 +142,7 @@ def what_changed(
     """Journal entries since a moment, grouped by factor."""
     start = since if since.tzinfo is not None else since.replace(tzinfo=UTC)
     with open_driver() as driver:
-        result = _guard(lambda: questions.what_changed(driver, scope_for(role), start, _aware(until), factor))
+        result = questions.what_changed(driver, scope_for(role), start, _aware(until), factor)
     _emit(result.answer, result.evidence(), as_json)
 
 
@@ -158,9 +151,7 @@ def ask(question: str, now: Moment = None, role: RoleOption = None, as_json: AsJ
     """A free-text question, routed without an LLM and answered from the graph."""
     with open_driver() as driver:
         router = LearnedRouter(driver, get_embedder())
-        result = _guard(
-            lambda: answer_question(driver, scope_for(role), question, router=router, now=_aware(now))
-        )
+        result = answer_question(driver, scope_for(role), question, router=router, now=_aware(now))
     route = result.route
     entities = ", ".join(e.name for e in route.entities) or "none"
     if not as_json:
@@ -181,18 +172,16 @@ def update(
 ) -> None:
     """Journal a new value for a factor (moves its current state)."""
     with open_driver() as driver:
-        entry = _guard(
-            lambda: update_factor(
-                driver,
-                scope_for(role, write=True),
-                factor_id,
-                value,
-                rationale=rationale,
-                confidence=confidence,
-                excerpt=excerpt,
-                influenced_by=influenced_by or [],
-                session_id=session,
-            )
+        entry = update_factor(
+            driver,
+            scope_for(role, write=True),
+            factor_id,
+            value,
+            rationale=rationale,
+            confidence=confidence,
+            excerpt=excerpt,
+            influenced_by=influenced_by or [],
+            session_id=session,
         )
     console.print(f"{factor_id}: {fmt(entry.previous_value)} → {fmt(entry.new_value)} (entry {entry.id})")
 
@@ -206,9 +195,7 @@ def confirm(
 ) -> None:
     """Confirm a factor's inferred value, or correct it."""
     with open_driver() as driver:
-        entry = _guard(
-            lambda: confirm_factor(driver, scope_for(role, write=True), factor_id, value, session_id=session)
-        )
+        entry = confirm_factor(driver, scope_for(role, write=True), factor_id, value, session_id=session)
     console.print(f"{factor_id}: {entry.op} {fmt(entry.new_value)}, confidence {entry.confidence:g}")
 
 
@@ -216,7 +203,7 @@ def confirm(
 def recalculate(factor_id: str, role: RoleOption = None, as_json: AsJson = False) -> None:
     """Re-derive value and confidence from all journal evidence (reports contradictions)."""
     with open_driver() as driver:
-        result = _guard(lambda: recalculate_factor(driver, scope_for(role, write=True), factor_id))
+        result = recalculate_factor(driver, scope_for(role, write=True), factor_id)
     _emit(result.answer, result.evidence(), as_json)
 
 

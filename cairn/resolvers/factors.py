@@ -13,7 +13,6 @@ from typing import Any, TypeVar, cast
 
 import anyio
 import strawberry
-from graphql import GraphQLError
 from strawberry.permission import BasePermission
 from strawberry.scalars import JSON
 from strawberry.types import Info
@@ -44,12 +43,10 @@ T = TypeVar("T")
 
 
 async def _run(info: Ctx, work: Callable[[Caller], T]) -> T:
-    """Run a domain call for the verified caller off the event loop; map refusals to stable codes."""
+    """Run a domain call for the verified caller off the event loop. A ``FactorError`` goes up
+    untranslated: ``CodedErrors`` maps it (docs/design.md §Errors)."""
     caller = caller_of(info)
-    try:
-        return await anyio.to_thread.run_sync(lambda: work(caller))
-    except FactorError as exc:
-        raise GraphQLError(str(exc), extensions={"code": exc.code, "field": exc.field}) from None
+    return await anyio.to_thread.run_sync(lambda: work(caller))
 
 
 @strawberry.type
@@ -305,8 +302,8 @@ class FactorQuery:
         driver = info.context.services.sync_driver
         try:
             state = await _run(info, lambda c: factor_state(driver, c.scope, str(id), as_of))
-        except GraphQLError as exc:
-            if exc.extensions and exc.extensions.get("code") == "NOT_FOUND":
+        except FactorError as exc:
+            if exc.code == "NOT_FOUND":
                 return None
             raise
         return Factor.of(state)

@@ -1,1 +1,3 @@
-"""The factor journal of note 003: journal, assessment, why / what-if / what-changed, context, router."""
+"""The factor journal (docs/design.md §Factor journal): journal, assessment, why / what-if / what-changed,
+context, router.
+"""

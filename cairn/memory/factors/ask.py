@@ -2,8 +2,8 @@
 
 The templated answer is always computed (it is the evidence's own summary). When an LLM is
 configured and the caller's role may use it, the model is given the question and the context of
-context.py — built in note 003's priority order within the token budget — and its answer
-replaces the template; if it cannot answer, the template stands and the reason is recorded.
+context.py — built in priority order within the token budget (docs/design.md §Factor context) —
+and its answer replaces the template; if it cannot answer, the template stands and the reason is recorded.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The assessment summary of note 003: categories, overall figures, decision tier, capabilities.
+"""The assessment summary (docs/design.md §Assessment): categories, overall figures, decision tier,
+capabilities.
 
-Note 003 materialises the summary in one document per user, recomputed on every update. Here
-the summary depends on who asks (a manager sees the budget factor, staff do not, and a count
+The summary depends on who asks (a manager sees the budget factor, staff do not, and a count
 must never include a node the caller cannot see), so it is not stored: it is computed per call
 from the state that ``update_factor`` keeps on every factor node in the same transaction as
 the journal write. That makes it current by construction and cheap — one aggregate over the
@@ -58,9 +58,9 @@ RETURN f.id AS factor_id, f.name AS topic, f.current_value AS value, f.current_c
 
 
 def decision_tier(avg_confidence: float, assessed: int, total: int) -> Tier:
-    """Note 003's thresholds: medium risk at confidence >= 0.75 and completeness >= 0.50, low risk at
-    >= 0.60 and >= 0.30, otherwise exploratory. Both bounds are inclusive; the average is rounded to
-    six places first so that 0.75 computed as 0.7499999999 is still 0.75.
+    """The tiers of docs/design.md §Assessment: medium risk at confidence >= 0.75 and completeness
+    >= 0.50, low risk at >= 0.60 and >= 0.30, otherwise exploratory. Both bounds are inclusive;
+    the average is rounded to six places first so that 0.75 computed as 0.7499999999 is still 0.75.
     """
     completeness = assessed / total if total > 0 else 0.0
     confidence = round(avg_confidence, 6)
@@ -290,7 +290,7 @@ def _unlock_text(u: Unlock) -> str:
 
 
 def status_text(a: Assessment) -> str:
-    """Note 003's "where are we?" answer."""
+    """The "where are we?" answer (docs/design.md §Assessment)."""
     lines = ["Here's what we've mapped out:"]
     for c in a.categories:
         title = c.category.replace("_", " ").title()
@@ -319,7 +319,8 @@ def status_text(a: Assessment) -> str:
 
 
 def continuity_text(a: Assessment) -> str:
-    """Note 003's "where were we?" answer: the last conversation and what is still unconfirmed."""
+    """The "where were we?" answer (docs/design.md §Assessment): the last conversation and what is
+    still unconfirmed."""
     last = a.last_conversation
     if last is None:
         return "We have not talked about any factor yet."

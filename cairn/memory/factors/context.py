@@ -1,6 +1,6 @@
-"""Context for an LLM answer about factors, built within a token budget (note 003, "Token Budget").
+"""Context for an LLM answer about factors, built within a token budget (docs/design.md §Factor context).
 
-Items are produced in note 003's priority order — every factor's current state, then every
+Items are produced in priority order — every factor's current state, then every
 factor's latest change, then histories, then dependencies — and admitted strictly in that order
 until the next one does not fit: like the budget gate of the "why" pipeline, the gate only ever
 cuts a tail, so a lower-priority item is never kept while a higher-priority one was dropped.

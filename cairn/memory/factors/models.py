@@ -1,4 +1,4 @@
-"""Value objects of the factor journal (note 003), shared by the services, resolvers and CLI.
+"""Value objects of the factor journal (docs/design.md §Factor journal), shared by services, resolvers, CLI.
 
 They carry only what the caller may see: a service builds them from ACL-filtered rows, so
 nothing downstream (templates, GraphQL, the CLI) needs to know about policy. ``evidence()``
@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from cairn.errors import CairnError
+
 Status = Literal["ready", "blocked", "undetermined"]
 INFERENCE_STATUSES: tuple[str, ...] = ("unconfirmed", "confirmed", "user_provided")
 # What a caller is told about prerequisites it cannot see: whether there are any, never how many.
@@ -22,17 +24,19 @@ HIDDEN_NOTICE = "Some prerequisites are not visible to you"
 _SCALE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:-|\.\.|to)\s*(-?\d+(?:\.\d+)?)\s*$")
 
 
-class FactorError(ValueError):
-    """A refused factor operation; ``code`` is stable for API clients, the message names the culprit.
+class FactorError(CairnError):
+    """A refused factor operation (see docs/design.md §Errors); ``where`` names the field at fault
+    and leaves as ``extensions.field``. On the CLI every factor refusal is bad input (exit 2).
 
     Unknown and invisible factors get the same NOT_FOUND answer: telling them apart would leak
     that a hidden factor exists.
     """
 
-    def __init__(self, code: str, message: str, field_name: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.field = field_name
+    where_key = "field"
+
+    @property
+    def field(self) -> str | None:
+        return self.where
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The four traversal questions of note 003, each answered with structured evidence and a template.
+"""The four traversal questions (docs/design.md §Factor questions), with evidence and a template.
 
 * ``why_blocked``  — option (or factor) → every unmet DEPENDS_ON prerequisite it reaches, with the
   current value, the threshold, the chain that makes it a prerequisite and the dated journal

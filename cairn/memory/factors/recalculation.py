@@ -1,6 +1,6 @@
 """The deterministic rule that synthesises a factor's value and confidence from all its evidence.
 
-Note 003 leaves this to an LLM; Cairn's default path needs none, so the rule is written down:
+No LLM is needed, so the rule is written down here (summary in docs/design.md §Recalculation):
 
 * evidence = every journal entry of the factor that states a value from a conversation or the
   user (ops ``update``, ``correct``, ``confirm``); earlier recalculations are derived, not
