@@ -38,6 +38,7 @@ from typing import Any
 import orjson
 import structlog
 
+from cairn.errors import EXIT_FAILED, CairnError
 from cairn.policy.passport import Caller, is_request_id
 
 VIEW_FILES = (
@@ -69,9 +70,13 @@ WRITE_EVERY_S = 0.05
 Key = tuple[str, str]
 
 
-class BundleRefused(PermissionError):
+class BundleRefused(CairnError):
+    """A bundle the caller's role may not download (the HTTP route answers 403 with ``reason``)."""
+
+    exit_code = EXIT_FAILED
+
     def __init__(self, reason: str) -> None:
-        super().__init__(reason)
+        super().__init__("BUNDLE_REFUSED", reason)
         self.reason = reason
 
 
