@@ -278,7 +278,7 @@ def markdown(data: dict[str, Any]) -> list[str]:
         "left out of the full-text query; facts within 3 turns of a top-10 hit in its session get 0.3 of "
         "its score; one round trip); `cairn_question_only` embeds the question alone (the previous "
         "default), `cairn_content0.5` adds half the content words' vector; "
-        "`cairn_dense_only` is the vector list alone through the same Cypher; "
+        "`cairn_dense_only` is the vector list alone (with the content words) through the same Cypher; "
         "`cairn_rrf_no_expansion` is plain RRF; `cairn_rrf` fuses ranks (RRF k=20) where the default "
         "fuses rescaled scores (cosine min-max over the list, BM25 over its best); `text0.5` halves the "
         "full-text share; `*prf3` add a third list, the query moved to the mean of its top 3 dense hits. "
