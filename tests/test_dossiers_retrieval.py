@@ -29,7 +29,13 @@ from cairn.memory.dossiers.curation import (
     related_dossiers,
 )
 from cairn.memory.dossiers.demo import load_demo_dossiers
-from cairn.memory.dossiers.facts import FACT_TEXT_INDEX, FactRetriever, FusionConfig, lucene_query
+from cairn.memory.dossiers.facts import (
+    FACT_TEXT_INDEX,
+    FactRetriever,
+    FusionConfig,
+    content_words,
+    lucene_query,
+)
 from cairn.memory.dossiers.facts import format_for_context as format_facts
 from cairn.memory.dossiers.governor import process_fact_packet
 from cairn.memory.dossiers.retriever import (
@@ -533,6 +539,16 @@ def test_lucene_query_passes_no_syntax_through() -> None:
         == "oscar OR and OR dog OR or OR cat OR x OR 2 OR re"
     )
     assert lucene_query("?!") == ""
+
+
+def test_content_words_keep_the_topic_only() -> None:
+    """Question words, function words and names (capitalised after the first word) are left out."""
+    assert content_words("What books has Melanie read?") == "books read"
+    assert content_words("What are Melanie's pets' names?") == "pets names"
+    assert content_words("When did Caroline go to the LGBTQ support group?") == "go support group"
+    assert content_words("Where did Caroline move from 4 years ago?") == "move 4 years ago"
+    assert content_words("Caroline") == "Caroline"
+    assert content_words("?!") == ""
 
 
 def test_fact_search_without_query_words_ranks_by_vector(diet_db: Driver, embedder: Embedder) -> None:

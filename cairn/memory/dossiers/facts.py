@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from neo4j import Driver
 
 from cairn.memory.dossiers.retriever import DOSSIER_HEADER_BODY, DOSSIER_HEADER_ROW, DossierView, header_views
@@ -215,6 +216,85 @@ QUESTION_WORDS = frozenset(
 )
 
 
+# Function words: they carry no topic (the full-text side drops them through Lucene's english analyzer).
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "for",
+        "with",
+        "and",
+        "or",
+        "but",
+        "about",
+        "as",
+        "by",
+        "from",
+        "into",
+        "than",
+        "then",
+        "there",
+        "here",
+        "that",
+        "this",
+        "these",
+        "those",
+        "some",
+        "any",
+        "both",
+        "also",
+        "other",
+        "others",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "he",
+        "she",
+        "they",
+        "them",
+        "his",
+        "her",
+        "their",
+        "i",
+        "you",
+        "we",
+        "my",
+        "your",
+        "our",
+        "me",
+        "us",
+    ]
+)
+_POSSESSIVE = re.compile(r"(?:'s|\u2019s|'|\u2019)$")
+_TOKEN = re.compile(r"[^\W_][\w'\u2019-]*")
+
+
+def content_words(text: str) -> str:
+    """What the question is about, without what makes it a question or whom it is about.
+
+    Question words, function words and names (capitalised words after the first) are left
+    out: "What books has Melanie read?" -> "books read". Most facts name their subject, so
+    the name pulls the question's vector toward everything told about that person; the
+    topic words alone pull toward the facts on that topic (see ``FusionConfig.content_weight``).
+    """
+    words = _TOKEN.findall(text)
+    kept = []
+    for n, word in enumerate(words):
+        bare = _POSSESSIVE.sub("", word)
+        if bare.lower() in QUESTION_WORDS or bare.lower() in STOP_WORDS or (n > 0 and bare[:1].isupper()):
+            continue
+        kept.append(bare)
+    return " ".join(kept)
+
+
 def lucene_query(text: str, drop: frozenset[str] = frozenset()) -> str:
     """The question as a Lucene OR of its words: no syntax from the caller reaches the parser."""
     words = [w for w in dict.fromkeys(w.lower() for w in _WORD.findall(text)) if w not in drop]
@@ -237,6 +317,9 @@ class FusionConfig:
     neighbour_window: int | None = 3  # only neighbours this many turns away (None: whole block)
     block_decay: float = 1.0  # each further fact from an already-ranked block is scaled by this (1: off)
     drop_question_words: bool = True  # leave QUESTION_WORDS out of the full-text query
+    # The dense query is the question's vector plus this times its content words' vector
+    # (``content_words``, embedded in the same batch): one vector, one index query (0: the question alone).
+    content_weight: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -304,7 +387,7 @@ class FactRetriever:
         """
         top_k = max(0, top_k)
         cfg = self.config
-        vec = [float(x) for x in (self.embedder.embed([query])[0] if query_vector is None else query_vector)]
+        vec = self._query_vector(query, query_vector)
         params: dict[str, Any] = {
             **scope.cypher_params(),
             "vec": vec,
@@ -334,6 +417,22 @@ class FactRetriever:
         self._expand(r["neighbours"], pool)
         headers = header_views(r["headers"], scope)
         return FactSearchResult(len(pool), self._hits(scope, headers, self._ranked(pool, top_k)))
+
+    def _query_vector(self, query: str, given: Sequence[float] | None) -> list[float]:
+        """The question's vector moved toward its content words' (``FusionConfig.content_weight``),
+        normalised; both embedded in one batch (the question's reused when the caller gives it)."""
+        weight = self.config.content_weight
+        content = content_words(query) if weight > 0 else ""
+        if given is None:
+            vectors = self.embedder.embed([query, content] if content else [query])
+            q, c = vectors[0], (vectors[1] if content else None)
+        else:
+            q = np.asarray(given, dtype=np.float32)
+            c = self.embedder.embed([content])[0] if content else None
+        if c is not None:
+            q = q + weight * c
+            q = q / (float(np.linalg.norm(q)) or 1.0)
+        return [float(x) for x in q]
 
     def _ranked(self, pool: dict[str, _Candidate], top_k: int) -> list[_Candidate]:
         """Best first; with ``block_decay`` < 1 a block's n-th fact counts ``decay**(n-1)`` of its score,
