@@ -17,7 +17,6 @@ import bench
 def main(args: list[str]) -> int:
     split = next((i for i, a in enumerate(args) if a.startswith("-")), len(args))
     names, options = args[:split], args[split:]
-    sys.argv = [sys.argv[0], *options]
     modules = names or sorted(
         m.name
         for m in pkgutil.iter_modules(bench.__path__)
@@ -26,8 +25,8 @@ def main(args: list[str]) -> int:
     for name in modules:
         started = time.perf_counter()
         print(f"== bench.{name}", flush=True)
-        # Each module reads its own options from sys.argv; the names given here are not theirs.
-        sys.argv = [f"bench.{name}"]
+        # Each module reads its own options from sys.argv: the options, not the names given here.
+        sys.argv = [f"bench.{name}", *options]
         importlib.import_module(f"bench.{name}").main()
         print(f"== bench.{name} done in {time.perf_counter() - started:.0f}s", flush=True)
     return 0
