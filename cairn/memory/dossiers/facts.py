@@ -58,7 +58,8 @@ FACT_FIELDS = """f {.id, .text, .fact_type, .confidence, .added_at, .observed_at
   .turn_index, .domain, .sensitivity, .namespaces, .roles_allowed,
   source_turn_ids: coalesce(f.source_turn_ids, CASE WHEN f.source_turn_id IS NULL THEN []
                                                ELSE [f.source_turn_id] END)}"""
-_HIT = f"{{fact: {FACT_FIELDS}, dossier_id: d.id, score: score}}"
+# A candidate inside the query: the node itself (its fields are read only for the facts returned).
+_HIT = "{f: f, dossier_id: d.id, score: score}"
 
 _DENSE_INDEX = f"""
   CALL db.index.vector.queryNodes($vector_index, $dense_fetch, $vec) YIELD node
@@ -103,7 +104,7 @@ _TEXT = f"""
 # Pseudo-relevance feedback: the query moved toward the mean of its top ``$feedback`` dense
 # hits (Rocchio), asked again; it finds facts worded like the answers rather than the question.
 _FEEDBACK = f"""
-  WITH [h IN dense[..$feedback] | h.fact.id] AS ids
+  WITH [h IN dense[..$feedback] | h.f.id] AS ids
   MATCH (g:Fact) WHERE g.id IN ids
   WITH collect(g.embedding) AS tops
   WHERE size(tops) > 0
@@ -132,9 +133,9 @@ _FEEDBACK_SHARE = """$feedback_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($r
 _TEXT_SHARE = """$text_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k + i + 1)
   ELSE text[i].score / (text[0].score + 1e-9) END"""
 _FUSE = f"""
-  WITH [i IN range(0, size(dense) - 1) | {{id: dense[i].fact.id, s: {_DENSE_SHARE}}}]
-     + [i IN range(0, size(text) - 1) | {{id: text[i].fact.id, s: {_TEXT_SHARE}}}]
-     + [i IN range(0, size(feedback) - 1) | {{id: feedback[i].fact.id, s: {_FEEDBACK_SHARE}}}] AS shares
+  WITH [i IN range(0, size(dense) - 1) | {{id: dense[i].f.id, s: {_DENSE_SHARE}}}]
+     + [i IN range(0, size(text) - 1) | {{id: text[i].f.id, s: {_TEXT_SHARE}}}]
+     + [i IN range(0, size(feedback) - 1) | {{id: feedback[i].f.id, s: {_FEEDBACK_SHARE}}}] AS shares
   UNWIND shares AS share
   WITH share.id AS id, sum(share.s) AS score
   ORDER BY score DESC, id
@@ -151,22 +152,48 @@ _EXPAND = f"""
        CASE WHEN s.turn_index IS NULL OR f.turn_index IS NULL THEN null
             ELSE abs(s.turn_index - f.turn_index) END AS distance
   WHERE $window IS NULL OR distance <= $window
-  RETURN collect({{seed: top.id, hit: {_HIT}}}) AS neighbours
+  RETURN collect({{f: f, dossier_id: d.id, boost: $neighbour_weight * top.score}}) AS neighbours
+"""
+# The pool: every listed or expanded fact once, scored as fused plus its best seed's share
+# (a neighbour not in any list starts at 0), ordered; only the first ``$limit`` facts' fields
+# travel, and only their dossiers' headers are read.
+_RANK = f"""
+  UNWIND [x IN fused | {{id: x.id, fused: x.score}}]
+       + [h IN dense | {{id: h.f.id, f: h.f, dossier_id: h.dossier_id, list: 'dense', cosine: h.score}}]
+       + [h IN text | {{id: h.f.id, f: h.f, dossier_id: h.dossier_id, list: 'text'}}]
+       + [h IN feedback | {{id: h.f.id, f: h.f, dossier_id: h.dossier_id, list: 'feedback'}}]
+       + [n IN neighbours | {{id: n.f.id, f: n.f, dossier_id: n.dossier_id, list: 'block',
+                              boost: n.boost}}] AS row
+  WITH row.id AS id, collect(row) AS rows
+  WITH id, [r IN rows WHERE r.f IS NOT NULL][0] AS first, [r IN rows | r.list] AS lists,
+       coalesce([r IN rows WHERE r.fused IS NOT NULL][0].fused, 0.0) AS base,
+       reduce(b = 0.0, r IN rows | CASE WHEN r.boost > b THEN r.boost ELSE b END) AS boost,
+       [r IN rows WHERE r.list = 'dense' | r.cosine][0] AS cosine
+  WITH id, first, cosine, [m IN ['dense', 'text', 'feedback', 'block'] WHERE m IN lists] AS matched,
+       CASE WHEN 'block' IN lists THEN base + boost ELSE base END AS score
+  ORDER BY score DESC, id
+  WITH collect({{f: first.f, dossier_id: first.dossier_id, score: score, cosine: cosine,
+                 matched: matched}}) AS pool
+  WITH size(pool) AS total, pool[..$limit] AS top
+  RETURN total, [h IN top | h {{.dossier_id, .score, .cosine, .matched}}] AS ranked,
+         [f IN [h IN top | h.f] | {FACT_FIELDS}] AS facts, top
 """
 _HEADERS = f"""
-  UNWIND [h IN dense + text + feedback + [n IN neighbours | n.hit] | h.dossier_id] AS did
+  UNWIND [h IN top | h.dossier_id] AS did
   WITH DISTINCT did{DOSSIER_HEADER_BODY}  RETURN collect({DOSSIER_HEADER_ROW}) AS headers
 """
 
 
 def _search_query(dense: str) -> str:
-    """Both ranked lists, the seeds' block neighbours and the dossiers' headers: one round trip."""
+    """Both ranked lists, the seeds' block neighbours, the ranked pool and its headers: one round trip."""
     return (
         f"CALL () {{{dense}}}\nCALL () {{{_TEXT}}}\nCALL (dense) {{{_FEEDBACK}}}\n"
         f"CALL (dense, text, feedback) {{{_FUSE}}}\n"
         f"CALL (fused) {{{_EXPAND}}}\n"
-        f"CALL (dense, text, feedback, neighbours) {{{_HEADERS}}}\n"
-        "RETURN dense_fetched, dense, text_fetched, text, feedback, fused, neighbours, headers"
+        f"CALL (dense, text, feedback, fused, neighbours) {{{_RANK}}}\n"
+        f"CALL (top) {{{_HEADERS}}}\n"
+        "RETURN dense_fetched, size(dense) AS dense_count, text_fetched, size(text) AS text_count,\n"
+        "       total, ranked, facts, headers"
     )
 
 
@@ -174,6 +201,7 @@ FACT_SEARCH = _search_query(_DENSE_INDEX)
 FACT_SEARCH_EXACT = _search_query(_DENSE_EXACT)
 
 FIRST_FETCH = 100
+MAX_POOL = 1_000_000  # "no cut" for the ranked pool
 MAX_FETCH = 6_400
 _WORD = re.compile(r"[^\W_]+")
 MAX_QUERY_WORDS = 48
@@ -404,19 +432,22 @@ class FactRetriever:
             "feedback_weight": cfg.feedback_weight,
             "seeds": cfg.seeds if cfg.neighbour_weight > 0 else 0,
             "window": cfg.neighbour_window,
+            "neighbour_weight": cfg.neighbour_weight,
+            # The query cuts the ranked pool at top_k; a block decay re-ranks it here, so it needs all.
+            "limit": top_k if cfg.block_decay >= 1.0 else MAX_POOL,
         }
         r = self._fetch(params)
-        fused = {f["id"]: float(f["score"]) for f in r["fused"]}
-        pool: dict[str, _Candidate] = {}
-        for name in ("dense", "text", "feedback"):
-            for hit in r[name]:
-                c = pool.setdefault(hit["fact"]["id"], _Candidate(hit, fused[hit["fact"]["id"]]))
-                c.matched.append(name)
-                if name == "dense":
-                    c.cosine = plain_cosine(float(hit["score"]))
-        self._expand(r["neighbours"], pool)
+        pool = [
+            _Candidate(
+                {"fact": fact, "dossier_id": h["dossier_id"]},
+                float(h["score"]),
+                None if h["cosine"] is None else plain_cosine(float(h["cosine"])),
+                list(h["matched"]),
+            )
+            for h, fact in zip(r["ranked"], r["facts"], strict=True)
+        ]
         headers = header_views(r["headers"], scope)
-        return FactSearchResult(len(pool), self._hits(scope, headers, self._ranked(pool, top_k)))
+        return FactSearchResult(int(r["total"]), self._hits(scope, headers, self._ranked(pool, top_k)))
 
     def _query_vector(self, query: str, given: Sequence[float] | None) -> list[float]:
         """The question's vector moved toward its content words' (``FusionConfig.content_weight``),
@@ -434,10 +465,10 @@ class FactRetriever:
             q = q / (float(np.linalg.norm(q)) or 1.0)
         return [float(x) for x in q]
 
-    def _ranked(self, pool: dict[str, _Candidate], top_k: int) -> list[_Candidate]:
+    def _ranked(self, pool: Sequence[_Candidate], top_k: int) -> list[_Candidate]:
         """Best first; with ``block_decay`` < 1 a block's n-th fact counts ``decay**(n-1)`` of its score,
         so one session's near-repeats do not fill the list (a multi-hop answer spans sessions)."""
-        order = sorted(pool.values(), key=lambda c: (-c.score, c.hit["fact"]["id"]))
+        order = sorted(pool, key=lambda c: (-c.score, c.hit["fact"]["id"]))
         decay = self.config.block_decay
         if decay >= 1.0:
             return order[:top_k]
@@ -463,8 +494,8 @@ class FactRetriever:
                 query, {**params, "dense_fetch": dense_fetch, "text_fetch": text_fetch}
             )
             r = records[0]
-            dense_short = r["dense_fetched"] == dense_fetch and len(r["dense"]) < params["depth"]
-            text_short = r["text_fetched"] == text_fetch and len(r["text"]) < params["depth"]
+            dense_short = r["dense_fetched"] == dense_fetch and r["dense_count"] < params["depth"]
+            text_short = r["text_fetched"] == text_fetch and r["text_count"] < params["depth"]
             if not (dense_short or text_short):
                 return dict(r)
             if dense_short and dense_fetch >= MAX_FETCH:
@@ -473,18 +504,6 @@ class FactRetriever:
                 dense_fetch *= 4
             if text_short:
                 text_fetch *= 4
-
-    def _expand(self, neighbours: Sequence[dict[str, Any]], pool: dict[str, _Candidate]) -> None:
-        """Give each seed's block neighbours (found in the same round trip) a share of its fused score."""
-        base = {n["seed"]: pool[n["seed"]].score for n in neighbours}
-        boost: dict[str, float] = {}
-        for n in neighbours:
-            fid = n["hit"]["fact"]["id"]
-            pool.setdefault(fid, _Candidate(n["hit"]))
-            boost[fid] = max(boost.get(fid, 0.0), self.config.neighbour_weight * base[n["seed"]])
-        for fid, extra in boost.items():
-            pool[fid].score += extra
-            pool[fid].matched.append("block")
 
     def _hits(
         self, scope: Scope, headers: dict[str, DossierView], chosen: Sequence[_Candidate]
