@@ -21,10 +21,11 @@ cannot take one), so each fetch is larger than the list it must fill and grows u
 list is full or the index has nothing more; only then does the dense side fall back to an
 exact scan over the visible facts. Hidden facts cost time, never a rank.
 
-One round trip per search: both lists, the top fused seeds' block neighbours and the
-dossiers' headers come back from one query (``FACT_SEARCH``); only the facts' fields travel,
-never a vector (a dossier's visible facts' vectors only when some are hidden, to rebuild its
-summary). It is repeated only when a list must be refetched larger.
+One round trip per search: both lists, the top fused seeds' block neighbours, the ranked pool
+and the headers of the returned facts' dossiers come from one query (``FACT_SEARCH``); only the
+top_k facts' fields travel (carrying every candidate's was most of the latency), never a
+vector (a dossier's visible facts' vectors only when some are hidden, to rebuild its summary).
+It is repeated only when a list must be refetched larger.
 """
 
 from __future__ import annotations
