@@ -18,10 +18,11 @@ from neo4j import Driver
 from typer.testing import CliRunner
 
 from cairn.cli import app as cli
+from cairn.ingest.correspondence import sync as sync_module
 from cairn.ingest.correspondence.parser import CorrespondenceError, embeddable_text
 from cairn.ingest.correspondence.sync import SyncReport, reembed, sync_file
 from cairn.ingest.correspondence.watch import watch_file
-from cairn.runtime.embedder import Embedder, get_embedder
+from cairn.runtime.embedder import MAX_TOKENS, Embedder, get_embedder
 from cairn.runtime.settings import REPO_ROOT
 
 FIXTURE = REPO_ROOT / "fixtures" / "correspondence" / "acme-letters.md"
@@ -183,6 +184,41 @@ def test_the_embedding_is_the_body_without_tags_and_names_its_model(
     raw = embedder.embed([row["t"] + "\n" + row["b"]])[0]
     assert float(stored @ clean) > 0.999
     assert float(stored @ raw) < 0.99  # the decision and tags are not in the vector
+
+
+def test_windows_and_batches_that_do_not_line_up_give_each_section_its_own_vector(
+    db: Driver, tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sync_module, "EMBED_WINDOW", 3)  # windows of 3 written in transactions of 2
+    monkeypatch.setattr(sync_module, "BATCH_SIZE", 2)
+    texts = [f"Letter {i} is about {topic}." for i, topic in enumerate(("GPUs", "pricing", "Sydney") * 3)]
+    md = write(tmp_path / "l.md", *(letter(ROMAN[i + 1], text=t) for i, t in enumerate(texts)))
+    report = sync(db, md, tmp_path / "c.jsonl", embedder)
+    assert [c.section_number for c in report.created] == list(range(1, 10))
+    records, _, _ = db.execute_query(
+        "MATCH (s:Section) RETURN s.title AS t, s.body AS b, s.embedding AS e ORDER BY s.section_number"
+    )
+    assert [r["b"] for r in records] == texts  # file order
+    expected = embedder.embed([embeddable_text(r["t"], r["b"]) for r in records])
+    got = np.asarray([r["e"] for r in records], dtype=np.float32)
+    assert np.allclose((got * expected).sum(axis=1), 1.0, atol=1e-3)
+
+
+def test_a_section_longer_than_the_window_is_embedded_as_its_opening(
+    db: Driver, tmp_path: Path, embedder: Embedder
+) -> None:
+    opening = " ".join(f"The plan for region {i} depends on capacity and on pricing." for i in range(40))
+    assert embedder.token_counts([opening])[0] > MAX_TOKENS
+    same_title = "## {} — The capacity plan\n\n*Ana Ortiz · 2026-02-01*\n\n{}\n\n---\n\n"
+    md = write(
+        tmp_path / "l.md",
+        same_title.format("I", opening + " The tail says Sydney."),
+        same_title.format("II", opening + " The tail says Frankfurt, a different ending."),
+    )
+    sync(db, md, tmp_path / "c.jsonl", embedder)
+    first, second = (np.asarray(s["embedding"], dtype=np.float32) for s in sections(db))
+    assert float(first @ second) > 0.9999  # truncated: the tails past the window are not embedded
+    assert [s["body"] for s in sections(db)][1].endswith("a different ending.")  # but stored whole
 
 
 # --- appends, edits, refusals -------------------------------------------------------------------

@@ -26,6 +26,9 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
 BATCH_SIZE = 64
+# The model's window: longer texts are truncated to their first 256 word pieces. Pinned here so
+# the truncation is a decision, not an accident of the model's config (docs/design.md §What is embedded).
+MAX_TOKENS = 256
 
 
 def packaged_model_path() -> Path:
@@ -40,20 +43,27 @@ class Embedder:
 
         self.name = name
         self._model = SentenceTransformer(str(model_path or packaged_model_path()), device="cpu")
+        self._model.max_seq_length = MAX_TOKENS
         self._lock = threading.Lock()
 
-    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+    def embed(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> NDArray[np.float32]:
+        """One vector per text; the model sorts the texts by length, so longer calls pad less."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         with self._lock:
             vectors = self._model.encode(
                 list(texts),
-                batch_size=BATCH_SIZE,
+                batch_size=batch_size,
                 normalize_embeddings=True,
                 convert_to_numpy=True,
                 show_progress_bar=False,
             )
         return np.asarray(vectors, dtype=np.float32)
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Word pieces per text before truncation (special tokens included), to see who exceeds the window."""
+        ids = self._model.tokenizer(list(texts), add_special_tokens=True, truncation=False)["input_ids"]
+        return [len(x) for x in ids]
 
     def embed_one(self, text: str) -> list[float]:
         return [float(x) for x in self.embed([text])[0]]

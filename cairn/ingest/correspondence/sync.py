@@ -13,7 +13,15 @@ its content hash says whether the stored copy still matches the file. So a sync:
 - never rewrites a stored section: one whose text or access changed in the file, one that
   disappeared from it, and a "new" section that repeats a stored one (an insertion
   shifted the file) are reported as conflicts and not applied; appends still go in;
-- embeds only the title and body without tags and decisions, recording the model name.
+- embeds only the title and body without tags and decisions, recording the model name;
+  a text longer than the model's window (256 word pieces) is truncated, never chunked:
+  one section, one vector, covering its title and opening (docs/design.md §What is embedded).
+
+Embedding dominates a full sync, so it runs at the model's own speed: sections are embedded
+in windows of ``EMBED_WINDOW`` in file order (the model sorts each window by length, so
+batches pad little), and window n+1 is embedded in a worker thread while window n is written
+in transactions of ``BATCH_SIZE``. Each transaction still holds whole sections only, in file
+order, so a kill mid-sync leaves a prefix of the new sections and the next sync goes on from it.
 
 Canonical numbers are allocated inside the write transaction from the store's maximum;
 the unique constraint on ``section_number`` turns a concurrent sync's race into a
@@ -24,13 +32,16 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from neo4j import Driver, ManagedTransaction, RoutingControl
 from neo4j.exceptions import ConstraintError
+from numpy.typing import NDArray
 
 from cairn.errors import CairnError
 from cairn.ingest.correspondence import collisions
@@ -48,7 +59,8 @@ from cairn.policy.scope import Scope
 from cairn.policy.writes import create_problems
 from cairn.runtime.embedder import MODEL_NAME, Embedder, get_embedder
 
-BATCH_SIZE = 256
+BATCH_SIZE = 256  # sections per write transaction
+EMBED_WINDOW = 512  # sections per model call (sorted by length inside the model); two write batches
 WRITE_ATTEMPTS = 3
 SOURCE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
@@ -303,6 +315,31 @@ def _write(
     return []  # unreachable: the loop returns or raises
 
 
+def embedded_windows(
+    embedder: Embedder, texts: Sequence[str], window: int | None = None
+) -> Iterator[tuple[int, NDArray[np.float32]]]:
+    """(start, vectors) for each window of ``texts`` in order; window n+1 embeds while n is consumed.
+
+    The model runs in one worker thread (torch releases the GIL), so the caller's writes overlap
+    the next window's embedding. If the caller stops early, the window in flight is abandoned.
+    """
+    window = window or EMBED_WINDOW
+    starts = list(range(0, len(texts), window))
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cairn-embed")
+    try:
+        pending: Future[NDArray[np.float32]] | None = None
+        for i, start in enumerate(starts):
+            current = pending or pool.submit(embedder.embed, texts[start : start + window])
+            vectors = current.result()
+            pending = None
+            if i + 1 < len(starts):
+                nxt = starts[i + 1]
+                pending = pool.submit(embedder.embed, texts[nxt : nxt + window])
+            yield start, vectors
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
 def sync_bytes(
     driver: Driver,
     data: bytes,
@@ -355,16 +392,17 @@ def sync_bytes(
     )
     if fresh:
         emb = embedder or get_embedder()
-        for start in range(0, len(fresh), BATCH_SIZE):
-            chunk = fresh[start : start + BATCH_SIZE]
-            vectors = emb.embed([s.embed_text for s in chunk])
-            batch = [
-                (s, _props(s, source, [float(x) for x in v], emb.name))
-                for s, v in zip(chunk, vectors, strict=True)
-            ]
-            report.created.extend(_write(driver, scope, source, batch))
-            if progress:
-                progress("sync", start + len(chunk), len(fresh))
+        for first, vectors in embedded_windows(emb, [s.embed_text for s in fresh]):
+            for offset in range(0, len(vectors), BATCH_SIZE):
+                stop = min(offset + BATCH_SIZE, len(vectors))  # a batch never crosses a window
+                chunk = fresh[first + offset : first + stop]
+                batch = [
+                    (s, _props(s, source, v.tolist(), emb.name))
+                    for s, v in zip(chunk, vectors[offset:stop], strict=True)
+                ]
+                report.created.extend(_write(driver, scope, source, batch))
+                if progress:
+                    progress("sync", first + stop, len(fresh))
     collided, _, _ = driver.execute_query(READ_COLLISIONS, source=source, routing_=RoutingControl.READ)
     report.collisions_logged = collisions.record(
         collision_log, [{"source": source, "file": label, **r.data()} for r in collided]
@@ -411,14 +449,17 @@ def reembed(
     records, _, _ = driver.execute_query(READ_STALE, model=emb.name, routing_=RoutingControl.READ)
     rows = [r.data() for r in records]
     done = 0
-    for start in range(0, len(rows), batch_size):
-        chunk = rows[start : start + batch_size]
-        vectors = emb.embed([embeddable_text(r["title"] or "", r["body"] or "") for r in chunk])
-        payload = [
-            {"id": r["id"], "embedding": [float(x) for x in v]} for r, v in zip(chunk, vectors, strict=True)
-        ]
-        driver.execute_query(WRITE_EMBEDDINGS, rows=payload, model=emb.name)
-        done += len(chunk)
-        if progress:
-            progress("reembed", done, len(rows))
+    texts = [embeddable_text(r["title"] or "", r["body"] or "") for r in rows]
+    for first, vectors in embedded_windows(emb, texts, max(batch_size, EMBED_WINDOW)):
+        for offset in range(0, len(vectors), batch_size):
+            stop = min(offset + batch_size, len(vectors))
+            chunk = rows[first + offset : first + stop]
+            payload = [
+                {"id": r["id"], "embedding": v.tolist()}
+                for r, v in zip(chunk, vectors[offset:stop], strict=True)
+            ]
+            driver.execute_query(WRITE_EMBEDDINGS, rows=payload, model=emb.name)
+            done += len(chunk)
+            if progress:
+                progress("reembed", done, len(rows))
     return done
