@@ -143,6 +143,9 @@ def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
         pytest.skip("Debian's Chromium is not installed at /usr/bin/chromium (apt-get install chromium)")
     ARTIFACTS.mkdir(exist_ok=True)
+    # Assertions wait up to 20 s (Playwright's default is 5 s): on a loaded 2-core machine the
+    # Neo4j Browser took longer than 5 s to show its prompt after connecting.
+    expect.set_options(timeout=20_000)
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield chromium
