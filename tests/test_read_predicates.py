@@ -81,15 +81,16 @@ ALLOWLIST: dict[tuple[str, str], str] = {
 }
 
 
-def modules() -> Iterator[ModuleType]:
-    for package in (cairn.memory, cairn.resolvers):
+def modules(*packages: ModuleType) -> Iterator[ModuleType]:
+    for package in packages or (cairn.memory, cairn.resolvers):
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
             yield importlib.import_module(info.name)
 
 
-def constants() -> Iterator[tuple[str, str, str]]:
-    """(module, name, text) of every module-level string that reads like Cypher over Cairn nodes."""
-    for module in modules():
+def module_strings(*packages: ModuleType) -> Iterator[tuple[str, str, str]]:
+    """(module, name, text) of every module-level string, and every string in a module-level
+    dict, tuple or list (the built query families), of the modules under ``packages``."""
+    for module in modules(*packages):
         for name, value in vars(module).items():
             if name.startswith("__"):
                 continue
@@ -101,8 +102,14 @@ def constants() -> Iterator[tuple[str, str, str]]:
             elif isinstance(value, (tuple, list)):
                 texts = [v for v in value if isinstance(v, str)]
             for text in texts:
-                if MATCH.search(text) and NODE_PATTERN.search(text):
-                    yield module.__name__, name, text
+                yield module.__name__, name, text
+
+
+def constants() -> Iterator[tuple[str, str, str]]:
+    """(module, name, text) of every module-level string that reads like Cypher over Cairn nodes."""
+    for module, name, text in module_strings():
+        if MATCH.search(text) and NODE_PATTERN.search(text):
+            yield module, name, text
 
 
 READS = sorted({(m, n): t for m, n, t in constants()}.items())
