@@ -44,6 +44,7 @@ FRAGMENTS: dict[tuple[str, str], str] = {
     ("cairn.memory.dossiers.retriever", "_RANK_VISIBLE"): "the WHERE/ORDER tail of the searches",
     ("cairn.memory.dossiers.facts", "_FEEDBACK"): "a FACT_SEARCH subquery body",
     ("cairn.memory.dossiers.facts", "_FUSE"): "a FACT_SEARCH subquery body",
+    ("cairn.memory.dossiers.facts", "_RANK"): "a FACT_SEARCH subquery body",
     ("cairn.memory.dossiers.facts", "_EXPAND"): "a FACT_SEARCH subquery body",
     ("cairn.memory.dossiers.facts", "_HEADERS"): "a FACT_SEARCH subquery body",
     ("cairn.memory.dossiers.summary", "CENTRAL_POOL"): "a subquery body over the dossier `d`",
