@@ -11,7 +11,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from neo4j import Driver
 
-from cairn.ingest.correspondence.demo import load_demo_correspondence
 from cairn.memory.correspondence import (
     CorrespondenceRefused,
     Filters,
@@ -25,7 +24,6 @@ from cairn.policy.profiles import SENSITIVITY_RANK, FieldRule, PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
 from cairn.runtime.settings import Settings
-from tests.conftest import wipe
 
 ROLES = ("staff", "manager", "director", "exec", "writer", "external")
 RESTRICTED_FOR_STAFF = {17, 29, 37}  # medium / high sensitivity
@@ -36,13 +34,6 @@ RETURN s.section_number AS n, s.id AS id, s.author AS author, s.date AS date, s.
        s.namespaces AS namespaces, s.roles_allowed AS roles, s.embedding AS embedding, s.body AS body
 ORDER BY n
 """
-
-
-@pytest.fixture(scope="module")
-def letters(driver: Driver, settings: Settings) -> Driver:
-    wipe(driver)
-    load_demo_correspondence(driver, settings)
-    return driver
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from neo4j import Driver
 
-from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.memory import trace
 from cairn.memory.ask import AskResult, AskService
 from cairn.policy.passport import Caller, headers_for, verify
@@ -30,23 +29,10 @@ from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.database import async_driver
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import Settings
-from tests.conftest import ACME, wipe
 
 HIDDEN_DECISION = "acme-corp-unify-cloud-platform-2022"  # director and exec only
 STAFF_ANCHOR = "acme-prod-sunset-onprem-connectors-2024"
 MAX_TRACE_BYTES = 10 * 1024
-
-
-@pytest.fixture(scope="module")
-def acme(driver: Driver) -> Driver:
-    wipe(driver)
-    ingest_fixture_dir(driver, ACME)
-    return driver
-
-
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
 
 
 def caller_for(registry: PolicyRegistry, role: str, **extra: str) -> Caller:
