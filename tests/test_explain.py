@@ -22,9 +22,9 @@ import pytest
 from neo4j import Driver
 
 import cairn
+from cairn.graph import factors as factor_queries
 from cairn.ingest import org_memory
 from cairn.memory.dossiers import facts
-from cairn.memory.factors import traversal
 from cairn.policy import preselector
 from cairn.policy.acl import MAX_HOPS
 from tests.test_read_predicates import module_strings
@@ -48,10 +48,10 @@ FRAGMENTS: dict[tuple[str, str], str] = {
     ("cairn.memory.dossiers.facts", "_EXPAND"): "a FACT_SEARCH subquery body",
     ("cairn.memory.dossiers.facts", "_HEADERS"): "a FACT_SEARCH subquery body",
     ("cairn.memory.dossiers.summary", "CENTRAL_POOL"): "a subquery body over the dossier `d`",
-    ("cairn.memory.factors.journal", "ENTRY_INFLUENCE"): "the influence subquery over an entry `e`",
-    ("cairn.memory.factors.journal", "ENTRY_COLUMNS"): "ENTRY_INFLUENCE and the entry columns",
-    ("cairn.memory.factors.traversal", "_NODE"): "the closure rows after a walk",
-    ("cairn.memory.factors.traversal", "PLAN_WALKS"): "the planner option prefixed to the walks",
+    ("cairn.graph.factors", "_ENTRY_INFLUENCES"): "the influence subquery over an entry `e`",
+    ("cairn.graph.factors", "_ENTRY_COLUMNS"): "_ENTRY_INFLUENCES and the entry columns",
+    ("cairn.graph.factors", "_NODE"): "the closure rows after a walk",
+    ("cairn.graph.factors", "PLAN_WALKS"): "the planner option prefixed to the walks",
 }
 
 
@@ -92,18 +92,18 @@ def test_the_builders_outputs_are_explained() -> None:
     """Every argument the code passes to a builder: each hop limit (0, 1..MAX_HOPS, unbounded),
     each expansion depth, both vertex labels, both dense stages."""
     walks = (
-        traversal._downstream_query,
-        traversal._why_blocked_query,
-        traversal._what_if_query,
-        traversal._why_value_query,
+        factor_queries._downstream_query,
+        factor_queries._why_blocked_query,
+        factor_queries._what_if_query,
+        factor_queries._why_value_query,
     )
     built = [
-        *(build(hops) for hops in traversal.HOP_LIMITS for build in walks),
+        *(build(hops) for hops in factor_queries.HOP_LIMITS for build in walks),
         *(preselector._expand_query(depth) for depth in range(MAX_HOPS + 1)),
         *(org_memory._upsert_vertex(label) for label in ("Decision", "Event")),
         *(facts._search_query(dense) for dense in (facts._DENSE_INDEX, facts._DENSE_EXACT)),
     ]
-    assert len(built) == 4 * len(traversal.HOP_LIMITS) + MAX_HOPS + 1 + 2 + 2
+    assert len(built) == 4 * len(factor_queries.HOP_LIMITS) + MAX_HOPS + 1 + 2 + 2
     assert [q for q in built if q not in QUERIES] == []
 
 

@@ -28,6 +28,7 @@ import yaml
 from neo4j import Driver, ManagedTransaction
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from cairn.graph import factors as queries
 from cairn.ingest.fixtures import FixtureError, Problem
 from cairn.ingest.records import DOMAIN_PATTERN, ID_PATTERN
 from cairn.memory.factors.models import INFERENCE_STATUSES, Scale, fmt
@@ -227,19 +228,6 @@ def parse_factor_payload(payload: Any) -> tuple[FactorSet, list[Problem]]:
 
 # -- cross checks ------------------------------------------------------------------------------
 
-STORED_NODES = """
-UNWIND $ids AS id
-MATCH (n:Entity {id: id})
-RETURN n.id AS id, [l IN labels(n) WHERE l <> 'Entity'][0] AS label, n.scale AS scale,
-       n.embedding_source AS source, n.embedding_model AS model
-"""
-STORED_EDGES = "MATCH (a:Entity)-[:DEPENDS_ON]->(b:Entity) RETURN a.id AS source, b.id AS target"
-STORED_LATEST = """
-UNWIND $factors AS fid
-MATCH (e:JournalEntry)-[:ABOUT]->(:Factor {id: fid})
-RETURN fid AS factor, max(e.timestamp) AS latest, collect(e.id) AS ids
-"""
-
 
 @dataclass
 class _Stored:
@@ -257,12 +245,12 @@ def _stored(driver: Driver, fs: FactorSet) -> _Stored:
     ids |= {d.source for d in fs.depends_on} | {d.target for d in fs.depends_on}
     ids |= {j.factor for j in fs.journal} | {j.session for j in fs.journal}
     ids |= {i for j in fs.journal for i in j.influenced_by}
-    records, _, _ = driver.execute_query(STORED_NODES, ids=sorted(ids))
+    records, _, _ = driver.execute_query(queries.STORED_NODES, ids=sorted(ids))
     labels = {str(r["id"]): str(r["label"]) for r in records}
     scales = {str(r["id"]): str(r["scale"]) for r in records if r["scale"]}
-    edge_rows, _, _ = driver.execute_query(STORED_EDGES)
+    edge_rows, _, _ = driver.execute_query(queries.STORED_DEPENDS_ON)
     factors = sorted({j.factor for j in fs.journal})
-    latest_rows, _, _ = driver.execute_query(STORED_LATEST, factors=factors)
+    latest_rows, _, _ = driver.execute_query(queries.STORED_LATEST_ENTRIES, factors=factors)
     latest = {str(r["factor"]): r["latest"].to_native() for r in latest_rows if r["latest"] is not None}
     entry_ids = {str(i) for r in latest_rows for i in r["ids"]}
     embedded = {str(r["id"]): (str(r["source"]), str(r["model"])) for r in records if r["source"]}
@@ -372,64 +360,6 @@ def _check_cycles(fs: FactorSet, stored_edges: Iterable[tuple[str, str]]) -> lis
 
 
 # -- writing -----------------------------------------------------------------------------------
-
-UPSERT_FACTORS = """
-UNWIND $rows AS row
-MERGE (n:Entity:Factor {id: row.id})
-ON CREATE SET n.created_at = datetime()
-SET n += row.props
-"""
-UPSERT_OPTIONS = """
-UNWIND $rows AS row
-MERGE (n:Entity:Option {id: row.id})
-ON CREATE SET n.created_at = datetime()
-SET n += row.props
-"""
-UPSERT_DEPENDS = """
-UNWIND $rows AS row
-MATCH (a:Entity {id: row.source})
-MATCH (b:Factor {id: row.target})
-MERGE (a)-[r:DEPENDS_ON]->(b)
-SET r.min_value = row.min_value, r.weight = row.weight
-"""
-UPSERT_SESSIONS = """
-UNWIND $rows AS row
-MERGE (n:Entity:Session {id: row.id})
-ON CREATE SET n.created_at = datetime()
-SET n += row.props, n.started_at = row.started_at
-"""
-UPSERT_ENTRIES = """
-UNWIND $rows AS row
-MATCH (f:Factor {id: row.factor})
-MATCH (s:Session {id: row.session})
-MERGE (e:Entity:JournalEntry {id: row.id})
-ON CREATE SET e.created_at = datetime()
-SET e += row.props, e.timestamp = row.timestamp,
-    e.domain = f.domain, e.sensitivity = f.sensitivity, e.namespaces = f.namespaces,
-    e.roles_allowed = f.roles_allowed
-MERGE (e)-[:ABOUT]->(f)
-MERGE (e)-[:PART_OF]->(s)
-WITH e, row
-UNWIND row.influenced_by AS iid
-MATCH (g:Factor {id: iid})
-MERGE (e)-[:INFLUENCED_BY]->(g)
-"""
-# Each factor's state is its newest stored entry (by time, then sequence), whoever wrote it.
-REFRESH_STATE = """
-UNWIND $factors AS fid
-MATCH (f:Factor {id: fid})
-CALL (f) {
-  MATCH (e:JournalEntry)-[:ABOUT]->(f)
-  RETURN e ORDER BY e.timestamp DESC, e.seq DESC LIMIT 1
-}
-OPTIONAL MATCH (f)-[old:CURRENT_STATE]->()
-DELETE old
-WITH DISTINCT f, e
-CREATE (f)-[:CURRENT_STATE]->(e)
-SET f.current_value = e.new_number, f.current_confidence = e.confidence,
-    f.inference_status = e.inference_status, f.last_updated = e.timestamp,
-    f.journal_seq = CASE WHEN coalesce(f.journal_seq, 0) > e.seq THEN f.journal_seq ELSE e.seq END
-"""
 
 
 def _factor_text(name: str, description: str, aliases: list[str]) -> str:
@@ -561,11 +491,11 @@ def write_factor_set(
         raise FixtureError(problems)
     rows = _rows(fs, embedder or get_embedder(), stored.embedded)
     steps = (
-        ("factors", UPSERT_FACTORS),
-        ("options", UPSERT_OPTIONS),
-        ("depends_on", UPSERT_DEPENDS),
-        ("sessions", UPSERT_SESSIONS),
-        ("journal", UPSERT_ENTRIES),
+        ("factors", queries.UPSERT_FACTORS),
+        ("options", queries.UPSERT_OPTIONS),
+        ("depends_on", queries.UPSERT_DEPENDS_ON),
+        ("sessions", queries.UPSERT_SESSIONS),
+        ("journal", queries.UPSERT_ENTRIES),
     )
 
     def work(tx: ManagedTransaction) -> None:
@@ -573,7 +503,7 @@ def write_factor_set(
             for i in range(0, len(rows[stage]), BATCH):
                 tx.run(query, rows=rows[stage][i : i + BATCH]).consume()
         touched = sorted({j.factor for j in fs.journal})
-        tx.run(REFRESH_STATE, factors=touched).consume()
+        tx.run(queries.REFRESH_FACTOR_STATE, factors=touched).consume()
 
     with driver.session() as session:
         session.execute_write(work)

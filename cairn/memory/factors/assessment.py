@@ -17,12 +17,12 @@ from typing import Any, Literal
 
 from neo4j import Driver
 
+from cairn.graph import factors as queries
 from cairn.memory.factors.dependencies import DepNode
-from cairn.memory.factors.journal import ABOUT_IN, VIS_E, VIS_F, native, unconfirmed_inferences
-from cairn.memory.factors.models import UnconfirmedInference, day, fmt, iso
+from cairn.memory.factors.journal import unconfirmed_inferences
+from cairn.memory.factors.models import UnconfirmedInference, day, fmt, iso, native
 from cairn.memory.factors.templates import HIDDEN, names, quote
 from cairn.memory.factors.traversal import downstream, visible_options
-from cairn.policy.acl import acl_visible, edge_allowed
 from cairn.policy.scope import Scope
 
 Tier = Literal["exploratory", "low_risk", "medium_risk"]
@@ -32,29 +32,6 @@ TIER_TEXT = {
     "medium_risk": "medium risk (decisions of €25k-€100k)",
 }
 NEXT_UNLOCKS = 5
-
-CATEGORY_QUERY = f"""
-MATCH (f:Factor)
-WHERE {VIS_F}
-WITH coalesce(f.category, 'uncategorised') AS category, f
-RETURN category,
-       count(f) AS total,
-       count(f.current_value) AS assessed,
-       sum(CASE WHEN f.current_value IS NULL THEN 0.0
-                ELSE coalesce(f.current_confidence, 0.0) END) AS confidence_sum,
-       max(f.last_updated) AS last_updated
-ORDER BY category
-"""
-
-LAST_CONVERSATION_QUERY = f"""
-MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
-WHERE {VIS_E} AND {VIS_F} AND {ABOUT_IN}
-WITH e, f ORDER BY e.timestamp DESC, e.seq DESC LIMIT 1
-OPTIONAL MATCH (e)-[:PART_OF]->(s:Session)
-WHERE {acl_visible("s")} AND {edge_allowed("PART_OF", "e", "s", "out")}
-RETURN f.id AS factor_id, f.name AS topic, f.current_value AS value, f.current_confidence AS confidence,
-       e.timestamp AS timestamp, e.rationale AS rationale, s.id AS session_id, s.title AS session_title
-"""
 
 
 def decision_tier(avg_confidence: float, assessed: int, total: int) -> Tier:
@@ -184,7 +161,7 @@ class Assessment:
 
 
 def _categories(driver: Driver, scope: Scope) -> tuple[list[CategorySummary], Overall]:
-    records, _, _ = driver.execute_query(CATEGORY_QUERY, scope.cypher_params())
+    records, _, _ = driver.execute_query(queries.CATEGORY_FIGURES, scope.cypher_params())
     cats = []
     for r in records:
         total, assessed = int(r["total"]), int(r["assessed"])
@@ -252,7 +229,7 @@ def _shortfall(node: DepNode, value: float | None, threshold: float) -> float:
 
 
 def last_conversation(driver: Driver, scope: Scope) -> LastConversation | None:
-    records, _, _ = driver.execute_query(LAST_CONVERSATION_QUERY, scope.cypher_params())
+    records, _, _ = driver.execute_query(queries.LAST_CONVERSATION, scope.cypher_params())
     if not records:
         return None
     r = records[0]

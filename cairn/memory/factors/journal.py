@@ -24,6 +24,7 @@ from typing import Any
 
 from neo4j import Driver, ManagedTransaction
 
+from cairn.graph import factors as queries
 from cairn.memory.factors.models import (
     INFERENCE_STATUSES,
     FactorError,
@@ -31,7 +32,10 @@ from cairn.memory.factors.models import (
     JournalEntryView,
     Scale,
     UnconfirmedInference,
+    aware,
     fmt,
+    native,
+    unknown_factor,
 )
 from cairn.memory.factors.recalculation import (
     EVIDENCE_OPS,
@@ -40,153 +44,14 @@ from cairn.memory.factors.recalculation import (
     Evidence,
     synthesise,
 )
-from cairn.policy.acl import acl_visible, edge_allowed
 from cairn.policy.scope import Scope
 from cairn.policy.writes import TAKEN_ID, stored_ids
 from cairn.runtime.embedder import Embedder, get_embedder
 
-VIS_F = acl_visible("f")
-VIS_E = acl_visible("e")
-VIS_G = acl_visible("g")
-# An entry ``e`` read from its factor ``f`` (stored e -ABOUT-> f), and the other walks below.
-ABOUT_IN = edge_allowed("ABOUT", "e", "f", "in")
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$")
 CONFIRM_BOOST = 0.1
 CORRECTION_CONFIDENCE = 0.95
 EXCERPT_MAX = 2000
-
-# Projection of an entry ``e`` about factor ``f``: its visible influences, and only a flag for
-# the hidden ones ('' marks a hidden one inside the subquery; the flag is all that is returned).
-ENTRY_INFLUENCE = f"""
-CALL (e) {{
-  OPTIONAL MATCH (e)-[:INFLUENCED_BY]->(g:Entity)
-  WITH CASE WHEN g IS NULL THEN null
-            WHEN {VIS_G} AND {edge_allowed("INFLUENCED_BY", "e", "g", "out")} THEN g.id ELSE '' END AS seen
-  WITH collect(seen) AS seen
-  RETURN [i IN seen WHERE i <> ''] AS influence, '' IN seen AS hidden_influence
-}}
-"""
-ENTRY_MAP = """e {.id, .op, .timestamp, .previous_number, .new_number, .rationale, .excerpt, .confidence,
-           .session_id, .inference_status, .details, .seq}"""
-# The same columns as one map, for queries that collect entries into a list.
-ENTRY_ROW = (
-    f"{{factor_id: f.id, entry: {ENTRY_MAP}, influence: influence, hidden_influence: hidden_influence}}"
-)
-ENTRY_COLUMNS = f"""{ENTRY_INFLUENCE}
-RETURN f.id AS factor_id, {ENTRY_MAP} AS entry, influence, hidden_influence
-"""
-
-FACTOR_QUERY = f"""
-MATCH (f:Factor {{id: $factor}})
-WHERE {VIS_F}
-OPTIONAL MATCH (f)-[:CURRENT_STATE]->(e:JournalEntry)
-WHERE {VIS_E} AND {edge_allowed("CURRENT_STATE", "f", "e", "out")}
-RETURN f {{.id, .name, .category, .scale, .current_value, .current_confidence, .inference_status,
-          .last_updated, .aliases}} AS factor, e.id AS entry_id
-"""
-
-AS_OF_QUERY = f"""
-MATCH (f:Factor {{id: $factor}})
-WHERE {VIS_F}
-OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
-WHERE e.timestamp <= $at AND {VIS_E} AND {ABOUT_IN}
-WITH f, e ORDER BY e.timestamp DESC, e.seq DESC
-WITH f, collect(e)[0] AS e
-RETURN f {{.id, .name, .category, .scale, .aliases}} AS factor,
-       e {{.id, .new_number, .confidence, .inference_status, .timestamp}} AS entry
-"""
-
-HISTORY_QUERY = f"""
-MATCH (f:Factor {{id: $factor}})
-WHERE {VIS_F}
-MATCH (e:JournalEntry)-[:ABOUT]->(f)
-WHERE {VIS_E} AND {ABOUT_IN}
-  AND ($since IS NULL OR e.timestamp >= $since)
-  AND ($until IS NULL OR e.timestamp <= $until)
-  AND ($ops IS NULL OR e.op IN $ops)
-WITH f, e ORDER BY e.timestamp DESC, e.seq DESC
-LIMIT $limit
-{ENTRY_COLUMNS}
-"""
-
-LATEST_ENTRIES_QUERY = f"""
-UNWIND $factors AS fid
-MATCH (f:Factor {{id: fid}})
-WHERE {VIS_F}
-CALL (f) {{
-  MATCH (e:JournalEntry)-[:ABOUT]->(f)
-  WHERE {VIS_E} AND {ABOUT_IN}
-  RETURN e ORDER BY e.timestamp DESC, e.seq DESC LIMIT $limit
-}}
-{ENTRY_COLUMNS}
-"""
-
-ENTRY_BY_ID_QUERY = f"""
-MATCH (e:JournalEntry {{id: $entry}})-[:ABOUT]->(f:Factor)
-WHERE {VIS_E} AND {VIS_F} AND {edge_allowed("ABOUT", "e", "f", "out")}
-{ENTRY_COLUMNS}
-"""
-
-VISIBLE_FACTOR_IDS = f"""
-UNWIND $ids AS fid
-MATCH (f:Factor {{id: fid}})
-WHERE {VIS_F}
-RETURN f.id AS id
-"""
-
-UNCONFIRMED_QUERY = f"""
-MATCH (f:Factor)
-WHERE f.inference_status = 'unconfirmed' AND f.current_value IS NOT NULL AND {VIS_F}
-CALL (f) {{
-  OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
-  WHERE {VIS_E} AND {ABOUT_IN}
-  RETURN count(e) AS evidence_count, max(e.timestamp) AS latest
-}}
-RETURN f.id AS id, f.name AS name, f.current_value AS value, f.current_confidence AS confidence,
-       evidence_count, latest
-ORDER BY f.current_confidence ASC, f.id
-"""
-
-# Taken first inside the write transaction: the factor's write lock, held until commit.
-LOCK_FACTOR = f"""
-MATCH (f:Factor {{id: $factor}})
-WHERE {VIS_F}
-SET f.journal_lock = true
-RETURN f {{.id, .name, .scale, .current_value, .current_confidence, .inference_status,
-          .last_updated, .journal_seq}} AS factor
-"""
-
-WRITE_ENTRY = """
-MATCH (f:Factor {id: $factor})
-OPTIONAL MATCH (f)-[old:CURRENT_STATE]->()
-DELETE old
-WITH DISTINCT f
-MERGE (s:Entity:Session {id: $session_id})
-  ON CREATE SET s.created_at = datetime(), s.started_at = $timestamp, s.title = $session_title,
-                s.domain = f.domain, s.sensitivity = f.sensitivity, s.namespaces = f.namespaces,
-                s.roles_allowed = f.roles_allowed
-CREATE (e:Entity:JournalEntry {id: $entry_id})
-SET e += $props,
-    e.timestamp = $timestamp, e.created_at = datetime(),
-    e.domain = f.domain, e.sensitivity = f.sensitivity, e.namespaces = f.namespaces,
-    e.roles_allowed = f.roles_allowed
-CREATE (e)-[:ABOUT]->(f)
-CREATE (e)-[:PART_OF]->(s)
-CREATE (f)-[:CURRENT_STATE]->(e)
-SET f.current_value = $props.new_number, f.current_confidence = $props.confidence,
-    f.inference_status = $props.inference_status, f.last_updated = $timestamp,
-    f.journal_seq = $props.seq
-REMOVE f.journal_lock
-WITH e
-UNWIND $influenced_by AS iid
-MATCH (g:Factor {id: iid})
-MERGE (e)-[:INFLUENCED_BY]->(g)
-"""
-
-
-def native(value: Any) -> Any:
-    """Neo4j temporal values as Python ones (aware datetimes)."""
-    return value.to_native() if hasattr(value, "to_native") else value
 
 
 def entry_from_row(
@@ -212,7 +77,7 @@ def entry_from_row(
 
 
 def entries_from_rows(rows: Sequence[Any]) -> list[JournalEntryView]:
-    """Entries from ``ENTRY_COLUMNS`` records or ``ENTRY_ROW`` maps."""
+    """Entries from the entry rows of cairn.graph.factors: one per record, or collected as maps."""
     return [
         entry_from_row(r["factor_id"], dict(r["entry"]), r["influence"], r["hidden_influence"]) for r in rows
     ]
@@ -236,12 +101,8 @@ def state_from_row(
     )
 
 
-def _not_found(factor_id: str) -> FactorError:
-    return FactorError("NOT_FOUND", f"unknown factor '{factor_id}'", "factor_id")
-
-
 def get_entry(driver: Driver, scope: Scope, entry_id: str) -> JournalEntryView | None:
-    records, _, _ = driver.execute_query(ENTRY_BY_ID_QUERY, {**scope.cypher_params(), "entry": entry_id})
+    records, _, _ = driver.execute_query(queries.ENTRY_BY_ID, {**scope.cypher_params(), "entry": entry_id})
     found = entries_from_rows(records)
     return found[0] if found else None
 
@@ -250,16 +111,16 @@ def factor_state(driver: Driver, scope: Scope, factor_id: str, as_of: datetime |
     """The factor now, or — with ``as_of`` — as the journal had it at that moment."""
     params = {**scope.cypher_params(), "factor": factor_id}
     if as_of is None:
-        records, _, _ = driver.execute_query(FACTOR_QUERY, params)
+        records, _, _ = driver.execute_query(queries.FACTOR_NOW, params)
         if not records:
-            raise _not_found(factor_id)
+            raise unknown_factor(factor_id)
         entry_id = records[0]["entry_id"]
         entry = get_entry(driver, scope, entry_id) if entry_id else None
         return state_from_row(dict(records[0]["factor"]), entry, None)
-    at = _aware(as_of, "as_of")
-    records, _, _ = driver.execute_query(AS_OF_QUERY, {**params, "at": at})
+    at = aware(as_of, "as_of")
+    records, _, _ = driver.execute_query(queries.FACTOR_AS_OF, {**params, "at": at})
     if not records:
-        raise _not_found(factor_id)
+        raise unknown_factor(factor_id)
     factor = dict(records[0]["factor"])
     row = records[0]["entry"]
     if row is None:
@@ -290,11 +151,11 @@ def history(
         **scope.cypher_params(),
         "factor": factor_id,
         "limit": max(0, limit),
-        "since": None if since is None else _aware(since, "since"),
-        "until": None if until is None else _aware(until, "until"),
+        "since": None if since is None else aware(since, "since"),
+        "until": None if until is None else aware(until, "until"),
         "ops": None if ops is None else list(ops),
     }
-    records, _, _ = driver.execute_query(HISTORY_QUERY, params)
+    records, _, _ = driver.execute_query(queries.FACTOR_HISTORY, params)
     return entries_from_rows(records)
 
 
@@ -305,7 +166,7 @@ def latest_entries(
     if not factor_ids:
         return {}
     params = {**scope.cypher_params(), "factors": list(dict.fromkeys(factor_ids)), "limit": limit}
-    records, _, _ = driver.execute_query(LATEST_ENTRIES_QUERY, params)
+    records, _, _ = driver.execute_query(queries.LATEST_ENTRIES, params)
     found: dict[str, list[JournalEntryView]] = {fid: [] for fid in factor_ids}
     for entry in entries_from_rows(records):
         found.setdefault(entry.factor_id, []).append(entry)
@@ -316,7 +177,7 @@ def latest_entries(
 
 def unconfirmed_inferences(driver: Driver, scope: Scope) -> list[UnconfirmedInference]:
     """Assessed factors still marked unconfirmed, least confident first, with their evidence count."""
-    records, _, _ = driver.execute_query(UNCONFIRMED_QUERY, scope.cypher_params())
+    records, _, _ = driver.execute_query(queries.UNCONFIRMED_FACTORS, scope.cypher_params())
     return [
         UnconfirmedInference(
             id=r["id"],
@@ -349,12 +210,6 @@ class _Write:
     session_title: str
     timestamp: datetime | None  # None: now, read under the factor's lock
     details: dict[str, Any]
-
-
-def _aware(value: datetime, name: str) -> datetime:
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise FactorError("INVALID_INPUT", f"{name} must carry a time zone (e.g. 2024-10-28T10:30:00Z)", name)
-    return value
 
 
 def _check_inputs(
@@ -405,7 +260,9 @@ def _check_inputs(
     if factor_id in wanted:
         raise FactorError("INVALID_INPUT", "a factor cannot be influenced by itself", "influenced_by")
     if wanted:
-        records, _, _ = driver.execute_query(VISIBLE_FACTOR_IDS, {**scope.cypher_params(), "ids": wanted})
+        records, _, _ = driver.execute_query(
+            queries.VISIBLE_FACTOR_IDS, {**scope.cypher_params(), "ids": wanted}
+        )
         found = {str(r["id"]) for r in records}
         missing = [i for i in wanted if i not in found]
         if missing:
@@ -425,9 +282,9 @@ def _write_entry(
     vector = [float(x) for x in model.embed([_entry_text(name, write.rationale, write.excerpt)])[0]]
 
     def work(tx: ManagedTransaction) -> str:
-        row = tx.run(LOCK_FACTOR, {**scope.cypher_params(), "factor": write.factor_id}).single()
+        row = tx.run(queries.LOCK_FACTOR, {**scope.cypher_params(), "factor": write.factor_id}).single()
         if row is None:
-            raise _not_found(write.factor_id)
+            raise unknown_factor(write.factor_id)
         factor = dict(row["factor"])
         last = native(factor.get("last_updated"))
         # "now" is read under the lock, so concurrent writers get ordered timestamps.
@@ -458,7 +315,7 @@ def _write_entry(
             "embedding_model": model.name,
         }
         tx.run(
-            WRITE_ENTRY,
+            queries.WRITE_ENTRY,
             factor=write.factor_id,
             entry_id=entry_id,
             props=props,
@@ -514,7 +371,7 @@ def update_factor(
         influenced_by,
         session_id,
     )
-    when = _aware(timestamp, "timestamp") if timestamp is not None else None
+    when = aware(timestamp, "timestamp") if timestamp is not None else None
     stamp = when or datetime.now(UTC)
     write = _Write(
         factor_id=factor_id,

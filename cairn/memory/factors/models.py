@@ -39,6 +39,18 @@ class FactorError(CairnError):
         return self.where
 
 
+def unknown_factor(factor_id: str) -> FactorError:
+    """The one NOT_FOUND for a factor, whether it does not exist or the caller cannot see it."""
+    return FactorError("NOT_FOUND", f"unknown factor '{factor_id}'", "factor_id")
+
+
+def aware(value: datetime, name: str) -> datetime:
+    """``value`` itself; INVALID_INPUT naming ``name`` when it carries no time zone."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise FactorError("INVALID_INPUT", f"{name} must carry a time zone (e.g. 2024-10-28T10:30:00Z)", name)
+    return value
+
+
 @dataclass(frozen=True)
 class Scale:
     """The closed range a factor's value lives in, written ``"0-100"`` in fixtures and on nodes."""
@@ -72,6 +84,11 @@ def fmt(value: float | None) -> str:
     if value is None:
         return "not assessed"
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def native(value: Any) -> Any:
+    """Neo4j temporal values as Python ones (aware datetimes)."""
+    return value.to_native() if hasattr(value, "to_native") else value
 
 
 def iso(value: datetime | None) -> str | None:

@@ -24,23 +24,18 @@ from typing import Any, Literal
 
 from neo4j import Driver
 
+from cairn.graph import factors as queries
 from cairn.memory.factors import templates
 from cairn.memory.factors.dependencies import DepGraph, DepNode
-from cairn.memory.factors.journal import (
-    ABOUT_IN,
-    ENTRY_INFLUENCE,
-    ENTRY_ROW,
-    VIS_E,
-    VIS_F,
-    entries_from_rows,
-    state_from_row,
-)
+from cairn.memory.factors.journal import entries_from_rows, state_from_row
 from cairn.memory.factors.models import (
     FactorError,
     FactorState,
     JournalEntryView,
     Status,
+    aware,
     iso,
+    unknown_factor,
 )
 from cairn.memory.factors.traversal import read, what_if_subgraph, why_blocked_subgraph, why_value_rows
 from cairn.policy.scope import Scope
@@ -234,7 +229,7 @@ def why_value(driver: Driver, scope: Scope, factor_id: str, history_limit: int =
     """How a factor got its value: its journal, and the factors it rests on, largest drag first."""
     rows = why_value_rows(driver, scope, factor_id, history_limit)
     if rows is None:
-        raise FactorError("NOT_FOUND", f"unknown factor '{factor_id}'", "factor_id")
+        raise unknown_factor(factor_id)
     state = state_from_row(rows.factor, rows.current, None)
     chain = tuple(rows.history)
     graph = rows.graph
@@ -394,7 +389,7 @@ def evaluate_what_if(
 ) -> WhatIf:
     """The what-if answer over a fetched subgraph (no I/O): see ``what_if``."""
     if factor_id not in graph.nodes or graph.nodes[factor_id].label != "Factor":
-        raise FactorError("NOT_FOUND", f"unknown factor '{factor_id}'", "factor_id")
+        raise unknown_factor(factor_id)
     node = graph.nodes[factor_id]
     if value is not None and node.scale is not None and not node.scale.contains(value):
         raise FactorError(
@@ -460,25 +455,6 @@ def _order(ref: dict[str, NodeRef]) -> Any:
 
 # -- what changed ------------------------------------------------------------------------------
 
-# The entries in the window grouped by factor (oldest first), each factor with the value its
-# newest visible entry before the window set.
-WHAT_CHANGED_QUERY = f"""
-MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
-WHERE e.timestamp >= $since AND ($until IS NULL OR e.timestamp <= $until)
-  AND ($factors IS NULL OR f.id IN $factors)
-  AND {VIS_E} AND {VIS_F} AND {ABOUT_IN}
-WITH f, e ORDER BY e.timestamp ASC, e.seq ASC
-{ENTRY_INFLUENCE}
-WITH f, collect({ENTRY_ROW}) AS entries
-CALL (f) {{
-  OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
-  WHERE e.timestamp < $since AND {VIS_E} AND {ABOUT_IN}
-  WITH e ORDER BY e.timestamp DESC, e.seq DESC LIMIT 1
-  RETURN e.new_number AS before
-}}
-RETURN f.id AS id, f.name AS name, before, entries
-"""
-
 
 @dataclass(frozen=True)
 class FactorChange:
@@ -519,13 +495,13 @@ def what_changed(
     factor_ids: list[str] | None = None,
 ) -> WhatChanged:
     """Journal entries in [since, until], grouped by factor (most recently changed first)."""
-    for name, moment in (("since", since), ("until", until)):
-        if moment is not None and (moment.tzinfo is None or moment.utcoffset() is None):
-            raise FactorError("INVALID_INPUT", f"{name} must carry a time zone", name)
+    aware(since, "since")
+    if until is not None:
+        aware(until, "until")
     if until is not None and until < since:
         raise FactorError("INVALID_INPUT", "until is before since", "until")
     params = {**scope.cypher_params(), "since": since, "until": until, "factors": factor_ids}
-    rows = read(driver, WHAT_CHANGED_QUERY, params)
+    rows = read(driver, queries.WHAT_CHANGED, params)
     # Factors in the order their first entry in the window came (then sorted, ties kept so).
     rows.sort(key=lambda r: (r["entries"][0]["entry"]["timestamp"], r["entries"][0]["entry"]["seq"] or 0))
     changes = []

@@ -33,12 +33,11 @@ from typing import Literal, Protocol
 
 from neo4j import Driver
 
+from cairn.graph import factors as queries
 from cairn.memory.factors.catalog import INTENT_PATTERNS, INTENTS, QUESTION
 from cairn.memory.factors.intents import IntentClassifier, intent_classifier
-from cairn.memory.factors.journal import ABOUT_IN, VIS_E, VIS_F
 from cairn.memory.factors.models import Intent, LinkedEntity, Route
 from cairn.memory.factors.timeframe import parse_since
-from cairn.policy.acl import acl_visible
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.llm import LLMClient, LLMUnavailable
@@ -178,25 +177,6 @@ STOPWORDS = frozenset(
     ]
 )
 
-ENTITY_QUERY = f"""
-MATCH (n:Entity)
-WHERE (n:Factor OR n:Option) AND {acl_visible("n")}
-RETURN n.id AS id, CASE WHEN n:Option THEN 'Option' ELSE 'Factor' END AS label, n.name AS name,
-       coalesce(n.aliases, []) AS aliases,
-       CASE WHEN $q IS NULL OR n.embedding IS NULL THEN 0.0
-            ELSE vector.similarity.cosine(n.embedding, $q) END AS score
-"""
-
-JOURNAL_FALLBACK_QUERY = f"""
-MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
-WHERE e.embedding IS NOT NULL AND {VIS_E} AND {VIS_F} AND {ABOUT_IN}
-WITH f, max(vector.similarity.cosine(e.embedding, $q)) AS score
-WHERE score >= $threshold
-RETURN f.id AS id, f.name AS name, score
-ORDER BY score DESC, id
-LIMIT 1
-"""
-
 
 class Router(Protocol):
     def route(self, question: str, scope: Scope, now: datetime) -> Route: ...
@@ -288,7 +268,9 @@ class LearnedRouter:
         self.classifier = classifier or intent_classifier(embedder)
 
     def _candidates(self, scope: Scope, vector: list[float] | None) -> list[_Candidate]:
-        records, _, _ = self.driver.execute_query(ENTITY_QUERY, {**scope.cypher_params(), "q": vector})
+        records, _, _ = self.driver.execute_query(
+            queries.LINKABLE_NODES, {**scope.cypher_params(), "q": vector}
+        )
         out = []
         for r in records:
             forms = {tuple(tokens(str(r["name"] or ""))), tuple(tokens(str(r["id"]).replace("_", " ")))}
@@ -319,7 +301,7 @@ class LearnedRouter:
             top = ranked[0]
             best = LinkedEntity(top.id, top.label, top.name, top.score, "vector")
         records, _, _ = self.driver.execute_query(
-            JOURNAL_FALLBACK_QUERY, {**scope.cypher_params(), "q": vector, "threshold": ENTITY_THRESHOLD}
+            queries.JOURNAL_LINK, {**scope.cypher_params(), "q": vector, "threshold": ENTITY_THRESHOLD}
         )
         for r in records:
             if best is None or float(r["score"]) > best.score:

@@ -1,0 +1,507 @@
+"""The factor journal's Cypher: every query and fragment the factor capability runs
+(docs/design.md, "Factor journal").
+
+Reads run on a caller's behalf and carry the access predicates of ``cairn.policy.acl``: the
+vertex ACL on every node matched, the edge rule on every relationship walked. Of what the
+caller cannot see, a query returns at most a flag (``hidden_influence``, ``needs_hidden``),
+never an id, a value or a count. ``LOCK_FACTOR`` and ``WRITE_ENTRY`` are the journal write
+(journal.py checks the caller's scope before it runs them); the ``STORED_*``, ``UPSERT_*``
+and ``REFRESH_FACTOR_STATE`` queries are the loader's (ingest/factors.py), run as the system.
+
+The dependency walks (docs/design.md, "Factor questions") are built once per hop limit:
+quantified-path bounds are literals, so each limit is its own fixed text that Neo4j plans
+once and reuses.
+"""
+
+from __future__ import annotations
+
+from cairn.policy.acl import MAX_HOPS, acl_visible, edge_allowed, hop_bound, step_allowed, within_hops
+
+# -- access predicates, from the policy module ---------------------------------------------------
+
+# The vertex ACL on the variable named: a factor ``f``, an entry ``e``, an influencing factor
+# ``g``, the start of a walk ``s``.
+_VISIBLE_F = acl_visible("f")
+_VISIBLE_E = acl_visible("e")
+_VISIBLE_G = acl_visible("g")
+_VISIBLE_S = acl_visible("s")
+# An entry ``e`` read from its factor ``f`` (stored e -ABOUT-> f, walked in).
+_ABOUT_FROM_FACTOR = edge_allowed("ABOUT", "e", "f", "in")
+# A factor ``g`` reached from an entry ``e`` that it influenced.
+_INFLUENCE_FROM_ENTRY = edge_allowed("INFLUENCED_BY", "e", "g", "out")
+
+# -- journal entries -----------------------------------------------------------------------------
+
+# Projection of an entry ``e`` about factor ``f``: its visible influences, and only a flag for
+# the hidden ones ('' marks a hidden one inside the subquery; the flag is all that is returned).
+_ENTRY_INFLUENCES = f"""
+CALL (e) {{
+  OPTIONAL MATCH (e)-[:INFLUENCED_BY]->(g:Entity)
+  WITH CASE WHEN g IS NULL THEN null
+            WHEN {_VISIBLE_G} AND {_INFLUENCE_FROM_ENTRY} THEN g.id ELSE '' END AS seen
+  WITH collect(seen) AS seen
+  RETURN [i IN seen WHERE i <> ''] AS influence, '' IN seen AS hidden_influence
+}}
+"""
+_ENTRY_MAP = """e {.id, .op, .timestamp, .previous_number, .new_number, .rationale, .excerpt, .confidence,
+           .session_id, .inference_status, .details, .seq}"""
+# The entry columns as one map, for queries that collect entries into a list; journal.py's
+# ``entries_from_rows`` reads both forms.
+_ENTRY_ROW = (
+    f"{{factor_id: f.id, entry: {_ENTRY_MAP}, influence: influence, hidden_influence: hidden_influence}}"
+)
+# The tail of a query that returns entries one per row: factor_id, entry, influence, hidden_influence.
+_ENTRY_COLUMNS = f"""{_ENTRY_INFLUENCES}
+RETURN f.id AS factor_id, {_ENTRY_MAP} AS entry, influence, hidden_influence
+"""
+
+# The visible factor $factor now, and the id of its current entry (null when it has none).
+FACTOR_NOW = f"""
+MATCH (f:Factor {{id: $factor}})
+WHERE {_VISIBLE_F}
+OPTIONAL MATCH (f)-[:CURRENT_STATE]->(e:JournalEntry)
+WHERE {_VISIBLE_E} AND {edge_allowed("CURRENT_STATE", "f", "e", "out")}
+RETURN f {{.id, .name, .category, .scale, .current_value, .current_confidence, .inference_status,
+          .last_updated, .aliases}} AS factor, e.id AS entry_id
+"""
+
+# The visible factor $factor and its newest visible entry at or before $at (null: none yet).
+FACTOR_AS_OF = f"""
+MATCH (f:Factor {{id: $factor}})
+WHERE {_VISIBLE_F}
+OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
+WHERE e.timestamp <= $at AND {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
+WITH f, e ORDER BY e.timestamp DESC, e.seq DESC
+WITH f, collect(e)[0] AS e
+RETURN f {{.id, .name, .category, .scale, .aliases}} AS factor,
+       e {{.id, .new_number, .confidence, .inference_status, .timestamp}} AS entry
+"""
+
+# The visible entries about $factor in [$since, $until] with an op in $ops (nulls: any), newest
+# first, at most $limit, one per row.
+FACTOR_HISTORY = f"""
+MATCH (f:Factor {{id: $factor}})
+WHERE {_VISIBLE_F}
+MATCH (e:JournalEntry)-[:ABOUT]->(f)
+WHERE {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
+  AND ($since IS NULL OR e.timestamp >= $since)
+  AND ($until IS NULL OR e.timestamp <= $until)
+  AND ($ops IS NULL OR e.op IN $ops)
+WITH f, e ORDER BY e.timestamp DESC, e.seq DESC
+LIMIT $limit
+{_ENTRY_COLUMNS}
+"""
+
+# The newest $limit visible entries of each visible factor in $factors, one per row.
+LATEST_ENTRIES = f"""
+UNWIND $factors AS fid
+MATCH (f:Factor {{id: fid}})
+WHERE {_VISIBLE_F}
+CALL (f) {{
+  MATCH (e:JournalEntry)-[:ABOUT]->(f)
+  WHERE {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
+  RETURN e ORDER BY e.timestamp DESC, e.seq DESC LIMIT $limit
+}}
+{_ENTRY_COLUMNS}
+"""
+
+# The entry $entry, if both it and its factor are visible.
+ENTRY_BY_ID = f"""
+MATCH (e:JournalEntry {{id: $entry}})-[:ABOUT]->(f:Factor)
+WHERE {_VISIBLE_E} AND {_VISIBLE_F} AND {edge_allowed("ABOUT", "e", "f", "out")}
+{_ENTRY_COLUMNS}
+"""
+
+# Which of the factor ids $ids the caller can see.
+VISIBLE_FACTOR_IDS = f"""
+UNWIND $ids AS fid
+MATCH (f:Factor {{id: fid}})
+WHERE {_VISIBLE_F}
+RETURN f.id AS id
+"""
+
+# Visible assessed factors still marked unconfirmed, least confident first, each with how many
+# visible entries are about it and the newest one's time.
+UNCONFIRMED_FACTORS = f"""
+MATCH (f:Factor)
+WHERE f.inference_status = 'unconfirmed' AND f.current_value IS NOT NULL AND {_VISIBLE_F}
+CALL (f) {{
+  OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
+  WHERE {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
+  RETURN count(e) AS evidence_count, max(e.timestamp) AS latest
+}}
+RETURN f.id AS id, f.name AS name, f.current_value AS value, f.current_confidence AS confidence,
+       evidence_count, latest
+ORDER BY f.current_confidence ASC, f.id
+"""
+
+# -- journal writes ------------------------------------------------------------------------------
+
+# Taken first inside the write transaction: the factor's write lock, held until commit; returns
+# the state the new entry follows.
+LOCK_FACTOR = f"""
+MATCH (f:Factor {{id: $factor}})
+WHERE {_VISIBLE_F}
+SET f.journal_lock = true
+RETURN f {{.id, .name, .scale, .current_value, .current_confidence, .inference_status,
+          .last_updated, .journal_seq}} AS factor
+"""
+
+# The entry, its session, ABOUT/PART_OF/INFLUENCED_BY and CURRENT_STATE, and the factor's new
+# state, under the lock LOCK_FACTOR took (which it releases). Returns nothing.
+WRITE_ENTRY = """
+MATCH (f:Factor {id: $factor})
+OPTIONAL MATCH (f)-[old:CURRENT_STATE]->()
+DELETE old
+WITH DISTINCT f
+MERGE (s:Entity:Session {id: $session_id})
+  ON CREATE SET s.created_at = datetime(), s.started_at = $timestamp, s.title = $session_title,
+                s.domain = f.domain, s.sensitivity = f.sensitivity, s.namespaces = f.namespaces,
+                s.roles_allowed = f.roles_allowed
+CREATE (e:Entity:JournalEntry {id: $entry_id})
+SET e += $props,
+    e.timestamp = $timestamp, e.created_at = datetime(),
+    e.domain = f.domain, e.sensitivity = f.sensitivity, e.namespaces = f.namespaces,
+    e.roles_allowed = f.roles_allowed
+CREATE (e)-[:ABOUT]->(f)
+CREATE (e)-[:PART_OF]->(s)
+CREATE (f)-[:CURRENT_STATE]->(e)
+SET f.current_value = $props.new_number, f.current_confidence = $props.confidence,
+    f.inference_status = $props.inference_status, f.last_updated = $timestamp,
+    f.journal_seq = $props.seq
+REMOVE f.journal_lock
+WITH e
+UNWIND $influenced_by AS iid
+MATCH (g:Factor {id: iid})
+MERGE (e)-[:INFLUENCED_BY]->(g)
+"""
+
+# -- dependency walks (traversal.py) -------------------------------------------------------------
+
+# One walked DEPENDS_ON step (from ``a`` to ``m``), with the scope's edge rules and the vertex ACL.
+_STEP_DOWN = step_allowed("DEPENDS_ON", "a", "m", "out", "m")  # prerequisites: a -> m
+_STEP_UP = step_allowed("DEPENDS_ON", "m", "a", "in", "m")  # dependents: a <- m
+# An edge leaving a reached node ``x`` is named only when the walk could take it: the rules
+# allow it, its target is visible, and ``x`` is nearer than the hop limit.
+_NAMED_EDGE = f"{within_hops('depth')} AND {step_allowed('DEPENDS_ON', 'x', 'y', 'out', 'y')}"
+
+
+# Walks expand from their bound start (StatefulShortestPath(All)). Left to its estimates, the
+# planner may instead pair the start with every node in the graph (AllNodesScan, CartesianProduct,
+# ShortestPath): the same answer at a cost that grows with the whole graph, 20-90 ms at 1k factors.
+PLAN_WALKS = "CYPHER statefulShortestPlanningMode=all_if_possible"
+
+
+def _walk(start: str, hops: int | None, *, up: bool = False) -> str:
+    """Every node ``x`` the scope reaches from ``start``, with its ``depth`` (0 for ``start``)."""
+    if hops == 0:  # a zero-step quantifier is not valid Cypher; the walk is the start alone
+        return f"WITH {start} AS x, 0 AS depth"
+    step = (
+        f"(a)<-[:DEPENDS_ON]-(m:Entity) WHERE {_STEP_UP}"
+        if up
+        else f"(a)-[:DEPENDS_ON]->(m:Entity) WHERE {_STEP_DOWN}"
+    )
+    return f"""MATCH p = ANY SHORTEST ({start}) ({step}){hop_bound(hops)} (x)
+WITH x, min(length(p)) AS depth"""
+
+
+# The closure rows: every reached node ``x`` (at ``depth``) with its edges to nodes the walk may
+# reach, a flag (never a count) for whether it also depends on something the caller cannot
+# reach, and the visible factors it needs whose threshold is not met (the blockers' targets).
+_NODE = f"""
+OPTIONAL MATCH (x)-[r:DEPENDS_ON]->(y:Entity)
+WITH x, depth, r, y, r IS NOT NULL AND {_NAMED_EDGE} AS y_reachable
+WITH x,
+     collect(CASE WHEN y_reachable
+                  THEN {{target: y.id, min_value: coalesce(r.min_value, 0.0), weight: r.weight}}
+             END) AS edges,
+     count(CASE WHEN r IS NOT NULL AND NOT y_reachable THEN 1 END) > 0 AS needs_hidden,
+     collect(CASE WHEN y_reachable AND y:Factor
+                       AND (y.current_value IS NULL OR y.current_value < coalesce(r.min_value, 0.0))
+                  THEN y END) AS unmet
+WITH {{id: x.id, label: CASE WHEN x:Option THEN 'Option' ELSE 'Factor' END, name: x.name,
+       category: x.category, value: x.current_value, confidence: x.current_confidence,
+       scale: x.scale, edges: edges, needs_hidden: needs_hidden}} AS node, unmet
+"""
+
+
+def _latest_entries(limit: str) -> str:
+    """The newest ``limit`` visible entries of each factor ``f``, as entry maps in ``entries``."""
+    return f"""
+  CALL (f) {{
+    MATCH (e:JournalEntry)-[:ABOUT]->(f)
+    WHERE {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
+    RETURN e ORDER BY e.timestamp DESC, e.seq DESC LIMIT {limit}
+  }}
+  {_ENTRY_INFLUENCES}
+  RETURN collect({_ENTRY_ROW}) AS entries
+"""
+
+
+def _downstream_query(hops: int | None) -> str:
+    """Everything the visible $starts depend on: one row, ``nodes`` (the closure rows)."""
+    return f"""{PLAN_WALKS}
+UNWIND $starts AS sid
+MATCH (s:Entity {{id: sid}})
+WHERE (s:Factor OR s:Option) AND {_VISIBLE_S}
+{_walk("s", hops)}
+{_NODE}
+RETURN collect(node) AS nodes
+"""
+
+
+def _why_blocked_query(hops: int | None) -> str:
+    """Why-blocked: the closure below the subject, and the newest entries of every unmet prerequisite."""
+    return f"""{PLAN_WALKS}
+MATCH (s:Entity {{id: $start}})
+WHERE (s:Factor OR s:Option) AND {_VISIBLE_S}
+{_walk("s", hops)}
+{_NODE}
+WITH collect(node) AS nodes, collect(unmet) AS unmet
+CALL (unmet) {{
+  UNWIND unmet AS targets
+  UNWIND targets AS f
+  WITH DISTINCT f
+  {_latest_entries("$limit")}
+}}
+RETURN nodes, entries
+"""
+
+
+def _what_if_query(hops: int | None) -> str:
+    """What-if: the visible nodes that depend on the factor, then everything they depend on."""
+    return f"""{PLAN_WALKS}
+MATCH (s:Factor {{id: $factor}})
+WHERE {_VISIBLE_S}
+CALL (s) {{
+  {_walk("s", hops, up=True)}
+  RETURN collect(x) AS ups
+}}
+UNWIND ups AS u
+{_walk("u", hops)}
+{_NODE}
+RETURN collect(node) AS nodes
+"""
+
+
+def _why_value_query(hops: int | None) -> str:
+    """Why-value: the factor, its current entry, its history, its closure, the newest entry of each
+    visible direct prerequisite, and its visible direct dependents."""
+    return f"""{PLAN_WALKS}
+MATCH (s:Factor {{id: $factor}})
+WHERE {_VISIBLE_S}
+CALL (s) {{
+  {_walk("s", hops)}
+  {_NODE}
+  RETURN collect(node) AS nodes
+}}
+CALL (s) {{
+  OPTIONAL MATCH (s)-[:CURRENT_STATE]->(e:JournalEntry)
+  WHERE {_VISIBLE_E} AND {edge_allowed("CURRENT_STATE", "s", "e", "out")}
+  WITH e LIMIT 1
+  OPTIONAL MATCH (e)-[:ABOUT]->(f:Factor)
+  WHERE {_VISIBLE_F} AND {edge_allowed("ABOUT", "e", "f", "out")}
+  WITH e, f LIMIT 1
+  {_ENTRY_INFLUENCES}
+  RETURN CASE WHEN f IS NULL THEN null ELSE {_ENTRY_ROW} END AS current
+}}
+CALL (s) {{
+  WITH s AS f
+  MATCH (e:JournalEntry)-[:ABOUT]->(f)
+  WHERE {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
+  WITH f, e ORDER BY e.timestamp DESC, e.seq DESC LIMIT $history_limit
+  {_ENTRY_INFLUENCES}
+  RETURN collect({_ENTRY_ROW}) AS history
+}}
+CALL (s) {{
+  MATCH (s)-[:DEPENDS_ON]->(f:Factor)
+  WHERE {within_hops("0")} AND {step_allowed("DEPENDS_ON", "s", "f", "out", "f")}
+  WITH DISTINCT f
+  {_latest_entries("1")}
+}}
+CALL (s) {{
+  MATCH (m:Entity)-[r:DEPENDS_ON]->(s)
+  WHERE {within_hops("0")} AND {step_allowed("DEPENDS_ON", "m", "s", "in", "m")}
+  WITH m, r ORDER BY m.id
+  RETURN collect({{id: m.id, label: CASE WHEN m:Option THEN 'Option' ELSE 'Factor' END,
+                   name: m.name, min_value: coalesce(r.min_value, 0.0)}}) AS dependents
+}}
+RETURN s {{.id, .name, .category, .scale, .current_value, .current_confidence, .inference_status,
+          .last_updated, .aliases}} AS factor,
+       current, history, nodes, entries AS last, dependents
+"""
+
+
+# Quantified-path bounds are literals, so there is one query per possible hop limit (None: system).
+HOP_LIMITS: tuple[int | None, ...] = (*range(MAX_HOPS + 1), None)
+DOWNSTREAM_QUERIES = {h: _downstream_query(h) for h in HOP_LIMITS}
+WHY_BLOCKED_QUERIES = {h: _why_blocked_query(h) for h in HOP_LIMITS}
+WHAT_IF_QUERIES = {h: _what_if_query(h) for h in HOP_LIMITS}
+WHY_VALUE_QUERIES = {h: _why_value_query(h) for h in HOP_LIMITS}
+
+# The ids of every visible option, in order.
+VISIBLE_OPTIONS = f"""
+MATCH (s:Option)
+WHERE {_VISIBLE_S}
+RETURN s.id AS id ORDER BY id
+"""
+
+# The visible nodes that need the visible factor $factor directly, with their threshold on it.
+DIRECT_DEPENDENTS = f"""
+MATCH (s:Factor {{id: $factor}})
+WHERE {_VISIBLE_S}
+MATCH (m:Entity)-[r:DEPENDS_ON]->(s)
+WHERE {within_hops("0")} AND {step_allowed("DEPENDS_ON", "m", "s", "in", "m")}
+RETURN m.id AS id, CASE WHEN m:Option THEN 'Option' ELSE 'Factor' END AS label, m.name AS name,
+       coalesce(r.min_value, 0.0) AS min_value
+ORDER BY id
+"""
+
+# -- what changed (questions.py) -----------------------------------------------------------------
+
+# The entries in the window grouped by factor (oldest first), each factor with the value its
+# newest visible entry before the window set.
+WHAT_CHANGED = f"""
+MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
+WHERE e.timestamp >= $since AND ($until IS NULL OR e.timestamp <= $until)
+  AND ($factors IS NULL OR f.id IN $factors)
+  AND {_VISIBLE_E} AND {_VISIBLE_F} AND {_ABOUT_FROM_FACTOR}
+WITH f, e ORDER BY e.timestamp ASC, e.seq ASC
+{_ENTRY_INFLUENCES}
+WITH f, collect({_ENTRY_ROW}) AS entries
+CALL (f) {{
+  OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
+  WHERE e.timestamp < $since AND {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
+  WITH e ORDER BY e.timestamp DESC, e.seq DESC LIMIT 1
+  RETURN e.new_number AS before
+}}
+RETURN f.id AS id, f.name AS name, before, entries
+"""
+
+# -- assessment (assessment.py) ------------------------------------------------------------------
+
+# Per category of visible factors: how many, how many assessed, the sum of the assessed ones'
+# confidence (averaged in Python, where the overall figures are summed too), the newest update.
+CATEGORY_FIGURES = f"""
+MATCH (f:Factor)
+WHERE {_VISIBLE_F}
+WITH coalesce(f.category, 'uncategorised') AS category, f
+RETURN category,
+       count(f) AS total,
+       count(f.current_value) AS assessed,
+       sum(CASE WHEN f.current_value IS NULL THEN 0.0
+                ELSE coalesce(f.current_confidence, 0.0) END) AS confidence_sum,
+       max(f.last_updated) AS last_updated
+ORDER BY category
+"""
+
+# The newest visible entry of all, its factor, and its session if visible.
+LAST_CONVERSATION = f"""
+MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
+WHERE {_VISIBLE_E} AND {_VISIBLE_F} AND {_ABOUT_FROM_FACTOR}
+WITH e, f ORDER BY e.timestamp DESC, e.seq DESC LIMIT 1
+OPTIONAL MATCH (e)-[:PART_OF]->(s:Session)
+WHERE {_VISIBLE_S} AND {edge_allowed("PART_OF", "e", "s", "out")}
+RETURN f.id AS factor_id, f.name AS topic, f.current_value AS value, f.current_confidence AS confidence,
+       e.timestamp AS timestamp, e.rationale AS rationale, s.id AS session_id, s.title AS session_title
+"""
+
+# -- entity linking (router.py) ------------------------------------------------------------------
+
+# Every visible factor and option with its names, and its cosine with $q (0 without a vector).
+LINKABLE_NODES = f"""
+MATCH (n:Entity)
+WHERE (n:Factor OR n:Option) AND {acl_visible("n")}
+RETURN n.id AS id, CASE WHEN n:Option THEN 'Option' ELSE 'Factor' END AS label, n.name AS name,
+       coalesce(n.aliases, []) AS aliases,
+       CASE WHEN $q IS NULL OR n.embedding IS NULL THEN 0.0
+            ELSE vector.similarity.cosine(n.embedding, $q) END AS score
+"""
+
+# The visible factor whose visible entries come closest to $q, if the best reaches $threshold.
+JOURNAL_LINK = f"""
+MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
+WHERE e.embedding IS NOT NULL AND {_VISIBLE_E} AND {_VISIBLE_F} AND {_ABOUT_FROM_FACTOR}
+WITH f, max(vector.similarity.cosine(e.embedding, $q)) AS score
+WHERE score >= $threshold
+RETURN f.id AS id, f.name AS name, score
+ORDER BY score DESC, id
+LIMIT 1
+"""
+
+# -- the loader (ingest/factors.py), run as the system -------------------------------------------
+
+# The stored nodes among $ids: label, scale, and what their embedding was made from.
+STORED_NODES = """
+UNWIND $ids AS id
+MATCH (n:Entity {id: id})
+RETURN n.id AS id, [l IN labels(n) WHERE l <> 'Entity'][0] AS label, n.scale AS scale,
+       n.embedding_source AS source, n.embedding_model AS model
+"""
+# Every stored DEPENDS_ON edge (the cycle check includes them).
+STORED_DEPENDS_ON = "MATCH (a:Entity)-[:DEPENDS_ON]->(b:Entity) RETURN a.id AS source, b.id AS target"
+# Per factor of $factors: its newest stored entry's time and the ids of all its entries.
+STORED_LATEST_ENTRIES = """
+UNWIND $factors AS fid
+MATCH (e:JournalEntry)-[:ABOUT]->(:Factor {id: fid})
+RETURN fid AS factor, max(e.timestamp) AS latest, collect(e.id) AS ids
+"""
+
+UPSERT_FACTORS = """
+UNWIND $rows AS row
+MERGE (n:Entity:Factor {id: row.id})
+ON CREATE SET n.created_at = datetime()
+SET n += row.props
+"""
+UPSERT_OPTIONS = """
+UNWIND $rows AS row
+MERGE (n:Entity:Option {id: row.id})
+ON CREATE SET n.created_at = datetime()
+SET n += row.props
+"""
+UPSERT_DEPENDS_ON = """
+UNWIND $rows AS row
+MATCH (a:Entity {id: row.source})
+MATCH (b:Factor {id: row.target})
+MERGE (a)-[r:DEPENDS_ON]->(b)
+SET r.min_value = row.min_value, r.weight = row.weight
+"""
+UPSERT_SESSIONS = """
+UNWIND $rows AS row
+MERGE (n:Entity:Session {id: row.id})
+ON CREATE SET n.created_at = datetime()
+SET n += row.props, n.started_at = row.started_at
+"""
+# Entries take their factor's access fields.
+UPSERT_ENTRIES = """
+UNWIND $rows AS row
+MATCH (f:Factor {id: row.factor})
+MATCH (s:Session {id: row.session})
+MERGE (e:Entity:JournalEntry {id: row.id})
+ON CREATE SET e.created_at = datetime()
+SET e += row.props, e.timestamp = row.timestamp,
+    e.domain = f.domain, e.sensitivity = f.sensitivity, e.namespaces = f.namespaces,
+    e.roles_allowed = f.roles_allowed
+MERGE (e)-[:ABOUT]->(f)
+MERGE (e)-[:PART_OF]->(s)
+WITH e, row
+UNWIND row.influenced_by AS iid
+MATCH (g:Factor {id: iid})
+MERGE (e)-[:INFLUENCED_BY]->(g)
+"""
+# Each factor's state is its newest stored entry (by time, then sequence), whoever wrote it.
+REFRESH_FACTOR_STATE = """
+UNWIND $factors AS fid
+MATCH (f:Factor {id: fid})
+CALL (f) {
+  MATCH (e:JournalEntry)-[:ABOUT]->(f)
+  RETURN e ORDER BY e.timestamp DESC, e.seq DESC LIMIT 1
+}
+OPTIONAL MATCH (f)-[old:CURRENT_STATE]->()
+DELETE old
+WITH DISTINCT f, e
+CREATE (f)-[:CURRENT_STATE]->(e)
+SET f.current_value = e.new_number, f.current_confidence = e.confidence,
+    f.inference_status = e.inference_status, f.last_updated = e.timestamp,
+    f.journal_seq = CASE WHEN coalesce(f.journal_seq, 0) > e.seq THEN f.journal_seq ELSE e.seq END
+"""
