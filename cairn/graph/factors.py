@@ -92,19 +92,6 @@ LIMIT $limit
 {_ENTRY_COLUMNS}
 """
 
-# The newest $limit visible entries of each visible factor in $factors, one per row.
-LATEST_ENTRIES = f"""
-UNWIND $factors AS fid
-MATCH (f:Factor {{id: fid}})
-WHERE {_VISIBLE_F}
-CALL (f) {{
-  MATCH (e:JournalEntry)-[:ABOUT]->(f)
-  WHERE {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
-  RETURN e ORDER BY e.timestamp DESC, e.seq DESC LIMIT $limit
-}}
-{_ENTRY_COLUMNS}
-"""
-
 # The entry $entry, if both it and its factor are visible.
 ENTRY_BY_ID = f"""
 MATCH (e:JournalEntry {{id: $entry}})-[:ABOUT]->(f:Factor)

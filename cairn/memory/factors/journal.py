@@ -159,22 +159,6 @@ def history(
     return entries_from_rows(records)
 
 
-def latest_entries(
-    driver: Driver, scope: Scope, factor_ids: Sequence[str], limit: int = 3
-) -> dict[str, list[JournalEntryView]]:
-    """The newest ``limit`` visible entries of each visible factor, newest first, in one round trip."""
-    if not factor_ids:
-        return {}
-    params = {**scope.cypher_params(), "factors": list(dict.fromkeys(factor_ids)), "limit": limit}
-    records, _, _ = driver.execute_query(queries.LATEST_ENTRIES, params)
-    found: dict[str, list[JournalEntryView]] = {fid: [] for fid in factor_ids}
-    for entry in entries_from_rows(records):
-        found.setdefault(entry.factor_id, []).append(entry)
-    for entries in found.values():
-        entries.sort(key=lambda e: e.timestamp, reverse=True)
-    return found
-
-
 def unconfirmed_inferences(driver: Driver, scope: Scope) -> list[UnconfirmedInference]:
     """Assessed factors still marked unconfirmed, least confident first, with their evidence count."""
     records, _, _ = driver.execute_query(queries.UNCONFIRMED_FACTORS, scope.cypher_params())

@@ -34,6 +34,7 @@ from cairn.memory.factors.models import (
     JournalEntryView,
     Status,
     aware,
+    fmt,
     iso,
     unknown_factor,
 )
@@ -392,9 +393,7 @@ def evaluate_what_if(
         raise unknown_factor(factor_id)
     node = graph.nodes[factor_id]
     if value is not None and node.scale is not None and not node.scale.contains(value):
-        raise FactorError(
-            "INVALID_INPUT", f"value {templates.num(value)} is outside the scale {node.scale}", "value"
-        )
+        raise FactorError("INVALID_INPUT", f"value {fmt(value)} is outside the scale {node.scale}", "value")
     ref = {nid: NodeRef.of(n) for nid, n in graph.nodes.items()}
     before = graph.statuses()
     steps: list[Step] = []

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 HIDDEN = HIDDEN_PREREQUISITES
 QUOTE_MAX = 160
-num = fmt
 
 
 def quote(text: str) -> str:
