@@ -20,7 +20,7 @@ from cairn.policy.acl import MAX_HOPS, acl_visible, edge_allowed, hop_bound, ste
 # -- access predicates, from the policy module ---------------------------------------------------
 
 # The vertex ACL on the variable named: a factor ``f``, an entry ``e``, an influencing factor
-# ``g``, the start of a walk ``s``.
+# ``g``, and ``s`` (the start of a walk, an option, an entry's session).
 _VISIBLE_F = acl_visible("f")
 _VISIBLE_E = acl_visible("e")
 _VISIBLE_G = acl_visible("g")
