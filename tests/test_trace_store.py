@@ -9,7 +9,6 @@ every queued trace; withheld ids stay out of bundle_view.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import threading
@@ -26,7 +25,7 @@ from cairn.memory.ask import AskResult, AskService
 from cairn.policy.passport import Caller, headers_for, verify
 from cairn.policy.preselector import preselect
 from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime.database import async_driver
+from cairn.runtime.database import sync_driver
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import Settings
 
@@ -51,21 +50,14 @@ def ask(settings: Settings, root: Path, caller: Caller, anchor: str) -> tuple[As
     """The ask, then (right after it returns, in the same process) the caller's bundle_full files
     read back, and the Pre-Selector's walk for the same caller, to rebuild them from."""
 
-    async def run() -> tuple[AskResult, dict[str, Any], Any]:
-        driver = async_driver(settings)
-        try:
-            result = await AskService(driver, LLMClient(settings), root).ask(caller, anchor)
-            files = {
-                name: trace.read_trace_file(root, caller, caller.request_id, name)
-                for name in trace.FULL_FILES
-                if name != "llm_raw.json"
-            }
-            walk = await preselect(driver, caller.scope, anchor)
-        finally:
-            await driver.close()
-        return result, files, walk
-
-    result, files, (cs, ptrace) = asyncio.run(run())
+    with sync_driver(settings) as driver:
+        result = AskService(driver, LLMClient(settings), root).ask(caller, anchor)
+        files = {
+            name: trace.read_trace_file(root, caller, caller.request_id, name)
+            for name in trace.FULL_FILES
+            if name != "llm_raw.json"
+        }
+        cs, ptrace = preselect(driver, caller.scope, anchor)
     assert files["evidence_canonical.json"] == plain([node(n) for n in [cs.anchor, *cs.nodes]])
     assert files["evidence_pre.json"] == plain(
         {

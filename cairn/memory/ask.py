@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import structlog
-from neo4j import AsyncDriver
+from neo4j import Driver
 
 from cairn.memory import trace as bundles
 from cairn.memory.budget import Budget, clip
@@ -77,12 +77,12 @@ def _counts(nodes: list[CandidateNode]) -> dict[str, int]:
 
 
 class AskService:
-    def __init__(self, driver: AsyncDriver, llm: LLMClient, trace_root: Path) -> None:
+    def __init__(self, driver: Driver, llm: LLMClient, trace_root: Path) -> None:
         self.driver = driver
         self.llm = llm
         self.trace_root = trace_root
 
-    async def ask(
+    def ask(
         self,
         caller: Caller,
         anchor_id: str,
@@ -97,7 +97,7 @@ class AskService:
         started = time.perf_counter()
 
         t = time.perf_counter()
-        cs, ptrace = await preselect(self.driver, caller.scope, anchor_id)
+        cs, ptrace = preselect(self.driver, caller.scope, anchor_id)
         lat["preselector"] = _ms(t)
         log.info(
             "preselector",
@@ -149,9 +149,7 @@ class AskService:
         lat["templater"] = _ms(t)
         log.info("templater", request_id=caller.request_id, cited_ids=envelope.cited_ids)
 
-        response, llm_raw, fallback_reason = await self._respond(
-            caller, mode, cs, ptrace, envelope, prompt, budget
-        )
+        response, llm_raw, fallback_reason = self._respond(caller, mode, cs, ptrace, envelope, prompt, budget)
         llm_warnings = _check_completion(response, envelope)
         if response["mode"] == "llm":
             lat["llm"] = response.pop("_latency_ms")
@@ -207,7 +205,7 @@ class AskService:
         bundles.submit_trace(self.trace_root, caller, trace)
         return AskResult(envelope=envelope_json, response=shown["response"], meta=shown, evidence=evidence)
 
-    async def _respond(
+    def _respond(
         self,
         caller: Caller,
         mode: Mode,
@@ -230,7 +228,7 @@ class AskService:
             return templated, None, "policy:llm_not_permitted"
         t = time.perf_counter()
         try:
-            result = await self.llm.complete(SYSTEM_PROMPT, prompt, budget.desired_completion_tokens)
+            result = self.llm.complete(SYSTEM_PROMPT, prompt, budget.desired_completion_tokens)
         except LLMUnavailable as exc:
             return templated, None, str(exc)
         # The same rule as the card: only the keys of the records the answer cites may appear.

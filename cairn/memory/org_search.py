@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neo4j import AsyncDriver
+from neo4j import Driver
 
 from cairn.policy.acl import acl_visible
 from cairn.policy.preselector import CandidateNode, drop_dangling_references, mask
@@ -49,8 +49,8 @@ class SearchResult:
     total: int  # visible matches above the threshold (never counts hidden nodes)
 
 
-async def search_org(
-    driver: AsyncDriver,
+def search_org(
+    driver: Driver,
     scope: Scope,
     vector: list[float],
     k: int = 10,
@@ -64,7 +64,7 @@ async def search_org(
         "threshold": threshold,
         "labels": [lbl for lbl in labels if lbl in SEARCHABLE_LABELS],
     }
-    records, _, _ = await driver.execute_query(SEARCH_QUERY, params)
+    records, _, _ = driver.execute_query(SEARCH_QUERY, params)
     hits = []
     for r in records:
         fields, masked = mask(r["label"], r["props"], scope)

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from neo4j import AsyncDriver
+from neo4j import Driver
 
 from cairn.errors import EXIT_NOT_VISIBLE, CairnError
 from cairn.policy.acl import MAX_HOPS, acl_reason, edge_allowed
@@ -283,8 +283,8 @@ def _edge_key(e: CandidateEdge) -> tuple[str, str, str]:
     return (e.type, e.source, e.target)
 
 
-async def preselect(
-    driver: AsyncDriver,
+def preselect(
+    driver: Driver,
     scope: Scope,
     anchor_id: str,
     hops: int | None = None,
@@ -293,6 +293,6 @@ async def preselect(
     """Scoped k-hop expansion from ``anchor_id`` in one round trip (the hop limit is the scope's)."""
     depth = max(0, scope.max_hops if hops is None else min(hops, scope.max_hops))
     params = {**scope.cypher_params(), "anchor": anchor_id, "cap": cap}
-    records, _, _ = await driver.execute_query(EXPAND_QUERIES[depth], params)
+    records, _, _ = driver.execute_query(EXPAND_QUERIES[depth], params)
     # The values are plain maps and lists already: Record.data() would walk every one again.
     return _assemble(scope, anchor_id, dict(records[0]) if records else None)
