@@ -9,6 +9,8 @@ every queued trace; withheld ids stay out of bundle_view.
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import io
 import json
 import threading
@@ -170,3 +172,27 @@ def test_a_trace_holding_values_beyond_64_bits_is_written_and_read(
     caller = caller_for(registry, "staff")
     trace.write_trace(tmp_path, caller, {"_meta.json": {"big": 2**70}})
     assert trace.read_trace_file(tmp_path, caller, caller.request_id, "_meta.json") == {"big": 2**70}
+
+
+def test_the_stored_trace_holds_what_the_audit_shows_and_rebuilds_the_rest(
+    acme: Driver, settings: Settings, registry: PolicyRegistry, tmp_path: Path
+) -> None:
+    """docs/design.md §Trace bundles: the evidence once, as columns, fingerprinted; the audit meta
+    without what the Selector rebuilds from it (scores, the id lists, the prompt's exclusions)."""
+    caller = caller_for(registry, "exec", **{"X-Max-Hops": "3"})
+    result, files = ask(settings, tmp_path, caller, HIDDEN_DECISION)
+    (path,) = tmp_path.glob(f"*/{caller.request_id}/{trace.TRACE_FILE}")
+    stored = json.loads(gzip.decompress(path.read_bytes()))
+    audit = stored["_meta_audit.json"]
+    assert "scores" not in audit["selection_metrics"]
+    assert set(audit["evidence_sets"]) == {"prompt_included_ids", "prompt_excluded_count"}
+    sets = result.meta["evidence_sets"]
+    assert audit["evidence_sets"]["prompt_included_ids"] == sets["prompt_included_ids"]
+    assert audit["evidence_sets"]["prompt_excluded_count"] == len(sets["prompt_excluded_ids"])
+    assert audit["policy_trace"] == files["_meta_audit.json"]["policy_trace"]  # withheld ids, reasons
+    assert stored["envelope.json"]["cited_ids"] == result.envelope["cited_ids"]
+    evidence = stored["evidence_canonical.json"]
+    assert evidence["ids"] == [n.id for n in result.evidence]
+    fingerprint = "sha256:" + hashlib.sha256(trace.canonical_json(evidence)).hexdigest()
+    assert result.meta["fingerprints"]["bundle_fp"] == fingerprint
+    assert files["plan.json"]["scores"] and files["plan.json"] == result.meta["selection_metrics"]

@@ -28,6 +28,7 @@ from cairn.memory.templater import (
     Envelope,
     compose,
     evidence_lines,
+    known_ids,
     permissions_note,
     scrub_ids,
     validate_answer,
@@ -59,16 +60,6 @@ def _sha(value: Any) -> str:
     """A fingerprint of a text, or of a value as canonical JSON (sorted keys, compact, UTF-8)."""
     data = value.encode() if isinstance(value, str) else bundles.canonical_json(value)
     return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def _node_json(node: CandidateNode) -> dict[str, Any]:
-    return {
-        "id": node.id,
-        "label": node.label,
-        "hop": node.hop,
-        "fields": node.fields,
-        "masked": list(node.masked),
-    }
 
 
 def _counts(nodes: list[CandidateNode]) -> dict[str, int]:
@@ -122,7 +113,9 @@ class AskService:
 
         t = time.perf_counter()
         ranked = [s.id for s in selection.ranked]
-        anchor_line, *lines = evidence_lines(cs, [cs.anchor.id, *ranked], ptrace.withheld_ids)
+        # One scrubbing set for the prompt lines and the card (the walk's edges join visible nodes).
+        known = known_ids(cs, ptrace.withheld_ids)
+        anchor_line, *lines = evidence_lines(cs, [cs.anchor.id, *ranked], known=known)
         items = list(zip(ranked, lines, strict=True))
         gate = clip(anchor_line, items, budget)
         lat["gate"] = _ms(t)
@@ -144,7 +137,7 @@ class AskService:
         note = permissions_note(
             [ptrace.reasons_by_id[i] for i in ptrace.withheld_ids], caller.profile.can_see_withheld_counts
         )
-        envelope = compose(cs, included, withheld, extra_ids=ptrace.withheld_ids, note=note)
+        envelope = compose(cs, included, withheld, extra_ids=ptrace.withheld_ids, note=note, known=known)
         answer_problems = validate_answer(envelope, nodes, ptrace.withheld_ids)
         lat["templater"] = _ms(t)
         log.info("templater", request_id=caller.request_id, cited_ids=envelope.cited_ids)
@@ -159,7 +152,8 @@ class AskService:
             *gate.excluded,
         ]
         evidence = [cs.anchor, *cs.nodes]
-        canonical = [_node_json(n) for n in evidence]
+        # Encoded once: fingerprinted here, stored from the same bytes.
+        canonical = bundles.pack_evidence(evidence)
         audit = self._meta(
             caller,
             anchor_id,
@@ -191,13 +185,14 @@ class AskService:
         }
         shown = bundles.redact_meta(audit)
         # Each piece once (docs/design.md §Trace bundles): _meta.json, evidence_pre.json,
-        # evidence_post.json and the meta's sections are cut out of these when read.
+        # evidence_post.json, the meta's sections and what the meta repeats of the evidence
+        # (trace.pack_audit) are rebuilt from these when read.
         trace = {
-            "_meta_audit.json": audit,
+            "_meta_audit.json": bundles.pack_audit(audit),
             "envelope.json": envelope_json,
-            "evidence_canonical.json": canonical,
+            "evidence_canonical.json": bundles.fragment(canonical),
             bundles.EVIDENCE_PRE: {
-                "edges": [e.__dict__ for e in cs.edges],
+                "edges": bundles.pack_edges(cs.edges, evidence),
                 "neighbours_scanned": ptrace.neighbours_scanned,
             },
             "llm_raw.json": llm_raw,
@@ -261,7 +256,7 @@ class AskService:
         gate: Any,
         included: list[str],
         prompt_excluded: list[dict[str, str]],
-        canonical: list[dict[str, Any]],
+        canonical: bytes,
         cited: list[str],
         response: dict[str, Any],
         prompt: str,
@@ -312,7 +307,7 @@ class AskService:
             },
             "fingerprints": {
                 "prompt_fp": _sha(prompt),
-                "bundle_fp": _sha(canonical),
+                "bundle_fp": "sha256:" + hashlib.sha256(canonical).hexdigest(),
                 "snapshot_etag": _sha([(n.id, n.fields.get("timestamp")) for n in pool]),
             },
             "policy_trace": {
