@@ -1,11 +1,12 @@
 """Every read query carries the policy module's predicates (issue 12: one enforcement point).
 
-A fast scan, no Neo4j: every Cypher constant in ``cairn.memory`` and ``cairn.resolvers`` (module
-strings, and strings in module-level dicts, tuples and lists) that matches a Cairn node label
-must carry the vertex ACL built by ``cairn.policy.acl`` (``acl_visible`` / ``acl_reason``), and
-one that walks a relationship type must carry its edge rule (``edge_allowed``), unless it is
-on the small allowlist below, each entry with the reason it needs none. And no module outside
-``cairn/policy`` writes the predicates itself: the fragments are recognisable, so a copy is too.
+A fast scan, no Neo4j: every Cypher constant in ``cairn.graph``, ``cairn.memory`` and
+``cairn.resolvers`` (module strings, and strings in module-level dicts, tuples and lists) that
+matches a Cairn node label must carry the vertex ACL built by ``cairn.policy.acl``
+(``acl_visible`` / ``acl_reason``), and one that walks a relationship type must carry its edge
+rule (``edge_allowed``), unless it is on the small allowlist below, each entry with the reason
+it needs none. And no module outside ``cairn/policy`` writes the predicates itself: the
+fragments are recognisable, so a copy is too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from types import ModuleType
 
 import pytest
 
+import cairn.graph
 import cairn.memory
 import cairn.resolvers
 from cairn.policy.acl import acl_reason, acl_visible, edge_allowed
@@ -57,6 +59,8 @@ ALLOWLIST: dict[tuple[str, str], str] = {
         )
     },
     ("cairn.memory.factors.journal", "WRITE_ENTRY"): _WRITE,
+    **{("cairn.graph.org", n): _WRITE for n in ("UPSERT_CAUSAL", "UPSERT_ALIASES")},
+    **{("cairn.graph.org", n): _SYSTEM for n in ("STORED_EMBEDDINGS", "STORED_CAUSAL")},
     **{
         ("cairn.memory.dossiers." + m, n): _SYSTEM
         for m, n in (
@@ -82,7 +86,7 @@ ALLOWLIST: dict[tuple[str, str], str] = {
 
 
 def modules(*packages: ModuleType) -> Iterator[ModuleType]:
-    for package in packages or (cairn.memory, cairn.resolvers):
+    for package in packages or (cairn.graph, cairn.memory, cairn.resolvers):
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
             yield importlib.import_module(info.name)
 
