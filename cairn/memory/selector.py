@@ -114,11 +114,20 @@ class Selection:
 
 def headline(node: CandidateNode) -> str | None:
     """The short text that names ``node`` (title or summary), or None when policy masked all of it."""
+    fields = node.fields
     for name in HEADLINE_FIELDS.get(node.label, DEFAULT_HEADLINE_FIELDS):
-        text = node.text(name)
-        if text and text.strip():
-            return " ".join(text.split())
+        value = fields.get(name)
+        if value is not None:
+            text = _squeezed(str(value))
+            if text:
+                return text
     return None
+
+
+@lru_cache(maxsize=8192)
+def _squeezed(text: str) -> str:
+    """Runs of whitespace as one space, no edges: once per text (nodes recur from ask to ask)."""
+    return " ".join(text.split())
 
 
 def node_timestamp(node: CandidateNode) -> datetime | None:

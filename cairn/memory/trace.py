@@ -184,6 +184,10 @@ def pack_evidence(nodes: list[CandidateNode]) -> bytes:
     """
     fields = [n.fields for n in nodes]
     names = sorted({name for f in fields for name in f})
+    columns: dict[str, list[Any]] = {name: [None] * len(fields) for name in names}
+    for i, f in enumerate(fields):
+        for name, value in f.items():
+            columns[name][i] = value
     # Every node's own id among its fields (the usual case): said once, not stored twice.
     own_id = all(f.get("id") == n.id for f, n in zip(fields, nodes, strict=True))
     return canonical_json(
@@ -192,9 +196,7 @@ def pack_evidence(nodes: list[CandidateNode]) -> bytes:
             "labels": [n.label for n in nodes],
             "hops": [n.hop for n in nodes],
             "masked": [list(n.masked) for n in nodes],
-            "fields": {
-                name: [f.get(name) for f in fields] for name in names if not (own_id and name == "id")
-            },
+            "fields": {name: values for name, values in columns.items() if not (own_id and name == "id")},
             "id_in_fields": own_id,
         }
     )

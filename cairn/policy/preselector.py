@@ -121,7 +121,7 @@ def _mask(
         clean["x_extra"] = kept
     elif "x_extra" in clean:
         clean["x_extra"] = _extra(clean["x_extra"])
-    return clean, tuple(sorted(masked))
+    return clean, tuple(sorted(masked)) if masked else ()
 
 
 def _extra(text: str) -> Any:
