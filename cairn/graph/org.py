@@ -123,7 +123,8 @@ def _hop_body(capped: bool) -> str:
 def _hop_stage(hop: int) -> str:
     """One hop of the walk inside the single query: expand the frontier, keep edge rows (no
     text), hidden rows (id and reason only), and the newly reached visible nodes with their
-    properties, once each; those become the next frontier."""
+    properties, once each; those become the next frontier. ``seen`` holds the nodes reached so
+    far, compared as nodes (an id is unique), not by reading their ids again on every hop."""
     return f"""
 CALL (frontier) {{
   UNWIND frontier AS f
@@ -135,8 +136,8 @@ CALL (frontier) {{
          collect(DISTINCT CASE WHEN visible THEN n END) AS reached
 }}
 WITH a, anchor_reason, seen, nodes, edges + hop_edges AS edges, hidden + hop_hidden AS hidden,
-     [n IN reached WHERE NOT n.id IN seen] AS frontier
-WITH a, anchor_reason, edges, hidden, frontier, seen + [n IN frontier | n.id] AS seen,
+     [n IN reached WHERE NOT n IN seen] AS frontier
+WITH a, anchor_reason, edges, hidden, frontier, seen + frontier AS seen,
      nodes + [n IN frontier | {{id: n.id, hop: {hop}, label: [l IN labels(n) WHERE l <> 'Entity'][0],
                                props: n {NODE_PROPS}}}] AS nodes"""
 
@@ -149,7 +150,7 @@ def expand_query(depth: int) -> str:
 MATCH (a:Entity {{id: $anchor}})
 WITH a, {acl_reason("a")} AS anchor_reason
 WITH a, anchor_reason, CASE WHEN anchor_reason IS NULL THEN [a] ELSE [] END AS frontier,
-     [a.id] AS seen, [] AS nodes, [] AS edges, [] AS hidden{hops}
+     [a] AS seen, [] AS nodes, [] AS edges, [] AS hidden{hops}
 RETURN a.id AS id,
        [l IN labels(a) WHERE l <> 'Entity'][0] AS label,
        anchor_reason AS reason,
