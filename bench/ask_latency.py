@@ -38,7 +38,7 @@ from cairn.memory import trace as bundles  # noqa: E402
 from cairn.memory.ask import AskService  # noqa: E402
 from cairn.policy.passport import headers_for, verify  # noqa: E402
 from cairn.policy.profiles import PolicyRegistry  # noqa: E402
-from cairn.runtime.database import async_driver, sync_driver  # noqa: E402
+from cairn.runtime.database import sync_driver  # noqa: E402
 from cairn.runtime.llm import LLMClient  # noqa: E402
 from cairn.runtime.logging import configure_logging  # noqa: E402
 from cairn.runtime.settings import Settings  # noqa: E402
@@ -140,32 +140,30 @@ def generate(driver: Driver, n: int, seed: int = 7) -> list[str]:
     return rng.sample(visible, min(len(visible), ASKS + WARMUP))
 
 
-async def time_paired(
+def time_paired(
     settings: Settings, registry: PolicyRegistry, role: str, anchors: list[str], hops: str
 ) -> tuple[list[float], list[float], list[float]]:
     """Raw Cypher and ask on the same anchor, one after the other, anchor by anchor.
 
     Paired so that both series see the same load: on a shared machine a series timed minutes
-    after the other measures the machine, not the pipeline. Also returns the bytes of each
-    ask's trace file, once the trace writer has flushed them."""
-    driver = async_driver(settings)
+    after the other measures the machine, not the pipeline. Both go through the same driver,
+    the sync one the service uses (docs/design.md §One driver model). Also returns the bytes
+    of each ask's trace file, once the trace writer has flushed them."""
     root = Path(tempfile.mkdtemp(prefix="cairn-bench-traces-"))
-    asker = AskService(driver, LLMClient(settings), root)
     raw: list[float] = []
     asks: list[float] = []
-    try:
+    with sync_driver(settings) as driver:
+        asker = AskService(driver, LLMClient(settings), root)
         for i, anchor in enumerate(anchors):
             caller = verify({**headers_for(registry, role), "X-Max-Hops": hops}, registry, None)
             t = time.perf_counter()
-            await driver.execute_query(RAW[hops], id=anchor)
+            driver.execute_query(RAW[hops], id=anchor)
             raw_ms = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
-            await asker.ask(caller, anchor)
+            asker.ask(caller, anchor)
             if i >= WARMUP:
                 raw.append(raw_ms)
                 asks.append((time.perf_counter() - t) * 1000)
-    finally:
-        await driver.close()
     bundles.flush()
     sizes = [float(p.stat().st_size) for p in root.rglob(bundles.TRACE_FILE)]
     shutil.rmtree(root, ignore_errors=True)
@@ -256,11 +254,9 @@ def main() -> None:
                 t = time.perf_counter()
                 anchors = generate(driver, n)
                 gen_s = time.perf_counter() - t
-            raw, staff, bytes_staff = asyncio.run(time_paired(settings, registry, "staff", anchors, "1"))
-            raw_d, director, bytes_director = asyncio.run(
-                time_paired(settings, registry, "director", anchors, "1")
-            )
-            raw3, exec3, bytes_exec = asyncio.run(time_paired(settings, registry, "exec", anchors, "3"))
+            raw, staff, bytes_staff = time_paired(settings, registry, "staff", anchors, "1")
+            raw_d, director, bytes_director = time_paired(settings, registry, "director", anchors, "1")
+            raw3, exec3, bytes_exec = time_paired(settings, registry, "exec", anchors, "3")
             results["sizes"][str(n)] = {
                 "generate_s": round(gen_s, 1),
                 "raw": summary(raw),

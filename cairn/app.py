@@ -37,7 +37,7 @@ from cairn.policy.passport import Caller, PassportError, headers_for, verify
 from cairn.policy.profiles import PolicyRegistry
 from cairn.resolvers.context import RequestContext, Services
 from cairn.resolvers.schema import schema
-from cairn.runtime.database import async_driver, sync_driver
+from cairn.runtime.database import sync_driver
 from cairn.runtime.embedder import get_embedder
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.logging import configure_logging
@@ -191,12 +191,11 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         return response
 
 
-async def _stored_schema_version(services: Services) -> int | None:
+def _stored_schema_version(services: Services) -> int | None:
     """One auto-commit read, never retried: a probe must answer now, not after the driver's
     managed-transaction retries (CAIRN_NEO4J_RETRY_S) against a server that is down."""
-    async with services.driver.session() as session:
-        result = await session.run(READ_VERSION)
-        record = await result.single()
+    with services.driver.session() as session:
+        record = session.run(READ_VERSION).single()
     return int(record["version"]) if record else None
 
 
@@ -209,14 +208,12 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        driver = async_driver(settings)
-        blocking_driver = sync_driver(settings)
+        driver = sync_driver(settings)
         trace_root = settings.traces
         trace_root.mkdir(parents=True, exist_ok=True)
         services = Services(
             settings=settings,
             driver=driver,
-            sync_driver=blocking_driver,
             registry=registry,
             asker=AskService(driver, LLMClient(settings), trace_root),
             trace_root=trace_root,
@@ -234,8 +231,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             yield
         finally:
             await anyio.to_thread.run_sync(bundles.flush)  # every queued trace is written before stop
-            await driver.close()
-            blocking_driver.close()
+            driver.close()
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -245,7 +241,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
         if services is None:
             return JSONResponse({"ready": False, "reason": "starting"}, status_code=503)
         try:
-            version = await asyncio.wait_for(_stored_schema_version(services), READY_TIMEOUT_S)
+            # Abandoned, not awaited, past the timeout: a blocked socket cannot be cancelled.
+            probe = anyio.to_thread.run_sync(_stored_schema_version, services, abandon_on_cancel=True)
+            version = await asyncio.wait_for(probe, READY_TIMEOUT_S)
         except TimeoutError:
             return JSONResponse(
                 {"ready": False, "reason": f"neo4j: no answer within {READY_TIMEOUT_S:g} s"}, status_code=503

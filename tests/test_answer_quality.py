@@ -9,7 +9,6 @@ are expected) must both be 1.0 for every role, and no withheld cause may surface
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +25,6 @@ from cairn.memory.templater import relation_words
 from cairn.policy.passport import headers_for, verify
 from cairn.policy.preselector import AnchorNotVisible
 from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime.database import async_driver
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import Settings
 from tests.conftest import ACME, wipe
@@ -47,23 +45,16 @@ def answers(
     registry = PolicyRegistry.load(settings.policy_file)
     traces = tmp_path_factory.mktemp("traces")
 
-    async def run() -> dict[tuple[str, str], AskResult | None]:
-        adriver = async_driver(settings)
-        service = AskService(adriver, LLMClient(settings), traces)
-        found: dict[tuple[str, str], AskResult | None] = {}
-        try:
-            for role in ROLES:
-                for anchor in ANCHORS:
-                    caller = verify(headers_for(registry, role), registry, None)
-                    try:
-                        found[(anchor, role)] = await service.ask(caller, anchor)
-                    except AnchorNotVisible:
-                        found[(anchor, role)] = None
-        finally:
-            await adriver.close()
-        return found
-
-    yield asyncio.run(run())
+    service = AskService(driver, LLMClient(settings), traces)
+    found: dict[tuple[str, str], AskResult | None] = {}
+    for role in ROLES:
+        for anchor in ANCHORS:
+            caller = verify(headers_for(registry, role), registry, None)
+            try:
+                found[(anchor, role)] = service.ask(caller, anchor)
+            except AnchorNotVisible:
+                found[(anchor, role)] = None
+    yield found
 
 
 def test_the_fixture_has_the_general_shape() -> None:
@@ -169,23 +160,16 @@ def test_cli_ask_json_is_for_scripts(answers: dict[tuple[str, str], AskResult | 
 
 
 def test_the_llm_gets_the_same_structured_evidence_and_the_same_checks(
-    answers: dict[tuple[str, str], AskResult | None], settings: Settings, tmp_path: Path
+    answers: dict[tuple[str, str], AskResult | None], driver: Driver, settings: Settings, tmp_path: Path
 ) -> None:
     registry = PolicyRegistry.load(settings.policy_file)
     caller = verify(headers_for(registry, "director"), registry, None)
     card = answers[(OIDC, "director")]
     assert card is not None
 
-    async def run(url: str) -> AskResult:
-        adriver = async_driver(settings)
-        try:
-            llm = LLMClient(settings.model_copy(update={"llm_base_url": url}))
-            return await AskService(adriver, llm, tmp_path).ask(caller, OIDC, mode="query")
-        finally:
-            await adriver.close()
-
     with running_llm_server() as url:
-        result = asyncio.run(run(url))
+        llm = LLMClient(settings.model_copy(update={"llm_base_url": url}))
+        result = AskService(driver, llm, tmp_path).ask(caller, OIDC, mode="query")
     assert result.response["mode"] == "llm"
     # The stub echoes the first prompt line: the decision with its key, as the card opens.
     completion = result.response["llm_completion"]["text"]

@@ -348,20 +348,20 @@ def test_ask_costs_one_round_trip_whatever_the_hops(
     acme: Driver, settings: Settings, registry: PolicyRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[str] = []
-    real = app_module.async_driver
+    real = app_module.sync_driver
 
     def counting(s: Settings) -> Any:
         driver = real(s)
         original = driver.execute_query
 
-        async def execute_query(query: Any, *args: Any, **kwargs: Any) -> Any:
+        def execute_query(query: Any, *args: Any, **kwargs: Any) -> Any:
             calls.append(str(query)[:40])
-            return await original(query, *args, **kwargs)
+            return original(query, *args, **kwargs)
 
         driver.execute_query = execute_query  # type: ignore[method-assign]
         return driver
 
-    monkeypatch.setattr(app_module, "async_driver", counting)
+    monkeypatch.setattr(app_module, "sync_driver", counting)
     with TestClient(create_app(settings)) as c:
         for role in ("staff", "director"):  # one hop and two hops
             calls.clear()

@@ -1,33 +1,21 @@
-"""The Pre-Selector walk the server runs (async ``preselect``), as the system, over the demo org."""
+"""The Pre-Selector walk the server runs (``preselect``), as the system, over the demo org."""
 
 from __future__ import annotations
-
-import asyncio
 
 import pytest
 from neo4j import Driver
 
 from cairn.policy.preselector import AnchorNotVisible, CandidateEdge, CandidateSet, PolicyTrace, preselect
 from cairn.policy.scope import Scope
-from cairn.runtime.database import async_driver
-from cairn.runtime.settings import get_settings
 
 DESCOPE = "acme-corp-descope-onprem-2024"
 DESCOPE_ALIAS_EVENT = "acme-e-alias-descope-onprem-2024"
 ALIAS_EDGE = CandidateEdge(source=DESCOPE, target=DESCOPE_ALIAS_EVENT, type="ALIAS_OF", relation=None)
 
 
-def expand(_: Driver, anchor: str, hops: int = 1) -> tuple[CandidateSet, PolicyTrace]:
-    """``preselect`` with the system scope (everything, unmasked), on its own event loop."""
-
-    async def run() -> tuple[CandidateSet, PolicyTrace]:
-        driver = async_driver(get_settings())
-        try:
-            return await preselect(driver, Scope.system(), anchor, hops=hops)
-        finally:
-            await driver.close()
-
-    return asyncio.run(run())
+def expand(driver: Driver, anchor: str, hops: int = 1) -> tuple[CandidateSet, PolicyTrace]:
+    """``preselect`` with the system scope (everything, unmasked)."""
+    return preselect(driver, Scope.system(), anchor, hops=hops)
 
 
 def neighbours(driver: Driver, node_id: str) -> set[str]:

@@ -23,9 +23,8 @@ from neo4j import Driver
 
 import cairn
 from cairn.graph import factors as factor_queries
-from cairn.ingest import org_memory
+from cairn.graph import org
 from cairn.memory.dossiers import facts
-from cairn.policy import preselector
 from cairn.policy.acl import MAX_HOPS
 from tests.test_read_predicates import module_strings
 
@@ -38,7 +37,7 @@ ANYWHERE = re.compile(r"\b(?:MATCH|MERGE|RETURN)\b")
 # reading variables bound by the query around it). They cannot plan alone; each must be inside
 # at least one explained query (checked below).
 FRAGMENTS: dict[tuple[str, str], str] = {
-    ("cairn.ingest.org_memory", "_COUNTS"): "the RETURN tail of the vertex and causal upserts",
+    ("cairn.graph.org", "_COUNTS"): "the RETURN tail of the vertex and causal upserts",
     ("cairn.memory.correspondence", "VISIBLE_NUMBERS"): "the leading subquery of SEARCH/TAIL_QUERY",
     ("cairn.memory.dossiers.retriever", "DOSSIER_HEADER_BODY"): "a subquery body over `did`",
     ("cairn.memory.dossiers.retriever", "_RANK_VISIBLE"): "the WHERE/ORDER tail of the searches",
@@ -99,8 +98,8 @@ def test_the_builders_outputs_are_explained() -> None:
     )
     built = [
         *(build(hops) for hops in factor_queries.HOP_LIMITS for build in walks),
-        *(preselector._expand_query(depth) for depth in range(MAX_HOPS + 1)),
-        *(org_memory._upsert_vertex(label) for label in ("Decision", "Event")),
+        *(org.expand_query(depth) for depth in range(MAX_HOPS + 1)),
+        *(org.upsert_vertex(label) for label in ("Decision", "Event")),
         *(facts._search_query(dense) for dense in (facts._DENSE_INDEX, facts._DENSE_EXACT)),
     ]
     assert len(built) == 4 * len(factor_queries.HOP_LIMITS) + MAX_HOPS + 1 + 2 + 2

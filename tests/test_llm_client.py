@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import time
@@ -45,12 +44,12 @@ def test_settings_accept_aliases() -> None:
     assert settings.llm_timeout_s == 3.0
 
 
-def test_async_completion_returns_text_model_and_usage() -> None:
+def test_completion_returns_text_model_and_usage() -> None:
     with running_llm_server() as url:
         client = LLMClient(llm_settings(url))
         assert client.configured
         assert client.model == "stub-model"
-        result = asyncio.run(client.complete(SYSTEM, PROMPT, max_tokens=200))
+        result = client.complete(SYSTEM, PROMPT, max_tokens=200)
 
     assert isinstance(result, LLMResult)
     assert result.text == stub_answer(PROMPT)
@@ -62,19 +61,9 @@ def test_async_completion_returns_text_model_and_usage() -> None:
     json.dumps(result.raw)  # raw must be storable in a trace as-is
 
 
-def test_sync_completion_matches_async() -> None:
-    with running_llm_server() as url:
-        client = LLMClient(llm_settings(url))
-        sync_result = client.complete_sync(SYSTEM, PROMPT, max_tokens=200)
-        async_result = asyncio.run(client.complete(SYSTEM, PROMPT, max_tokens=200))
-    assert sync_result.text == async_result.text
-    assert sync_result.prompt_tokens == async_result.prompt_tokens
-    assert sync_result.completion_tokens == async_result.completion_tokens
-
-
 def test_request_carries_model_messages_and_deterministic_settings() -> None:
     with StubLLMServer() as server:
-        LLMClient(llm_settings(server.url)).complete_sync(SYSTEM, PROMPT, max_tokens=64)
+        LLMClient(llm_settings(server.url)).complete(SYSTEM, PROMPT, max_tokens=64)
     (body,) = server.requests
     assert body["model"] == "stub-model"
     assert body["temperature"] == 0
@@ -89,9 +78,7 @@ def test_unconfigured_client_refuses_without_network() -> None:
     client = LLMClient(llm_settings(None))
     assert not client.configured
     with pytest.raises(LLMUnavailable, match=r"^no LLM configured$"):
-        asyncio.run(client.complete(SYSTEM, PROMPT, max_tokens=50))
-    with pytest.raises(LLMUnavailable, match=r"^no LLM configured$"):
-        client.complete_sync(SYSTEM, PROMPT, max_tokens=50)
+        client.complete(SYSTEM, PROMPT, max_tokens=50)
 
 
 def test_blank_base_url_counts_as_unconfigured() -> None:
@@ -102,9 +89,7 @@ def test_server_error_becomes_unavailable() -> None:
     with running_llm_server(fail_with=500) as url:
         client = LLMClient(llm_settings(url))
         with pytest.raises(LLMUnavailable, match="HTTP 500") as excinfo:
-            asyncio.run(client.complete(SYSTEM, PROMPT, max_tokens=50))
-        with pytest.raises(LLMUnavailable, match="HTTP 500"):
-            client.complete_sync(SYSTEM, PROMPT, max_tokens=50)
+            client.complete(SYSTEM, PROMPT, max_tokens=50)
     assert "sk-test-secret-key" not in str(excinfo.value)
 
 
@@ -112,7 +97,7 @@ def test_auth_error_does_not_leak_the_key() -> None:
     with running_llm_server(fail_with=401) as url:
         client = LLMClient(llm_settings(url))
         with pytest.raises(LLMUnavailable, match="rejected the API key") as excinfo:
-            client.complete_sync(SYSTEM, PROMPT, max_tokens=50)
+            client.complete(SYSTEM, PROMPT, max_tokens=50)
     assert "sk-test" not in str(excinfo.value)
 
 
@@ -121,16 +106,11 @@ def test_unreachable_port_fails_fast_with_reason() -> None:
     client = LLMClient(llm_settings(f"http://127.0.0.1:{port}/v1"))
     started = time.monotonic()
     with pytest.raises(LLMUnavailable, match="unreachable") as excinfo:
-        asyncio.run(client.complete(SYSTEM, PROMPT, max_tokens=50))
+        client.complete(SYSTEM, PROMPT, max_tokens=50)
     assert time.monotonic() - started < 5.0
     message = str(excinfo.value)
     assert message.startswith("LLM endpoint unreachable: ")
     assert f"127.0.0.1:{port}" in message
-
-    started = time.monotonic()
-    with pytest.raises(LLMUnavailable, match="unreachable"):
-        client.complete_sync(SYSTEM, PROMPT, max_tokens=50)
-    assert time.monotonic() - started < 5.0
 
 
 def test_slow_server_times_out() -> None:
@@ -138,7 +118,7 @@ def test_slow_server_times_out() -> None:
         client = LLMClient(llm_settings(url, timeout_s=0.5))
         started = time.monotonic()
         with pytest.raises(LLMUnavailable, match=r"^LLM timed out after 0\.5s$"):
-            asyncio.run(client.complete(SYSTEM, PROMPT, max_tokens=50))
+            client.complete(SYSTEM, PROMPT, max_tokens=50)
         # One retry is allowed, so at most two attempts plus the client's short backoff.
         assert time.monotonic() - started < 4.0
 
@@ -147,12 +127,12 @@ def test_empty_answer_becomes_unavailable() -> None:
     with running_llm_server(empty=True) as url:
         client = LLMClient(llm_settings(url))
         with pytest.raises(LLMUnavailable, match=r"^LLM returned an empty answer$"):
-            asyncio.run(client.complete(SYSTEM, PROMPT, max_tokens=50))
+            client.complete(SYSTEM, PROMPT, max_tokens=50)
 
 
 def test_server_binds_requested_port() -> None:
     port = free_port()
     with running_llm_server(port) as url:
         assert url == f"http://127.0.0.1:{port}/v1"
-        result = LLMClient(llm_settings(url)).complete_sync(SYSTEM, "Hello", max_tokens=50)
+        result = LLMClient(llm_settings(url)).complete(SYSTEM, "Hello", max_tokens=50)
     assert result.text == "Answer based on 0 evidence lines: Hello"

@@ -3,7 +3,7 @@
 Each example writes a small random org graph (random domains, sensitivities, namespaces,
 roles_allowed, causal and alias edges), builds a random role profile, and asks through the
 code path the server runs: the strawberry schema executed in-process, with the caller
-verified from passport headers exactly as ``cairn/app.py`` does, the async Pre-Selector and
+verified from passport headers exactly as ``cairn/app.py`` does, the Pre-Selector and
 search behind the resolvers. Answers are checked against a reference computed here in Python
 from the same data: exactly the reachable visible nodes come back, no field outside the
 profile has a value, no hidden id or hidden text appears anywhere in what is returned, and a
@@ -35,7 +35,6 @@ from cairn.policy.passport import headers_for, verify
 from cairn.policy.profiles import SENSITIVITY_RANK, EdgeRule, FieldRule, PolicyRegistry, RoleProfile, matches
 from cairn.resolvers.context import RequestContext, Services
 from cairn.resolvers.schema import schema
-from cairn.runtime.database import async_driver
 from cairn.runtime.embedder import get_embedder
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import REPO_ROOT, Settings
@@ -244,20 +243,18 @@ class Server:
     """The GraphQL schema with a context built as ``CairnGraphQL.get_context`` builds it.
 
     Each call verifies passport headers for the generated role against a registry holding
-    that role, so the resolvers, the async Pre-Selector and the search run as they do for a
+    that role, so the resolvers, the Pre-Selector and the search run as they do for a
     request (one event loop for the module, as the server has one).
     """
 
     def __init__(self, settings: Settings, driver: Driver) -> None:
         self.settings = settings
         self.loop = asyncio.new_event_loop()
-        self.driver = async_driver(settings)
         self.services = Services(
             settings=settings,
-            driver=self.driver,
-            sync_driver=driver,
+            driver=driver,
             registry=PolicyRegistry("prop", {}),
-            asker=AskService(self.driver, LLMClient(settings), settings.traces),
+            asker=AskService(driver, LLMClient(settings), settings.traces),
             trace_root=settings.traces,
         )
 
@@ -275,7 +272,6 @@ class Server:
         return {"data": result.data, "errors": errors}
 
     def close(self) -> None:
-        self.loop.run_until_complete(self.driver.close())
         self.loop.close()
 
 

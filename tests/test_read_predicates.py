@@ -70,6 +70,8 @@ ALLOWLIST: dict[tuple[str, str], str] = {
             "REFRESH_FACTOR_STATE",
         )
     },
+    **{("cairn.graph.org", n): _WRITE for n in ("UPSERT_CAUSAL", "UPSERT_ALIASES")},
+    **{("cairn.graph.org", n): _SYSTEM for n in ("STORED_EMBEDDINGS", "STORED_CAUSAL")},
     **{
         ("cairn.memory.dossiers." + m, n): _SYSTEM
         for m, n in (

@@ -9,7 +9,8 @@ every queued trace; withheld ids stay out of bundle_view.
 
 from __future__ import annotations
 
-import asyncio
+import gzip
+import hashlib
 import io
 import json
 import threading
@@ -26,7 +27,7 @@ from cairn.memory.ask import AskResult, AskService
 from cairn.policy.passport import Caller, headers_for, verify
 from cairn.policy.preselector import preselect
 from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime.database import async_driver
+from cairn.runtime.database import sync_driver
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import Settings
 
@@ -51,21 +52,14 @@ def ask(settings: Settings, root: Path, caller: Caller, anchor: str) -> tuple[As
     """The ask, then (right after it returns, in the same process) the caller's bundle_full files
     read back, and the Pre-Selector's walk for the same caller, to rebuild them from."""
 
-    async def run() -> tuple[AskResult, dict[str, Any], Any]:
-        driver = async_driver(settings)
-        try:
-            result = await AskService(driver, LLMClient(settings), root).ask(caller, anchor)
-            files = {
-                name: trace.read_trace_file(root, caller, caller.request_id, name)
-                for name in trace.FULL_FILES
-                if name != "llm_raw.json"
-            }
-            walk = await preselect(driver, caller.scope, anchor)
-        finally:
-            await driver.close()
-        return result, files, walk
-
-    result, files, (cs, ptrace) = asyncio.run(run())
+    with sync_driver(settings) as driver:
+        result = AskService(driver, LLMClient(settings), root).ask(caller, anchor)
+        files = {
+            name: trace.read_trace_file(root, caller, caller.request_id, name)
+            for name in trace.FULL_FILES
+            if name != "llm_raw.json"
+        }
+        cs, ptrace = preselect(driver, caller.scope, anchor)
     assert files["evidence_canonical.json"] == plain([node(n) for n in [cs.anchor, *cs.nodes]])
     assert files["evidence_pre.json"] == plain(
         {
@@ -178,3 +172,27 @@ def test_a_trace_holding_values_beyond_64_bits_is_written_and_read(
     caller = caller_for(registry, "staff")
     trace.write_trace(tmp_path, caller, {"_meta.json": {"big": 2**70}})
     assert trace.read_trace_file(tmp_path, caller, caller.request_id, "_meta.json") == {"big": 2**70}
+
+
+def test_the_stored_trace_holds_what_the_audit_shows_and_rebuilds_the_rest(
+    acme: Driver, settings: Settings, registry: PolicyRegistry, tmp_path: Path
+) -> None:
+    """docs/design.md §Trace bundles: the evidence once, as columns, fingerprinted; the audit meta
+    without what the Selector rebuilds from it (scores, the id lists, the prompt's exclusions)."""
+    caller = caller_for(registry, "exec", **{"X-Max-Hops": "3"})
+    result, files = ask(settings, tmp_path, caller, HIDDEN_DECISION)
+    (path,) = tmp_path.glob(f"*/{caller.request_id}/{trace.TRACE_FILE}")
+    stored = json.loads(gzip.decompress(path.read_bytes()))
+    audit = stored["_meta_audit.json"]
+    assert "scores" not in audit["selection_metrics"]
+    assert set(audit["evidence_sets"]) == {"prompt_included_ids", "prompt_excluded_count"}
+    sets = result.meta["evidence_sets"]
+    assert audit["evidence_sets"]["prompt_included_ids"] == sets["prompt_included_ids"]
+    assert audit["evidence_sets"]["prompt_excluded_count"] == len(sets["prompt_excluded_ids"])
+    assert audit["policy_trace"] == files["_meta_audit.json"]["policy_trace"]  # withheld ids, reasons
+    assert stored["envelope.json"]["cited_ids"] == result.envelope["cited_ids"]
+    evidence = stored["evidence_canonical.json"]
+    assert evidence["ids"] == [n.id for n in result.evidence]
+    fingerprint = "sha256:" + hashlib.sha256(trace.canonical_json(evidence)).hexdigest()
+    assert result.meta["fingerprints"]["bundle_fp"] == fingerprint
+    assert files["plan.json"]["scores"] and files["plan.json"] == result.meta["selection_metrics"]

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -19,7 +18,7 @@ from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.memory.ask import AskService
 from cairn.policy.passport import headers_for, verify
 from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime.database import async_driver
+from cairn.runtime.database import sync_driver
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.logging import configure_logging
 from cairn.runtime.settings import REPO_ROOT, get_settings
@@ -78,16 +77,8 @@ def ask(
     registry = PolicyRegistry.load(settings.policy_file)
     caller = verify(headers_for(registry, role), registry, None)
 
-    async def run() -> Any:
-        driver = async_driver(settings)
-        try:
-            return await AskService(driver, LLMClient(settings), settings.traces).ask(
-                caller, anchor, mode=mode.value
-            )
-        finally:
-            await driver.close()
-
-    result = asyncio.run(run())  # an anchor absent or hidden: AnchorNotVisible, exit code 4
+    with sync_driver(settings) as driver:  # an anchor absent or hidden: AnchorNotVisible, exit code 4
+        result = AskService(driver, LLMClient(settings), settings.traces).ask(caller, anchor, mode=mode.value)
     if meta:
         print(json.dumps(result.meta, indent=2))
         return

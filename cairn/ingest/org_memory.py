@@ -23,6 +23,14 @@ from typing import Any
 
 from neo4j import Driver, ManagedTransaction
 
+from cairn.graph.org import (
+    STORED_CAUSAL,
+    STORED_EMBEDDINGS,
+    UPSERT_ALIASES,
+    UPSERT_CAUSAL,
+    UPSERT_DECISIONS,
+    UPSERT_EVENTS,
+)
 from cairn.ingest.fixtures import (
     FixtureError,
     FixtureSet,
@@ -33,7 +41,6 @@ from cairn.ingest.fixtures import (
     parse_payload,
 )
 from cairn.ingest.records import DecisionRecord, EventRecord, iso_utc
-from cairn.policy.acl import acl_visible
 from cairn.policy.profiles import PolicyRegistry, matches
 from cairn.policy.scope import Scope
 from cairn.policy.writes import TAKEN_ID, create_problems, domain_problem, readable_by_some_role, stored_ids
@@ -41,63 +48,6 @@ from cairn.runtime.embedder import Embedder, get_embedder
 
 BATCH_SIZE = 500
 
-STORED_EMBEDDINGS = """
-UNWIND $ids AS id
-MATCH (n:Entity {id: id})
-RETURN n.id AS id, n.embedding_model AS model, n.embedding_text_sha AS sha
-"""
-
-STORED_CAUSAL = "MATCH (a:Entity)-[:CAUSAL_PRECEDES]->(b:Entity) RETURN a.id AS a, b.id AS b"
-
-# Whether a stored element differs from the row about to be SET on it (a null on both
-# sides is equal: SET += removes a property given as null).
-_DIFFERS = """(old.timestamp IS NULL) <> (row.timestamp IS NULL)
-  OR old.timestamp <> datetime(row.timestamp)
-  OR any(k IN keys(row.props) WHERE (old[k] IS NULL) <> (row.props[k] IS NULL) OR old[k] <> row.props[k])"""
-_COUNTS = """RETURN sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END) AS created,
-       sum(CASE WHEN old IS NOT NULL AND coalesce(changed, false) THEN 1 ELSE 0 END) AS updated"""
-
-
-def _upsert_vertex(label: str) -> str:
-    return f"""
-UNWIND $rows AS row
-OPTIONAL MATCH (old:Entity {{id: row.id}})
-WITH row, old WHERE old IS NULL OR ({acl_visible("old")} AND old:{label})
-WITH row, old, {_DIFFERS} AS changed
-MERGE (n:Entity:{label} {{id: row.id}})
-ON CREATE SET n.created_at = datetime()
-SET n += row.props, n.timestamp = datetime(row.timestamp)
-{_COUNTS}
-"""
-
-
-UPSERT_DECISIONS = _upsert_vertex("Decision")
-UPSERT_EVENTS = _upsert_vertex("Event")
-
-UPSERT_CAUSAL = f"""
-UNWIND $rows AS row
-MATCH (a:Entity {{id: row.from_id}})
-MATCH (b:Entity {{id: row.to_id}})
-WHERE {acl_visible("a")} AND {acl_visible("b")}
-OPTIONAL MATCH (a)-[old:CAUSAL_PRECEDES]->(b)
-WITH row, a, b, old, {_DIFFERS} AS changed
-MERGE (a)-[r:CAUSAL_PRECEDES]->(b)
-SET r += row.props, r.timestamp = CASE WHEN row.timestamp IS NULL THEN null
-                                       ELSE datetime(row.timestamp) END
-{_COUNTS}
-"""
-
-UPSERT_ALIASES = f"""
-UNWIND $rows AS row
-MATCH (d:Decision {{id: row.decision_id}})
-MATCH (e:Event {{id: row.event_id}})
-WHERE {acl_visible("d")} AND {acl_visible("e")}
-OPTIONAL MATCH (d)-[old:ALIAS_OF]->(e)
-WITH row, d, e, old, any(k IN keys(row.props) WHERE old[k] <> row.props[k]) AS changed
-MERGE (d)-[r:ALIAS_OF]->(e)
-SET r += row.props
-{_COUNTS}
-"""
 EMBED_BATCH = 64
 
 Progress = Callable[[str, int], None]

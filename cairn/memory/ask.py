@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import structlog
-from neo4j import AsyncDriver
+from neo4j import Driver
 
 from cairn.memory import trace as bundles
 from cairn.memory.budget import Budget, clip
@@ -28,6 +28,7 @@ from cairn.memory.templater import (
     Envelope,
     compose,
     evidence_lines,
+    known_ids,
     permissions_note,
     scrub_ids,
     validate_answer,
@@ -61,28 +62,18 @@ def _sha(value: Any) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def _node_json(node: CandidateNode) -> dict[str, Any]:
-    return {
-        "id": node.id,
-        "label": node.label,
-        "hop": node.hop,
-        "fields": node.fields,
-        "masked": list(node.masked),
-    }
-
-
 def _counts(nodes: list[CandidateNode]) -> dict[str, int]:
     events = sum(1 for n in nodes if n.label == "Event")
     return {"events": events, "total": len(nodes)}
 
 
 class AskService:
-    def __init__(self, driver: AsyncDriver, llm: LLMClient, trace_root: Path) -> None:
+    def __init__(self, driver: Driver, llm: LLMClient, trace_root: Path) -> None:
         self.driver = driver
         self.llm = llm
         self.trace_root = trace_root
 
-    async def ask(
+    def ask(
         self,
         caller: Caller,
         anchor_id: str,
@@ -97,7 +88,7 @@ class AskService:
         started = time.perf_counter()
 
         t = time.perf_counter()
-        cs, ptrace = await preselect(self.driver, caller.scope, anchor_id)
+        cs, ptrace = preselect(self.driver, caller.scope, anchor_id)
         lat["preselector"] = _ms(t)
         log.info(
             "preselector",
@@ -122,7 +113,9 @@ class AskService:
 
         t = time.perf_counter()
         ranked = [s.id for s in selection.ranked]
-        anchor_line, *lines = evidence_lines(cs, [cs.anchor.id, *ranked], ptrace.withheld_ids)
+        # One scrubbing set for the prompt lines and the card (the walk's edges join visible nodes).
+        known = known_ids(cs, ptrace.withheld_ids)
+        anchor_line, *lines = evidence_lines(cs, [cs.anchor.id, *ranked], known=known)
         items = list(zip(ranked, lines, strict=True))
         gate = clip(anchor_line, items, budget)
         lat["gate"] = _ms(t)
@@ -144,14 +137,12 @@ class AskService:
         note = permissions_note(
             [ptrace.reasons_by_id[i] for i in ptrace.withheld_ids], caller.profile.can_see_withheld_counts
         )
-        envelope = compose(cs, included, withheld, extra_ids=ptrace.withheld_ids, note=note)
+        envelope = compose(cs, included, withheld, extra_ids=ptrace.withheld_ids, note=note, known=known)
         answer_problems = validate_answer(envelope, nodes, ptrace.withheld_ids)
         lat["templater"] = _ms(t)
         log.info("templater", request_id=caller.request_id, cited_ids=envelope.cited_ids)
 
-        response, llm_raw, fallback_reason = await self._respond(
-            caller, mode, cs, ptrace, envelope, prompt, budget
-        )
+        response, llm_raw, fallback_reason = self._respond(caller, mode, cs, ptrace, envelope, prompt, budget)
         llm_warnings = _check_completion(response, envelope)
         if response["mode"] == "llm":
             lat["llm"] = response.pop("_latency_ms")
@@ -161,7 +152,8 @@ class AskService:
             *gate.excluded,
         ]
         evidence = [cs.anchor, *cs.nodes]
-        canonical = [_node_json(n) for n in evidence]
+        # Encoded once: fingerprinted here, stored from the same bytes.
+        canonical = bundles.pack_evidence(evidence)
         audit = self._meta(
             caller,
             anchor_id,
@@ -193,13 +185,14 @@ class AskService:
         }
         shown = bundles.redact_meta(audit)
         # Each piece once (docs/design.md §Trace bundles): _meta.json, evidence_pre.json,
-        # evidence_post.json and the meta's sections are cut out of these when read.
+        # evidence_post.json, the meta's sections and what the meta repeats of the evidence
+        # (trace.pack_audit) are rebuilt from these when read.
         trace = {
-            "_meta_audit.json": audit,
+            "_meta_audit.json": bundles.pack_audit(audit),
             "envelope.json": envelope_json,
-            "evidence_canonical.json": canonical,
+            "evidence_canonical.json": bundles.fragment(canonical),
             bundles.EVIDENCE_PRE: {
-                "edges": [e.__dict__ for e in cs.edges],
+                "edges": bundles.pack_edges(cs.edges, evidence),
                 "neighbours_scanned": ptrace.neighbours_scanned,
             },
             "llm_raw.json": llm_raw,
@@ -207,7 +200,7 @@ class AskService:
         bundles.submit_trace(self.trace_root, caller, trace)
         return AskResult(envelope=envelope_json, response=shown["response"], meta=shown, evidence=evidence)
 
-    async def _respond(
+    def _respond(
         self,
         caller: Caller,
         mode: Mode,
@@ -230,7 +223,7 @@ class AskService:
             return templated, None, "policy:llm_not_permitted"
         t = time.perf_counter()
         try:
-            result = await self.llm.complete(SYSTEM_PROMPT, prompt, budget.desired_completion_tokens)
+            result = self.llm.complete(SYSTEM_PROMPT, prompt, budget.desired_completion_tokens)
         except LLMUnavailable as exc:
             return templated, None, str(exc)
         # The same rule as the card: only the keys of the records the answer cites may appear.
@@ -263,7 +256,7 @@ class AskService:
         gate: Any,
         included: list[str],
         prompt_excluded: list[dict[str, str]],
-        canonical: list[dict[str, Any]],
+        canonical: bytes,
         cited: list[str],
         response: dict[str, Any],
         prompt: str,
@@ -314,7 +307,7 @@ class AskService:
             },
             "fingerprints": {
                 "prompt_fp": _sha(prompt),
-                "bundle_fp": _sha(canonical),
+                "bundle_fp": "sha256:" + hashlib.sha256(canonical).hexdigest(),
                 "snapshot_etag": _sha([(n.id, n.fields.get("timestamp")) for n in pool]),
             },
             "policy_trace": {

@@ -11,30 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neo4j import AsyncDriver
+from neo4j import Driver
 
-from cairn.policy.acl import acl_visible
+from cairn.graph.org import SEARCH_QUERY
 from cairn.policy.preselector import CandidateNode, drop_dangling_references, mask
 from cairn.policy.scope import Scope
 
 SEARCHABLE_LABELS = ("Decision", "Event")
-
-SEARCH_QUERY = f"""
-MATCH (n:Entity)
-WHERE any(l IN labels(n) WHERE l IN $labels) AND n.embedding IS NOT NULL AND {acl_visible("n")}
-WITH n, 2 * vector.similarity.cosine(n.embedding, $vector) - 1 AS score
-WHERE score >= $threshold
-WITH collect({{n: n, score: score}}) AS hits
-WITH hits, size(hits) AS total
-UNWIND hits AS hit
-WITH total, hit.n AS n, hit.score AS score
-ORDER BY score DESC, n.id ASC
-LIMIT $k
-OPTIONAL MATCH (ref:Entity {{id: n.alias_of_decision}})
-WITH total, n, score, ref IS NOT NULL AND {acl_visible("ref")} AS ref_visible
-RETURN total, n.id AS id, [l IN labels(n) WHERE l <> 'Entity'][0] AS label,
-       n {{.*, embedding: null}} AS props, score, CASE WHEN ref_visible THEN n.alias_of_decision END AS ref
-"""
 
 
 @dataclass(frozen=True)
@@ -49,8 +32,8 @@ class SearchResult:
     total: int  # visible matches above the threshold (never counts hidden nodes)
 
 
-async def search_org(
-    driver: AsyncDriver,
+def search_org(
+    driver: Driver,
     scope: Scope,
     vector: list[float],
     k: int = 10,
@@ -64,7 +47,7 @@ async def search_org(
         "threshold": threshold,
         "labels": [lbl for lbl in labels if lbl in SEARCHABLE_LABELS],
     }
-    records, _, _ = await driver.execute_query(SEARCH_QUERY, params)
+    records, _, _ = driver.execute_query(SEARCH_QUERY, params)
     hits = []
     for r in records:
         fields, masked = mask(r["label"], r["props"], scope)

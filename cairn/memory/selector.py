@@ -114,11 +114,20 @@ class Selection:
 
 def headline(node: CandidateNode) -> str | None:
     """The short text that names ``node`` (title or summary), or None when policy masked all of it."""
+    fields = node.fields
     for name in HEADLINE_FIELDS.get(node.label, DEFAULT_HEADLINE_FIELDS):
-        text = node.text(name)
-        if text and text.strip():
-            return " ".join(text.split())
+        value = fields.get(name)
+        if value is not None:
+            text = _squeezed(str(value))
+            if text:
+                return text
     return None
+
+
+@lru_cache(maxsize=8192)
+def _squeezed(text: str) -> str:
+    """Runs of whitespace as one space, no edges: once per text (nodes recur from ask to ask)."""
+    return " ".join(text.split())
 
 
 def node_timestamp(node: CandidateNode) -> datetime | None:
@@ -161,10 +170,22 @@ def select(cs: CandidateSet) -> Selection:
     anchor_ts = node_timestamp(cs.anchor)
     nodes, duplicates = _unique(n for n in cs.nodes if n.id != cs.anchor.id)
     role = parts(cs)
-    tier = {n.id: TIERS.index(role.get(n.id, "context")) for n in nodes}
-    scored = {n.id: _score(n, anchor_words, anchor_ts) for n in nodes}
-    order = sorted(nodes, key=lambda n: (tier[n.id], -scored[n.id].score, *_newest_first(n), n.id))
-    return Selection([scored[n.id] for n in order], duplicates)
+    keyed = []
+    for n in nodes:
+        ts = node_timestamp(n)
+        scored = _score(n, anchor_words, anchor_ts, ts)
+        newest = (1, 0.0) if ts is None else (0, -ts.timestamp())  # dated first, newer first
+        tier = _TIER_INDEX[role.get(n.id, "context")]
+        keyed.append(((tier, -scored.score, *newest, n.id), scored))
+    keyed.sort(key=_first)
+    return Selection([scored for _, scored in keyed], duplicates)
+
+
+def _first(item: tuple[tuple[int, float, int, float, str], Scored]) -> tuple[int, float, int, float, str]:
+    return item[0]
+
+
+_TIER_INDEX = {name: i for i, name in enumerate(TIERS)}
 
 
 def _unique(nodes: Iterable[CandidateNode]) -> tuple[list[CandidateNode], list[str]]:
@@ -178,32 +199,46 @@ def _unique(nodes: Iterable[CandidateNode]) -> tuple[list[CandidateNode], list[s
     return list(seen.values()), repeats
 
 
-def _score(node: CandidateNode, anchor_words: frozenset[str], anchor_ts: datetime | None) -> Scored:
-    days = _days_apart(node_timestamp(node), anchor_ts)
+def _score(
+    node: CandidateNode, anchor_words: frozenset[str], anchor_ts: datetime | None, ts: datetime | None
+) -> Scored:
+    days = _days_apart(ts, anchor_ts)
     title = headline(node)
+    sim = round(_jaccard(_words(node, title), anchor_words), 4)
+    importance = round(_importance(node), 4)
+    adjacency = round(1.0 / max(node.hop, 1), 4)
+    completeness = round(_completeness(node), 4)
+    quality = round(_quality(title), 4)
     signals = {
-        "sim": round(_jaccard(_words(node, title), anchor_words), 4),
+        "sim": sim,
         "recency_days": days,
-        "importance": round(_importance(node), 4),
-        "adjacency": round(1.0 / max(node.hop, 1), 4),
-        "completeness": round(_completeness(node), 4),
-        "quality": round(_quality(title), 4),
+        "importance": importance,
+        "adjacency": adjacency,
+        "completeness": completeness,
+        "quality": quality,
     }
-    features = {**signals, "recency": 1.0 / (1.0 + days / RECENCY_HALF_LIFE_DAYS)}
-    score = sum(weight * features[name] for name, weight in WEIGHTS.items())
+    recency = 1.0 / (1.0 + days / RECENCY_HALF_LIFE_DAYS)
+    # The WEIGHTS in their order, summed left to right as sum() over WEIGHTS would.
+    score = (
+        0.0
+        + _W_SIM * sim
+        + _W_IMPORTANCE * importance
+        + _W_RECENCY * recency
+        + _W_ADJACENCY * adjacency
+        + _W_COMPLETENESS * completeness
+        + _W_QUALITY * quality
+    )
     return Scored(node.id, round(score, 6), signals)
+
+
+_W_SIM, _W_IMPORTANCE, _W_RECENCY = WEIGHTS["sim"], WEIGHTS["importance"], WEIGHTS["recency"]
+_W_ADJACENCY, _W_COMPLETENESS, _W_QUALITY = WEIGHTS["adjacency"], WEIGHTS["completeness"], WEIGHTS["quality"]
 
 
 def _days_apart(ts: datetime | None, anchor_ts: datetime | None) -> float:
     if ts is None or anchor_ts is None:
         return MISSING_RECENCY_DAYS
     return round(abs((ts - anchor_ts).total_seconds()) / 86400, 2)
-
-
-def _newest_first(node: CandidateNode) -> tuple[int, float]:
-    """Sort key part: dated items before undated ones, newer before older."""
-    ts = node_timestamp(node)
-    return (1, 0.0) if ts is None else (0, -ts.timestamp())
 
 
 def _words(node: CandidateNode, title: str | _Unset | None = UNSET) -> frozenset[str]:
@@ -236,8 +271,15 @@ def _importance(node: CandidateNode) -> float:
 
 def _completeness(node: CandidateNode) -> float:
     expected = EXPECTED_FIELDS.get(node.label, DEFAULT_EXPECTED_FIELDS)
-    present = sum(1 for name in expected if node.fields.get(name) not in (None, "", [], ()))
+    fields = node.fields
+    present = 0
+    for name in expected:
+        if fields.get(name) not in _EMPTY:
+            present += 1
     return present / len(expected)
+
+
+_EMPTY: tuple[object, ...] = (None, "", [], ())
 
 
 @lru_cache(maxsize=8192)

@@ -50,6 +50,7 @@ __all__ = [
     "Sentence",
     "compose",
     "evidence_lines",
+    "known_ids",
     "permissions_note",
     "relation_words",
     "render_evidence_line",
@@ -163,8 +164,9 @@ class KnownIds:
 
     def scrub(self, text: str) -> str:
         folded = text.casefold()
-        candidates = [c for word in set(_RUN.findall(folded)) for c in self.by_word.get(word, ())]
-        present = [i for i, f in (*candidates, *self.others) if f in folded]
+        words = self.by_word.keys() & set(_RUN.findall(folded))  # usually none: one set operation
+        present = [i for word in words for i, f in self.by_word[word] if f in folded]
+        present += [i for i, f in self.others if f in folded]
         if present:
             return scrub_ids(text, [*self.hidden, *present])
         # What scrub_ids(text, self.hidden) does, without sorting the ids again for every text.
@@ -207,15 +209,19 @@ def render_evidence_line(
     return _dated(_title(node, known), _date(node))
 
 
-def evidence_lines(cs: CandidateSet, ids: Sequence[str], withheld_ids: Iterable[str] = ()) -> list[str]:
+def evidence_lines(
+    cs: CandidateSet, ids: Sequence[str], withheld_ids: Iterable[str] = (), known: KnownIds | None = None
+) -> list[str]:
     """The prompt line of each of ``ids``: its part, relation, key, date and reason.
 
     The same structured evidence the templater answers from, so an LLM answering instead is
-    given exactly what the card would say; free text is scrubbed as in the card.
+    given exactly what the card would say; free text is scrubbed as in the card. ``known`` is
+    ``known_ids(cs, withheld_ids)`` when the caller has it already.
     """
     nodes = cs.by_id()
-    known = KnownIds.of(withheld_ids, nodes)
+    known = known or KnownIds.of(withheld_ids, nodes)
     role = parts(cs)
+    into = _edges_into_anchor(cs)
     lines = []
     for node_id in ids:
         node = nodes[node_id]
@@ -227,7 +233,7 @@ def evidence_lines(cs: CandidateSet, ids: Sequence[str], withheld_ids: Iterable[
                 f"decision {_opening(node, known)}" + (f" Rationale: {rationale}." if rationale else "")
             )
         elif part == "cause":
-            edge = _edge_into(cs, node.id)
+            edge = into.get(node.id)
             why = _why(node, edge, known)
             words = relation_words(_relations(edge))
             lines.append(f"cause ({words}): {_dated(key, _date(node))}" + (f": {why}." if why else ""))
@@ -242,16 +248,19 @@ def compose(
     withheld_by_policy: bool,
     extra_ids: Iterable[str] = (),
     note: str | None = None,
+    known: KnownIds | None = None,
 ) -> Envelope:
     """The §2 answer for ``cs.anchor`` built only from ``included_ids``.
 
     ``extra_ids`` are ids the caller knows but the CandidateSet does not carry (the policy-withheld
     ones), so they are scrubbed too. ``note`` overrides the fixed permissions note (the disclosed
     counts); it is used only when ``withheld_by_policy``. Parts without visible data are left out.
+    ``known`` is ``known_ids(cs, extra_ids)`` when the caller has it already.
     """
     nodes = cs.by_id()
     hidden = {*extra_ids} - set(nodes)
-    known = KnownIds.of(hidden, {*nodes, *(e.source for e in cs.edges), *(e.target for e in cs.edges)})
+    known = known or known_ids(cs, hidden)
+    into = _edges_into_anchor(cs)
     anchor = cs.anchor
     included = [nodes[i] for i in dict.fromkeys(included_ids) if i in nodes and i != anchor.id]
     role = parts(cs)
@@ -267,7 +276,7 @@ def compose(
     rationale = _rationale(anchor, known)
     if rationale:
         sentences.append(Sentence(f"Rationale: {rationale}.", (anchor.id,)))
-    named = [_cause(n, _edge_into(cs, n.id), known) for n in causes]
+    named = [_cause(n, into.get(n.id), known) for n in causes]
     if named or clipped:
         sentences.append(Sentence("Because:", tuple(c.id for c in named) or tuple(n.id for n in clipped)))
     for c in named:
@@ -347,10 +356,25 @@ def _bounded(node_id: str) -> str:
     return f"{before}{re.escape(node_id)}{after}"
 
 
-def _edge_into(cs: CandidateSet, cause_id: str) -> CandidateEdge | None:
-    """The edge that makes ``cause_id`` a cause of the anchor (a causal edge before an alias)."""
-    into = [e for e in cs.edges if e.source == cause_id and e.target == cs.anchor.id]
-    return next((e for e in into if e.type == "CAUSAL_PRECEDES"), into[0] if into else None)
+def _edges_into_anchor(cs: CandidateSet) -> dict[str, CandidateEdge]:
+    """Per cause id, the edge that makes it a cause of the anchor: its first causal edge into
+    the anchor, else its first edge of any type into it (in ``cs.edges`` order)."""
+    into: dict[str, CandidateEdge] = {}
+    anchor = cs.anchor.id
+    for e in cs.edges:
+        if e.target != anchor:
+            continue
+        held = into.get(e.source)
+        if held is None or (held.type != "CAUSAL_PRECEDES" and e.type == "CAUSAL_PRECEDES"):
+            into[e.source] = e
+    return into
+
+
+def known_ids(cs: CandidateSet, withheld_ids: Iterable[str]) -> KnownIds:
+    """The ids free text of an answer on ``cs`` is scrubbed of: ``withheld_ids`` and every
+    visible id (the nodes and the ends of the edges)."""
+    nodes = cs.by_id()
+    return KnownIds.of(withheld_ids, {*nodes, *(e.source for e in cs.edges), *(e.target for e in cs.edges)})
 
 
 def _relations(edge: CandidateEdge | None) -> tuple[str, ...]:

@@ -9,11 +9,20 @@ the trace root; anything else answers exactly as a request id nobody used (FileN
 and the audit meta with the withheld ids, and is built only for roles whose profile allows it.
 
 Storage (docs/design.md §Trace bundles): one gzip'd compact JSON file per request, holding each
-piece of the trace once. The bundle files that repeat another piece are cut out of it when read:
+piece of the trace once, the canonical evidence as columns (``pack_evidence``). The bundle files
+that repeat another piece are cut out of it when read:
 the caller's meta is the audit meta with withheld ids replaced by placeholders
 (``redact_meta``, the same function the ask answers with); ``plan.json``, ``response.json`` and
 ``validator_report.json`` are sections of that meta; ``evidence_pre.json`` is the canonical
 evidence plus the edges; ``evidence_post.json`` is three sections of the audit meta.
+
+What the audit meta repeats of the evidence is not stored either (``pack_audit``): the pool and
+payload id lists are the ids of the canonical evidence, the excluded payload ids are the withheld
+ids with their reasons, and the selector's scores and the prompt's exclusions (duplicates, then
+every ranked id the gate left out, in ranked order) are what the Selector computes again from the
+stored evidence — it is deterministic over the CandidateSet alone (cairn/memory/selector.py). The
+stored trace keeps what was shown (the evidence, the card, the response), what was clipped (the
+prompt's ids and the count it left out), what was withheld (ids and reasons) and the ids cited.
 
 An ask's trace is written off the request path (``submit_trace``): the ask only encodes it; one
 writer thread takes the encoded traces from a bounded queue, in order, compresses and writes
@@ -39,7 +48,9 @@ import orjson
 import structlog
 
 from cairn.errors import EXIT_FAILED, CairnError
+from cairn.memory.selector import select
 from cairn.policy.passport import Caller, is_request_id
+from cairn.policy.preselector import CandidateEdge, CandidateNode, CandidateSet
 
 VIEW_FILES = (
     "_meta.json",
@@ -129,6 +140,147 @@ def redact_meta(audit: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# A stored edge is a row of these fields (CandidateEdge's), not an object repeating their names.
+EDGE_FIELDS = ("source", "target", "type", "relation", "relations", "reason")
+
+
+def pack_edges(edges: list[CandidateEdge], nodes: list[CandidateNode]) -> list[list[Any]]:
+    """Edges as rows; an end that is one of ``nodes`` is stored as its place in that list."""
+    at = {n.id: i for i, n in enumerate(nodes)}
+    return [
+        [
+            at.get(e.source, e.source),
+            at.get(e.target, e.target),
+            e.type,
+            e.relation,
+            list(e.relations),
+            e.reason,
+        ]
+        for e in edges
+    ]
+
+
+def _unpack_edges(rows: list[Any], ids: list[str]) -> list[dict[str, Any]]:
+    edges = []
+    for row in rows:
+        if isinstance(row, dict):  # stored as an object (an earlier trace)
+            edges.append(row)
+            continue
+        edge = dict(zip(EDGE_FIELDS, row, strict=True))
+        for end in ("source", "target"):
+            if isinstance(edge[end], int):
+                edge[end] = ids[edge[end]]
+        edges.append(edge)
+    return edges
+
+
+def pack_evidence(nodes: list[CandidateNode]) -> bytes:
+    """The canonical evidence as stored, encoded: columns, not one object per node.
+
+    A field's values sit side by side (every node's domain, then every timestamp, ...), where
+    the compressor finds their repeats; a node without the field holds null there (a shown
+    field is never null: masking drops nulls). Sorted keys, so the bytes are canonical:
+    ``bundle_fp`` is their hash and a reader can check the stored evidence against it.
+    """
+    fields = [n.fields for n in nodes]
+    names = sorted({name for f in fields for name in f})
+    columns: dict[str, list[Any]] = {name: [None] * len(fields) for name in names}
+    for i, f in enumerate(fields):
+        for name, value in f.items():
+            columns[name][i] = value
+    # Every node's own id among its fields (the usual case): said once, not stored twice.
+    own_id = all(f.get("id") == n.id for f, n in zip(fields, nodes, strict=True))
+    return canonical_json(
+        {
+            "ids": [n.id for n in nodes],
+            "labels": [n.label for n in nodes],
+            "hops": [n.hop for n in nodes],
+            "masked": [list(n.masked) for n in nodes],
+            "fields": {name: values for name, values in columns.items() if not (own_id and name == "id")},
+            "id_in_fields": own_id,
+        }
+    )
+
+
+def _unpack_evidence(stored: Any) -> Any:
+    """``evidence_canonical.json``, one object per node, from the columns ``pack_evidence`` stored."""
+    if not isinstance(stored, dict):
+        return stored  # stored as a list (an earlier trace)
+    columns = stored["fields"].items()
+    own_id = stored.get("id_in_fields", False)
+    return [
+        {
+            "id": node_id,
+            "label": label,
+            "hop": hop,
+            "fields": {
+                **({"id": node_id} if own_id else {}),
+                **{name: values[i] for name, values in columns if values[i] is not None},
+            },
+            "masked": masked,
+        }
+        for i, (node_id, label, hop, masked) in enumerate(
+            zip(stored["ids"], stored["labels"], stored["hops"], stored["masked"], strict=True)
+        )
+    ]
+
+
+def pack_audit(audit: dict[str, Any]) -> dict[str, Any]:
+    """The audit meta as stored: without what ``_unpack_audit`` rebuilds from the evidence."""
+    sets = audit["evidence_sets"]
+    return {
+        **audit,
+        "selection_metrics": {k: v for k, v in audit["selection_metrics"].items() if k != "scores"},
+        "evidence_sets": {
+            "prompt_included_ids": sets["prompt_included_ids"],
+            "prompt_excluded_count": len(sets["prompt_excluded_ids"]),
+        },
+    }
+
+
+def _unpack_audit(stored: dict[str, Any], evidence: list[Any], edges: list[dict[str, Any]]) -> dict[str, Any]:
+    """The audit meta ``pack_audit`` stored, whole again: the Selector re-run on the stored evidence."""
+    sets = stored["evidence_sets"]
+    if "pool_ids" in sets:  # stored whole (an earlier trace)
+        return stored
+    nodes = [CandidateNode(e["id"], e["label"], e["hop"], e["fields"], tuple(e["masked"])) for e in evidence]
+    cs = CandidateSet(
+        nodes[0],
+        nodes[1:],
+        [CandidateEdge(**{**e, "relations": tuple(e["relations"] or ())}) for e in edges],
+    )
+    selection = select(cs)
+    included = set(sets["prompt_included_ids"])
+    excluded = [
+        *({"id": i, "reason": "duplicate"} for i in selection.duplicates),
+        *({"id": s.id, "reason": "token_budget"} for s in selection.ranked if s.id not in included),
+    ]
+    ids = [e["id"] for e in evidence]
+    reasons = stored["policy_trace"]["reasons_by_id"]
+    metrics = stored["selection_metrics"]
+    return {
+        **stored,
+        "evidence_sets": {
+            "pool_ids": ids,
+            "prompt_included_ids": sets["prompt_included_ids"],
+            "prompt_excluded_ids": excluded,
+            "payload_included_ids": list(ids),
+            "payload_excluded_ids": [{"id": i, "reason": r} for i, r in reasons.items()],
+        },
+        "selection_metrics": {
+            "ranking_policy": metrics["ranking_policy"],
+            "scores": {s.id: {**s.signals, "score": s.score} for s in selection.ranked},
+            **{k: v for k, v in metrics.items() if k != "ranking_policy"},
+        },
+    }
+
+
+def fragment(encoded: bytes) -> orjson.Fragment:
+    """Already encoded JSON, spliced into a trace as it is (the canonical evidence is encoded
+    once, for its fingerprint, and stored from the same bytes)."""
+    return orjson.Fragment(encoded)
+
+
 def canonical_json(value: Any) -> bytes:
     """``value`` as compact UTF-8 JSON with sorted keys (values JSON cannot hold as their text)."""
     return _json(value, orjson.OPT_SORT_KEYS)
@@ -140,8 +292,15 @@ def _json(value: Any, option: int = 0) -> bytes:
     try:
         return orjson.dumps(value, default=str, option=option | orjson.OPT_NON_STR_KEYS)
     except orjson.JSONEncodeError:
-        text = json.dumps(value, separators=(",", ":"), default=str, sort_keys=bool(option))
+        text = json.dumps(value, separators=(",", ":"), default=_plain_default, sort_keys=bool(option))
         return text.encode("utf-8")
+
+
+def _plain_default(value: Any) -> Any:
+    """json's fallback encoder: a spliced fragment is its decoded JSON, anything else its text."""
+    if isinstance(value, orjson.Fragment):
+        return json.loads(value.contents)
+    return str(value)
 
 
 def _store(folder: Path, data: bytes) -> None:
@@ -258,11 +417,18 @@ def _load(folder: Path) -> dict[str, Any]:
 def _parts(folder: Path) -> dict[str, Any]:
     """The bundle files of a stored trace, those stored once cut out of the pieces that hold them."""
     parts = _load(folder)
+    pre = parts.pop(EVIDENCE_PRE, None)
+    if "evidence_canonical.json" in parts:
+        parts["evidence_canonical.json"] = _unpack_evidence(parts["evidence_canonical.json"])
+    evidence = parts.get("evidence_canonical.json")
+    if isinstance(pre, dict):
+        ids = [e["id"] for e in evidence] if isinstance(evidence, list) else []
+        pre["edges"] = _unpack_edges(pre["edges"], ids)
     audit = parts.get("_meta_audit.json")
+    if isinstance(audit, dict) and isinstance(pre, dict) and isinstance(evidence, list) and evidence:
+        audit = parts["_meta_audit.json"] = _unpack_audit(audit, evidence, pre["edges"])
     if "_meta.json" not in parts and isinstance(audit, dict):
         parts["_meta.json"] = redact_meta(audit)
-    pre = parts.pop(EVIDENCE_PRE, None)
-    evidence = parts.get("evidence_canonical.json")
     if isinstance(pre, dict) and isinstance(audit, dict) and isinstance(evidence, list) and evidence:
         policy = audit["policy_trace"]
         parts["evidence_pre.json"] = {

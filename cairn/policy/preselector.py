@@ -13,15 +13,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from neo4j import AsyncDriver
+from neo4j import Driver
 
 from cairn.errors import EXIT_NOT_VISIBLE, CairnError
-from cairn.policy.acl import MAX_HOPS, acl_reason, edge_allowed
+from cairn.graph.org import EXPAND_QUERIES, INTERNAL_FIELDS
 from cairn.policy.scope import Scope
 
 DEFAULT_NEIGHBOUR_CAP = 25  # per frontier node and edge type, beyond the first hop
-# Stored for the machine, never shown: vectors and their bookkeeping.
-INTERNAL_FIELDS = frozenset({"embedding", "centroid_sum", "summary_pool", "embedding_text_sha"})
 # Properties that name another node: shown only when that node is itself in the result,
 # otherwise an alias event would hand a staff caller the id of the hidden decision.
 REFERENCE_FIELDS = ("alias_of_decision",)
@@ -29,71 +27,6 @@ REFERENCE_FIELDS = ("alias_of_decision",)
 # caller who may not see every section would read the hidden ones off the gaps. Callers get
 # their own dense number instead, through the correspondence reads (cairn/memory/correspondence.py).
 POSITIONAL_FIELDS = {"Section": ("section_number", "ordinal", "source_line")}
-
-ACL_REASON = acl_reason("n")
-EDGE_OK = edge_allowed("type(r)", "startNode(r)", "endNode(r)", "outgoing")
-# Node properties as they leave the database: vectors stay behind.
-_PROPS = "{.*, " + ", ".join(f"{name}: null" for name in sorted(INTERNAL_FIELDS)) + "}"
-
-
-def _hop_body(capped: bool) -> str:
-    """Every edge incident to the frontier node ``f``, classified: the edge rule per step, the
-    ACL on the node it reaches. Hidden neighbours stay (id, reason) material; visible ones are
-    capped per edge type (``$cap``) beyond the first hop, most important first."""
-    kept = "found[0..$cap]" if capped else "found"
-    return f"""
-    MATCH (f)-[r]-(n:Entity)
-    WITH f, r, n, startNode(r) = f AS outgoing
-    WITH r, n, outgoing, {EDGE_OK} AS edge_ok, {ACL_REASON} AS acl
-    WITH r, n, outgoing, edge_ok, acl, (edge_ok AND acl IS NULL) AS visible
-    ORDER BY visible DESC, coalesce(n.importance, 0.0) DESC, n.id
-    WITH type(r) AS rel_type, visible,
-         collect({{r: r, n: n, outgoing: outgoing, edge_ok: edge_ok, acl: acl}}) AS found
-    UNWIND CASE WHEN visible THEN {kept} ELSE found END AS k
-    RETURN rel_type, visible, k.r AS r, k.n AS n, k.outgoing AS outgoing,
-           k.edge_ok AS edge_ok, k.acl AS acl"""
-
-
-def _hop_stage(hop: int) -> str:
-    """One hop of the walk inside the single query: expand the frontier, keep edge rows (no
-    text), hidden rows (id and reason only), and the newly reached visible nodes with their
-    properties, once each; those become the next frontier."""
-    return f"""
-CALL (frontier) {{
-  UNWIND frontier AS f
-  CALL (f) {{{_hop_body(hop > 1)}
-  }}
-  RETURN collect(CASE WHEN visible THEN {{from_id: f.id, id: n.id, rel_type: rel_type, relation: r.relation,
-           relations: r.relations, reason: r.reason, outgoing: outgoing}} END) AS hop_edges,
-         collect(CASE WHEN NOT visible THEN {{id: n.id, edge_ok: edge_ok, acl: acl}} END) AS hop_hidden,
-         collect(DISTINCT CASE WHEN visible THEN n END) AS reached
-}}
-WITH a, anchor_reason, seen, nodes, edges + hop_edges AS edges, hidden + hop_hidden AS hidden,
-     [n IN reached WHERE NOT n.id IN seen] AS frontier
-WITH a, anchor_reason, edges, hidden, frontier, seen + [n IN frontier | n.id] AS seen,
-     nodes + [n IN frontier | {{id: n.id, hop: {hop}, label: [l IN labels(n) WHERE l <> 'Entity'][0],
-                               props: n {_PROPS}}}] AS nodes"""
-
-
-def _expand_query(depth: int) -> str:
-    """The anchor and its whole walk up to ``depth`` hops in one round trip; nothing is
-    expanded from an anchor the scope may not see."""
-    hops = "".join(_hop_stage(hop) for hop in range(1, depth + 1))
-    return f"""
-MATCH (a:Entity {{id: $anchor}})
-WITH a, {acl_reason("a")} AS anchor_reason
-WITH a, anchor_reason, CASE WHEN anchor_reason IS NULL THEN [a] ELSE [] END AS frontier,
-     [a.id] AS seen, [] AS nodes, [] AS edges, [] AS hidden{hops}
-RETURN a.id AS id,
-       [l IN labels(a) WHERE l <> 'Entity'][0] AS label,
-       anchor_reason AS reason,
-       CASE WHEN anchor_reason IS NULL THEN a {_PROPS} END AS props,
-       nodes, edges, hidden
-"""
-
-
-# One query per possible hop limit (Cypher cannot loop a variable number of stages).
-EXPAND_QUERIES = tuple(_expand_query(depth) for depth in range(MAX_HOPS + 1))
 
 
 @dataclass(frozen=True)
@@ -164,15 +97,23 @@ def _mask(
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
     """``mask`` with the field rule already looked up: one pass, one new dict per node."""
     positional = () if scope.unrestricted else POSITIONAL_FIELDS.get(label, ())
-    clean: dict[str, Any] = {}
     masked: list[str] = []
-    for name, value in props.items():
-        if value is None or name in INTERNAL_FIELDS:
-            continue
-        if (allowed is not None and name != "id" and name not in allowed) or name in positional:
-            masked.append(name)
-        else:
-            clean[name] = value if value.__class__ in _PLAIN_TYPES else _plain(value)
+    clean: dict[str, Any]
+    if allowed is None and not positional:  # every field shown: one comprehension, no checks per name
+        clean = {
+            name: value if value.__class__ in _PLAIN_TYPES else _plain(value)
+            for name, value in props.items()
+            if value is not None and name not in INTERNAL_FIELDS
+        }
+    else:
+        clean = {}
+        for name, value in props.items():
+            if value is None or name in INTERNAL_FIELDS:
+                continue
+            if (allowed is not None and name != "id" and name not in allowed) or name in positional:
+                masked.append(name)
+            else:
+                clean[name] = value if value.__class__ in _PLAIN_TYPES else _plain(value)
     if "x_extra" in clean and not scope.unrestricted:
         extra = _extra(clean["x_extra"]) if isinstance(clean["x_extra"], str) else {}
         kept = {k: v for k, v in extra.items() if k in scope.x_extra}
@@ -180,7 +121,7 @@ def _mask(
         clean["x_extra"] = kept
     elif "x_extra" in clean:
         clean["x_extra"] = _extra(clean["x_extra"])
-    return clean, tuple(sorted(masked))
+    return clean, tuple(sorted(masked)) if masked else ()
 
 
 def _extra(text: str) -> Any:
@@ -214,6 +155,7 @@ class _FieldRules:
     def __init__(self, scope: Scope) -> None:
         self.scope = scope
         self.cache: dict[tuple[str, str], tuple[str, ...] | None] = {}
+        self.rationale: dict[str, bool] = {}
 
     def allowed(self, label: str, domain: str) -> tuple[str, ...] | None:
         key = (label, domain)
@@ -229,8 +171,11 @@ class _FieldRules:
 
     def shows_rationale(self, node: CandidateNode) -> bool:
         """A transition's reason is a rationale: shown only where the scope shows decision rationales."""
-        allowed = self.allowed("Decision", str(node.fields.get("domain", "")))
-        return allowed is None or "rationale" in allowed
+        shown = self.rationale.get(node.id)
+        if shown is None:
+            allowed = self.allowed("Decision", str(node.fields.get("domain", "")))
+            shown = self.rationale[node.id] = allowed is None or "rationale" in allowed
+        return shown
 
 
 def _assemble(
@@ -283,8 +228,8 @@ def _edge_key(e: CandidateEdge) -> tuple[str, str, str]:
     return (e.type, e.source, e.target)
 
 
-async def preselect(
-    driver: AsyncDriver,
+def preselect(
+    driver: Driver,
     scope: Scope,
     anchor_id: str,
     hops: int | None = None,
@@ -293,6 +238,6 @@ async def preselect(
     """Scoped k-hop expansion from ``anchor_id`` in one round trip (the hop limit is the scope's)."""
     depth = max(0, scope.max_hops if hops is None else min(hops, scope.max_hops))
     params = {**scope.cypher_params(), "anchor": anchor_id, "cap": cap}
-    records, _, _ = await driver.execute_query(EXPAND_QUERIES[depth], params)
+    records, _, _ = driver.execute_query(EXPAND_QUERIES[depth], params)
     # The values are plain maps and lists already: Record.data() would walk every one again.
     return _assemble(scope, anchor_id, dict(records[0]) if records else None)

@@ -1,16 +1,22 @@
-"""Per-request GraphQL context: the verified caller (or why there is none) and the services."""
+"""Per-request GraphQL context: the verified caller (or why there is none) and the services,
+and ``run_domain``, the one way a resolver runs domain code (docs/design.md §One driver model)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
-from neo4j import AsyncDriver, Driver
+import anyio
+from neo4j import Driver
 
 from cairn.memory.ask import AskService
 from cairn.policy.passport import Caller, PassportError
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -18,8 +24,7 @@ class Services:
     """Long-lived collaborators, built once at start-up."""
 
     settings: Settings
-    driver: AsyncDriver
-    sync_driver: Driver  # for domain services that run in worker threads
+    driver: Driver  # the one driver: sync, used by domain code in worker threads
     registry: PolicyRegistry
     asker: AskService
     trace_root: Path
@@ -30,3 +35,9 @@ class RequestContext:
     services: Services
     caller: Caller | None
     refusal: PassportError | None
+
+
+async def run_domain(work: Callable[[], T]) -> T:
+    """Run blocking domain code (sync driver, sync LLM client) in a worker thread, off the event
+    loop. Its errors go up untranslated: ``CodedErrors`` maps them once (docs/design.md §Errors)."""
+    return await anyio.to_thread.run_sync(work)

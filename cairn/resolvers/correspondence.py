@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import strawberry
-from anyio.to_thread import run_sync
 from graphql import GraphQLError
 from strawberry.permission import BasePermission
 from strawberry.types import Info
@@ -18,7 +17,7 @@ from strawberry.types import Info
 from cairn.ingest.correspondence.collisions import default_log_path
 from cairn.ingest.correspondence.sync import SyncReport, check_source, sync_bytes
 from cairn.memory import correspondence as corr
-from cairn.resolvers.context import RequestContext
+from cairn.resolvers.context import RequestContext, run_domain
 from cairn.resolvers.permissions import CanSearch, CanWrite, PassportRequired, caller_of
 
 Ctx = Info[RequestContext, Any]
@@ -177,9 +176,9 @@ class CorrespondenceQuery:
         self, info: Ctx, query: str, k: int = 10, filters: CorrespondenceFilter | None = None
     ) -> CorrespondenceSearchResult:
         reader = corr.Reader.of(caller_of(info))
-        driver = info.context.services.sync_driver
+        driver = info.context.services.driver
         chosen = filters.to_filters() if filters else corr.Filters()
-        result = await run_sync(lambda: corr.semantic_search(driver, reader, query, k, chosen))
+        result = await run_domain(lambda: corr.semantic_search(driver, reader, query, k, chosen))
         return CorrespondenceSearchResult(
             total=result.total, hits=[CorrespondenceSection.of(h) for h in result.hits]
         )
@@ -192,8 +191,8 @@ class CorrespondenceQuery:
         self, info: Ctx, n: int = 30, from_section: int | None = None
     ) -> list[CorrespondenceSection]:
         reader = corr.Reader.of(caller_of(info))
-        driver = info.context.services.sync_driver
-        views = await run_sync(lambda: corr.linear_tail(driver, reader, n, from_section))
+        driver = info.context.services.driver
+        views = await run_domain(lambda: corr.linear_tail(driver, reader, n, from_section))
         return [CorrespondenceSection.of(v) for v in views]
 
     @strawberry.field(
@@ -203,8 +202,8 @@ class CorrespondenceQuery:
         self, info: Ctx, question: str, beings: list[str], k: int = 3
     ) -> list[BeingSections]:
         reader = corr.Reader.of(caller_of(info))
-        driver = info.context.services.sync_driver
-        grouped = await run_sync(lambda: corr.being_divergence(driver, reader, question, beings, k))
+        driver = info.context.services.driver
+        grouped = await run_domain(lambda: corr.being_divergence(driver, reader, question, beings, k))
         return [
             BeingSections(author=name, sections=[CorrespondenceSection.of(v) for v in views])
             for name, views in grouped.items()
@@ -234,8 +233,8 @@ class CorrespondenceMutation:
 
         def work() -> SyncReport:
             return sync_bytes(
-                services.sync_driver, markdown.encode("utf-8"), source_name, collision_log=log, writer=writer
+                services.driver, markdown.encode("utf-8"), source_name, collision_log=log, writer=writer
             )
 
-        report = await run_sync(work)
+        report = await run_domain(work)
         return CorrespondenceSyncSummary.of(report)

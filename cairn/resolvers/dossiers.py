@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any, cast
 
 import strawberry
-from anyio.to_thread import run_sync
 from strawberry.permission import BasePermission
 from strawberry.scalars import JSON
 from strawberry.types import Info
@@ -20,7 +19,7 @@ from cairn.memory.dossiers import blocks, curation, facts, gardener, governor, r
 from cairn.memory.dossiers.facts import FactHit
 from cairn.memory.dossiers.retriever import DossierView
 from cairn.memory.dossiers.voting import VOTE_THRESHOLD
-from cairn.resolvers.context import RequestContext
+from cairn.resolvers.context import RequestContext, run_domain
 from cairn.resolvers.permissions import CanSearch, CanWrite, PassportRequired, caller_of
 
 Ctx = Info[RequestContext, Any]
@@ -244,9 +243,9 @@ class DossierQuery:
         include_archived: bool = False,
     ) -> DossierSearch:
         caller = caller_of(info)
-        driver = info.context.services.sync_driver
+        driver = info.context.services.driver
         k = max(0, min(top_k, MAX_TOP_K))
-        result = await run_sync(
+        result = await run_domain(
             lambda: retriever.retrieve_relevant_dossiers(
                 driver, caller.scope, query, k, threshold, include_archived=include_archived
             ),
@@ -265,9 +264,9 @@ class DossierQuery:
         self, info: Ctx, query: str, k: int = 10, max_tokens: int | None = None
     ) -> MemorySearch:
         caller = caller_of(info)
-        driver = info.context.services.sync_driver
+        driver = info.context.services.driver
         top_k = max(0, min(k, MAX_TOP_K))
-        result = await run_sync(lambda: facts.FactRetriever(driver).search(caller.scope, query, top_k))
+        result = await run_domain(lambda: facts.FactRetriever(driver).search(caller.scope, query, top_k))
         return MemorySearch(
             count=result.total,
             hits=[MemoryHit.of(h) for h in result.hits],
@@ -279,16 +278,16 @@ class DossierQuery:
     )
     async def dossier(self, info: Ctx, id: strawberry.ID) -> Dossier | None:
         caller = caller_of(info)
-        driver = info.context.services.sync_driver
-        view = await run_sync(lambda: retriever.get_dossier(driver, caller.scope, str(id)))
+        driver = info.context.services.driver
+        view = await run_domain(lambda: retriever.get_dossier(driver, caller.scope, str(id)))
         return None if view is None else Dossier.of(view)
 
     @strawberry.field(permission_classes=READ, description="Linked and similar dossiers the caller may see.")
     async def related_dossiers(self, info: Ctx, id: strawberry.ID, top_k: int = 5) -> JSON:
         caller = caller_of(info)
-        driver = info.context.services.sync_driver
+        driver = info.context.services.driver
         k = max(0, min(top_k, MAX_TOP_K))
-        related = await run_sync(lambda: curation.related_dossiers(driver, caller.scope, str(id), k))
+        related = await run_domain(lambda: curation.related_dossiers(driver, caller.scope, str(id), k))
         return cast(JSON, related)
 
     @strawberry.field(
@@ -296,8 +295,8 @@ class DossierQuery:
     )
     async def block(self, info: Ctx, block_id: str) -> ConversationBlock | None:
         caller = caller_of(info)
-        driver = info.context.services.sync_driver
-        meta = await run_sync(lambda: blocks.get_block_metadata(driver, caller.scope, block_id))
+        driver = info.context.services.driver
+        meta = await run_domain(lambda: blocks.get_block_metadata(driver, caller.scope, block_id))
         if meta is None:
             return None
         return ConversationBlock(
@@ -314,26 +313,26 @@ class DossierQuery:
 class DossierMutation:
     @strawberry.mutation(permission_classes=WRITE, description="Route one fact packet into a dossier.")
     async def ingest_fact_packet(self, info: Ctx, packet: JSON) -> FactPacketOutcome:
-        driver, writer = info.context.services.sync_driver, caller_of(info).scope
+        driver, writer = info.context.services.driver, caller_of(info).scope
         raw = cast(Any, packet)
-        result = await run_sync(lambda: governor.process_fact_packet(driver, raw, writer=writer))
+        result = await run_domain(lambda: governor.process_fact_packet(driver, raw, writer=writer))
         return FactPacketOutcome.of(result)
 
     @strawberry.mutation(
         permission_classes=WRITE, description="Store a block with its turns and extracted facts."
     )
     async def ingest_block(self, info: Ctx, block: JSON) -> BlockIngestOutcome:
-        driver, writer = info.context.services.sync_driver, caller_of(info).scope
+        driver, writer = info.context.services.driver, caller_of(info).scope
         raw = cast(Any, block)
-        report = await run_sync(lambda: blocks.ingest_block(driver, raw, writer))
+        report = await run_domain(lambda: blocks.ingest_block(driver, raw, writer))
         return BlockIngestOutcome(block_id=report.block_id, turns=report.turns, facts=report.facts)
 
     @strawberry.mutation(
         permission_classes=WRITE, description="Tag, group and route a block's facts; drop its turns."
     )
     async def garden_block(self, info: Ctx, block_id: str) -> GardenOutcome:
-        driver, writer = info.context.services.sync_driver, caller_of(info).scope
-        report = await run_sync(lambda: gardener.garden_block(driver, block_id, writer=writer))
+        driver, writer = info.context.services.driver, caller_of(info).scope
+        report = await run_domain(lambda: gardener.garden_block(driver, block_id, writer=writer))
         data = report.as_json()
         return GardenOutcome(
             block_id=report.block_id,
@@ -351,8 +350,8 @@ class DossierMutation:
     async def merge_dossiers(
         self, info: Ctx, source_id: strawberry.ID, target_id: strawberry.ID, rationale: str | None = None
     ) -> CurationOutcome:
-        driver, writer = info.context.services.sync_driver, caller_of(info).scope
-        result = await run_sync(
+        driver, writer = info.context.services.driver, caller_of(info).scope
+        result = await run_domain(
             lambda: curation.merge_dossiers(driver, str(source_id), str(target_id), rationale, writer)
         )
         return CurationOutcome.of(result)
@@ -363,14 +362,14 @@ class DossierMutation:
     async def archive_dossier(
         self, info: Ctx, id: strawberry.ID, rationale: str | None = None
     ) -> CurationOutcome:
-        driver, writer = info.context.services.sync_driver, caller_of(info).scope
-        result = await run_sync(lambda: curation.archive_dossier(driver, str(id), rationale, writer))
+        driver, writer = info.context.services.driver, caller_of(info).scope
+        result = await run_domain(lambda: curation.archive_dossier(driver, str(id), rationale, writer))
         return CurationOutcome.of(result)
 
     @strawberry.mutation(permission_classes=WRITE, description="Record that two dossiers are related.")
     async def link_dossiers(
         self, info: Ctx, a: strawberry.ID, b: strawberry.ID, rationale: str | None = None
     ) -> CurationOutcome:
-        driver, writer = info.context.services.sync_driver, caller_of(info).scope
-        result = await run_sync(lambda: curation.link_dossiers(driver, str(a), str(b), rationale, writer))
+        driver, writer = info.context.services.driver, caller_of(info).scope
+        result = await run_domain(lambda: curation.link_dossiers(driver, str(a), str(b), rationale, writer))
         return CurationOutcome.of(result)

@@ -7,11 +7,9 @@ was composed from; the most used parts are typed as well.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
-import anyio
 import strawberry
 from strawberry.permission import BasePermission
 from strawberry.scalars import JSON
@@ -30,8 +28,7 @@ from cairn.memory.factors.journal import (
 )
 from cairn.memory.factors.models import FactorError, FactorState, JournalEntryView, iso
 from cairn.memory.factors.router import LearnedRouter
-from cairn.policy.passport import Caller
-from cairn.resolvers.context import RequestContext
+from cairn.resolvers.context import RequestContext, run_domain
 from cairn.resolvers.permissions import CanWrite, PassportRequired, caller_of
 from cairn.runtime.embedder import get_embedder
 from cairn.runtime.llm import LLMClient
@@ -39,14 +36,6 @@ from cairn.runtime.llm import LLMClient
 Ctx = Info[RequestContext, Any]
 READ: list[type[BasePermission]] = [PassportRequired]
 WRITE: list[type[BasePermission]] = [PassportRequired, CanWrite]
-T = TypeVar("T")
-
-
-async def _run(info: Ctx, work: Callable[[Caller], T]) -> T:
-    """Run a domain call for the verified caller off the event loop. A ``FactorError`` goes up
-    untranslated: ``CodedErrors`` maps it (docs/design.md §Errors)."""
-    caller = caller_of(info)
-    return await anyio.to_thread.run_sync(lambda: work(caller))
 
 
 @strawberry.type
@@ -299,9 +288,9 @@ def _blocked(b: questions.WhyBlocked) -> WhyBlockedAnswer:
 class FactorQuery:
     @strawberry.field(permission_classes=READ, description="A factor now, or as the journal had it at asOf.")
     async def factor(self, info: Ctx, id: strawberry.ID, as_of: datetime | None = None) -> Factor | None:
-        driver = info.context.services.sync_driver
+        driver, scope = info.context.services.driver, caller_of(info).scope
         try:
-            state = await _run(info, lambda c: factor_state(driver, c.scope, str(id), as_of))
+            state = await run_domain(lambda: factor_state(driver, scope, str(id), as_of))
         except FactorError as exc:
             if exc.code == "NOT_FOUND":
                 return None
@@ -312,27 +301,26 @@ class FactorQuery:
     async def journal(
         self, info: Ctx, factor_id: strawberry.ID, limit: int = 20, since: datetime | None = None
     ) -> list[FactorJournalEntry]:
-        driver = info.context.services.sync_driver
-        entries = await _run(
-            info,
-            lambda c: history(driver, c.scope, str(factor_id), limit=max(0, min(limit, 500)), since=since),
+        driver, scope = info.context.services.driver, caller_of(info).scope
+        entries = await run_domain(
+            lambda: history(driver, scope, str(factor_id), limit=max(0, min(limit, 500)), since=since),
         )
         return [FactorJournalEntry.of(e) for e in entries]
 
     @strawberry.field(permission_classes=READ, description="Completeness, confidence, tier and capabilities.")
     async def assessment(self, info: Ctx) -> AssessmentSummary:
-        driver = info.context.services.sync_driver
-        return AssessmentSummary.of(await _run(info, lambda c: assessment_summary(driver, c.scope)))
+        driver, scope = info.context.services.driver, caller_of(info).scope
+        return AssessmentSummary.of(await run_domain(lambda: assessment_summary(driver, scope)))
 
     @strawberry.field(permission_classes=READ, description="Unmet prerequisites of an option, transitively.")
     async def why_blocked(self, info: Ctx, id: strawberry.ID) -> WhyBlockedAnswer:
-        driver = info.context.services.sync_driver
-        return _blocked(await _run(info, lambda c: questions.why_blocked(driver, c.scope, str(id))))
+        driver, scope = info.context.services.driver, caller_of(info).scope
+        return _blocked(await run_domain(lambda: questions.why_blocked(driver, scope, str(id))))
 
     @strawberry.field(permission_classes=READ, description="A factor's history and what it rests on.")
     async def why_value(self, info: Ctx, id: strawberry.ID) -> WhyValueAnswer:
-        driver = info.context.services.sync_driver
-        result = await _run(info, lambda c: questions.why_value(driver, c.scope, str(id)))
+        driver, scope = info.context.services.driver, caller_of(info).scope
+        result = await run_domain(lambda: questions.why_value(driver, scope, str(id)))
         return WhyValueAnswer(
             factor=Factor.of(result.factor),
             history=[FactorJournalEntry.of(e) for e in result.history],
@@ -346,12 +334,9 @@ class FactorQuery:
     async def what_if(
         self, info: Ctx, factor_id: strawberry.ID, value: float | None = None, lower: bool = False
     ) -> WhatIfAnswer:
-        driver = info.context.services.sync_driver
-        result = await _run(
-            info,
-            lambda c: questions.what_if(
-                driver, c.scope, str(factor_id), value, "lower" if lower else "improve"
-            ),
+        driver, scope = info.context.services.driver, caller_of(info).scope
+        result = await run_domain(
+            lambda: questions.what_if(driver, scope, str(factor_id), value, "lower" if lower else "improve"),
         )
         return WhatIfAnswer(
             factor=FactorNodeRef.of(result.factor),
@@ -373,9 +358,9 @@ class FactorQuery:
         until: datetime | None = None,
         factor_ids: list[strawberry.ID] | None = None,
     ) -> WhatChangedAnswer:
-        driver = info.context.services.sync_driver
+        driver, scope = info.context.services.driver, caller_of(info).scope
         ids = None if factor_ids is None else [str(i) for i in factor_ids]
-        result = await _run(info, lambda c: questions.what_changed(driver, c.scope, since, until, ids))
+        result = await run_domain(lambda: questions.what_changed(driver, scope, since, until, ids))
         return WhatChangedAnswer(
             since=since.isoformat(),
             factors=[FactorNodeRef.of(ch.factor) for ch in result.changes],
@@ -391,15 +376,17 @@ class FactorQuery:
         services = info.context.services
         llm = LLMClient(services.settings)
 
-        def work(c: Caller) -> Any:
+        caller = caller_of(info)
+
+        def work() -> Any:
             # Built in the worker thread: the first use loads the embedding model (seconds).
-            router = LearnedRouter(services.sync_driver, get_embedder())
-            allowed = llm if use_llm and c.profile.can_use_llm else None
+            router = LearnedRouter(services.driver, get_embedder())
+            allowed = llm if use_llm and caller.profile.can_use_llm else None
             return answer_question(
-                services.sync_driver, c.scope, text[:1000], router=router, now=now, llm=allowed
+                services.driver, caller.scope, text[:1000], router=router, now=now, llm=allowed
             )
 
-        result = await _run(info, work)
+        result = await run_domain(work)
         return FactorQuestionAnswer(
             intent=result.route.intent,
             entities=[
@@ -420,12 +407,11 @@ class FactorQuery:
 class FactorMutation:
     @strawberry.mutation(permission_classes=WRITE, description="Journal a new value for a factor.")
     async def update_factor(self, info: Ctx, input: FactorUpdateInput) -> FactorJournalEntry:
-        driver = info.context.services.sync_driver
-        entry = await _run(
-            info,
-            lambda c: update_factor(
+        driver, scope = info.context.services.driver, caller_of(info).scope
+        entry = await run_domain(
+            lambda: update_factor(
                 driver,
-                c.scope,
+                scope,
                 str(input.factor_id),
                 input.value,
                 rationale=input.rationale,
@@ -447,11 +433,10 @@ class FactorMutation:
         excerpt: str = "",
         session_id: str | None = None,
     ) -> FactorJournalEntry:
-        driver = info.context.services.sync_driver
-        entry = await _run(
-            info,
-            lambda c: confirm_factor(
-                driver, c.scope, str(factor_id), value, excerpt=excerpt, session_id=session_id
+        driver, scope = info.context.services.driver, caller_of(info).scope
+        entry = await run_domain(
+            lambda: confirm_factor(
+                driver, scope, str(factor_id), value, excerpt=excerpt, session_id=session_id
             ),
         )
         return FactorJournalEntry.of(entry)
@@ -460,7 +445,7 @@ class FactorMutation:
         permission_classes=WRITE, description="Re-derive value and confidence from all journal evidence."
     )
     async def recalculate_factor(self, info: Ctx, factor_id: strawberry.ID) -> RecalculationAnswer:
-        driver = info.context.services.sync_driver
+        driver, scope = info.context.services.driver, caller_of(info).scope
         return RecalculationAnswer.of(
-            await _run(info, lambda c: recalculate_factor(driver, c.scope, str(factor_id)))
+            await run_domain(lambda: recalculate_factor(driver, scope, str(factor_id)))
         )

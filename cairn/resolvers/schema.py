@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from dataclasses import is_dataclass
 from typing import Any, cast
 
-import anyio
 import strawberry
 import structlog
 from graphql import (
@@ -42,7 +41,7 @@ from cairn.memory import trace as bundles
 from cairn.memory.budget import Budget
 from cairn.memory.org_search import SEARCHABLE_LABELS, search_org
 from cairn.policy.preselector import AnchorNotVisible, preselect
-from cairn.resolvers.context import RequestContext
+from cairn.resolvers.context import RequestContext, run_domain
 from cairn.resolvers.correspondence import CorrespondenceMutation, CorrespondenceQuery
 from cairn.resolvers.dossiers import DossierMutation, DossierQuery
 from cairn.resolvers.factors import FactorMutation, FactorQuery
@@ -82,7 +81,8 @@ class OrgQuery:
         caller = caller_of(info)
         budget = Budget() if token_budget is None else Budget(context_window=max(token_budget, 0) + 448)
         # An anchor that is absent or hidden raises AnchorNotVisible: one NOT_FOUND for both.
-        result = await info.context.services.asker.ask(caller, str(anchor_id), intent, mode.value, budget)
+        asker = info.context.services.asker
+        result = await run_domain(lambda: asker.ask(caller, str(anchor_id), intent, mode.value, budget))
         return AskPayload(
             envelope=envelope_of(result.envelope),
             response=cast(JSON, result.response),
@@ -94,17 +94,17 @@ class OrgQuery:
         permission_classes=READ, description="One node, masked for the caller; null if not visible."
     )
     async def node(self, info: Ctx, id: strawberry.ID) -> Node | None:
-        caller = caller_of(info)
+        driver, scope = info.context.services.driver, caller_of(info).scope
         try:
-            cs, _ = await preselect(info.context.services.driver, caller.scope, str(id), hops=0)
+            cs, _ = await run_domain(lambda: preselect(driver, scope, str(id), hops=0))
         except AnchorNotVisible:
             return None
         return Node.of(cs.anchor)
 
     @strawberry.field(permission_classes=READ, description="The k-hop neighbourhood the caller may walk.")
     async def neighbourhood(self, info: Ctx, id: strawberry.ID, hops: int = 1) -> Neighbourhood:
-        caller = caller_of(info)
-        cs, _ = await preselect(info.context.services.driver, caller.scope, str(id), hops=max(0, hops))
+        driver, scope = info.context.services.driver, caller_of(info).scope
+        cs, _ = await run_domain(lambda: preselect(driver, scope, str(id), hops=max(0, hops)))
         return Neighbourhood(
             anchor=Node.of(cs.anchor),
             nodes=[Node.of(n) for n in cs.nodes],
@@ -123,14 +123,11 @@ class OrgQuery:
             raise GraphQLError(
                 "query must be non-empty and k in 1..100", extensions={"code": "INVALID_INPUT"}
             )
-        vector = (await get_embedder().aembed([query]))[0]
-        result = await search_org(
-            info.context.services.driver,
-            caller.scope,
-            [float(x) for x in vector],
-            k=k,
-            threshold=threshold,
-            labels=tuple(labels) if labels else SEARCHABLE_LABELS,
+        driver = info.context.services.driver
+        vector = [float(x) for x in (await get_embedder().aembed([query]))[0]]
+        chosen = tuple(labels) if labels else SEARCHABLE_LABELS
+        result = await run_domain(
+            lambda: search_org(driver, caller.scope, vector, k=k, threshold=threshold, labels=chosen)
         )
         return SearchPayload(
             total=result.total, hits=[SearchHitView(node=Node.of(h.node), score=h.score) for h in result.hits]
@@ -160,12 +157,8 @@ class OrgMutation:
     async def ingest_org_memory(self, info: Ctx, payload: JSON) -> IngestSummary:
         # Written under the caller's own scope: it creates only what it could read, and a node
         # it cannot read answers exactly like a missing one (cairn.policy.writes).
-        driver, writer = info.context.services.sync_driver, caller_of(info).scope
-
-        def work() -> Any:
-            return ingest_payload(driver, payload, writer)
-
-        report = await anyio.to_thread.run_sync(work)
+        driver, writer = info.context.services.driver, caller_of(info).scope
+        report = await run_domain(lambda: ingest_payload(driver, payload, writer))
         return IngestSummary(
             decisions=report.decisions,
             events=report.events,

@@ -1,7 +1,8 @@
-"""Neo4j drivers for the embedded server or an external one (NEO4J_URI), chosen by settings.
+"""The Neo4j driver for the embedded server or an external one (NEO4J_URI), chosen by settings.
 
-The service uses the async driver; the CLI, ingest and tests use the sync one. Both read
-the same connection facts so that a user switching to Aura or a cluster changes only env.
+One driver model (docs/design.md §One driver model): the sync driver everywhere. The service
+runs domain code in worker threads (``cairn.resolvers.context.run_domain``); the CLI, ingest,
+benches and tests call it directly. Switching to Aura or a cluster changes only env.
 Server notifications (e.g. "property key does not exist" on a fresh database) are off:
 they are advice for query authors, not events for operators.
 """
@@ -10,10 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from neo4j import AsyncDriver, AsyncGraphDatabase, Driver, GraphDatabase
+from neo4j import Driver, GraphDatabase
 
 from cairn.runtime import neo4j_server
 from cairn.runtime.settings import Settings
+
+# At least anyio's worker threads (40 by default), so a resolver thread never waits for a
+# connection another thread holds.
+POOL_SIZE = 64
 
 
 def connection(settings: Settings) -> tuple[str, tuple[str, str]]:
@@ -24,15 +29,10 @@ def connection(settings: Settings) -> tuple[str, tuple[str, str]]:
 
 
 def _options(settings: Settings) -> dict[str, Any]:
-    """What both drivers share: retry budget for transient errors, no server notifications."""
+    """Retry budget for transient errors, no server notifications."""
     return {"max_transaction_retry_time": settings.neo4j_retry_s, "notifications_min_severity": "OFF"}
 
 
 def sync_driver(settings: Settings) -> Driver:
     uri, auth = connection(settings)
-    return GraphDatabase.driver(uri, auth=auth, max_connection_pool_size=16, **_options(settings))
-
-
-def async_driver(settings: Settings) -> AsyncDriver:
-    uri, auth = connection(settings)
-    return AsyncGraphDatabase.driver(uri, auth=auth, max_connection_pool_size=64, **_options(settings))
+    return GraphDatabase.driver(uri, auth=auth, max_connection_pool_size=POOL_SIZE, **_options(settings))

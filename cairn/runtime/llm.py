@@ -48,10 +48,9 @@ class LLMUnavailable(RuntimeError):
 class LLMClient:
     """A thin, failure-normalising wrapper around the ``openai`` client.
 
-    A fresh ``openai`` client is opened per call rather than cached: async HTTP clients are bound
-    to the event loop that created them, and callers here run under uvicorn, under
-    ``asyncio.run`` in tests and synchronously in the CLI. An LLM call takes seconds, so the extra
-    connection setup is noise.
+    A fresh ``openai`` client is opened per call rather than cached: it holds no state worth
+    keeping between calls that may come from different worker threads, and an LLM call takes
+    seconds, so the extra connection setup is noise.
     """
 
     def __init__(self, settings: Settings) -> None:
@@ -69,32 +68,9 @@ class LLMClient:
     def model(self) -> str:
         return self._model
 
-    async def complete(self, system: str, prompt: str, max_tokens: int) -> LLMResult:
-        """Ask the model once; any failure surfaces as ``LLMUnavailable`` so callers can fall back.
-
-        Raises:
-            LLMUnavailable: not configured, unreachable, timed out, HTTP error or empty answer.
-        """
-        base_url = self._require_base_url()
-        try:
-            async with openai.AsyncOpenAI(
-                base_url=base_url,
-                api_key=self._api_key,
-                timeout=self._timeout(),
-                max_retries=_MAX_RETRIES,
-            ) as client:
-                completion = await client.chat.completions.create(
-                    model=self._model,
-                    messages=_messages(system, prompt),
-                    max_tokens=max_tokens,
-                    temperature=0,
-                )
-        except openai.OpenAIError as exc:
-            raise self._unavailable(exc) from exc
-        return self._result(completion)
-
-    def complete_sync(self, system: str, prompt: str, max_tokens: int) -> LLMResult:
-        """Blocking twin of :meth:`complete` for the CLI, which has no event loop of its own.
+    def complete(self, system: str, prompt: str, max_tokens: int) -> LLMResult:
+        """Ask the model once, blocking (the service calls it from a worker thread, docs/design.md
+        §One driver model); any failure surfaces as ``LLMUnavailable`` so callers can fall back.
 
         Raises:
             LLMUnavailable: not configured, unreachable, timed out, HTTP error or empty answer.

@@ -85,9 +85,7 @@ class LLMAdjudicator:
         if not candidates:
             return proposal  # nothing to append to: creating is the only choice
         try:
-            result = self._client.complete_sync(
-                SYSTEM_PROMPT, adjudication_prompt(packet, candidates), MAX_TOKENS
-            )
+            result = self._client.complete(SYSTEM_PROMPT, adjudication_prompt(packet, candidates), MAX_TOKENS)
         except LLMUnavailable as exc:
             return _fallback(proposal, str(exc))
         return parse_adjudication(result.text, candidates, proposal)

@@ -70,7 +70,7 @@ def answer_question(
         max_tokens=max_tokens,
     )
     try:
-        result = llm.complete_sync(LLM_SYSTEM, f"{question}\n{context.text}", max_tokens=400)
+        result = llm.complete(LLM_SYSTEM, f"{question}\n{context.text}", max_tokens=400)
     except LLMUnavailable as exc:
         return FactorAnswer(route, answer, evidence, context, False, str(exc))
     return FactorAnswer(route, result.text, evidence, context, True, None)

@@ -341,7 +341,7 @@ class LLMRouter:
         listing = "\n".join(f"{c.id}: {c.name} ({c.label})" for c in candidates)
         prompt = f"Question: {question}\nToday: {now.date().isoformat()}\nFactors and options:\n{listing}"
         try:
-            result = self.llm.complete_sync(LLM_SYSTEM, prompt, max_tokens=200)
+            result = self.llm.complete(LLM_SYSTEM, prompt, max_tokens=200)
         except LLMUnavailable as exc:
             return replace(base, fallback_reason=str(exc))
         parsed = parse_llm_route(result.text, {c.id: c for c in candidates})
