@@ -14,7 +14,10 @@ Per query, interleaved so every measure sees the same load:
 - ``raw_index``: ``db.index.vector.queryNodes`` with k=10, returning id and score (the baseline);
 - ``exact_*``: the exact scan (``SEARCH_EXACT``: ACL, cosine over every visible section, top 10);
 - ``search_*``: ``semantic_search`` (index, oversampled, ACL and filters before ranking, exact
-  re-score, the caller's numbering and total), as the operator (sees all) and as staff (20%).
+  re-score, the caller's numbering and total), as the operator (sees all) and as staff (20%);
+  ``search_staff_first_after_a_change``: the same with the per-scope counts dropped, i.e. the
+  first search of a scope after the store changed, which makes one pass over the visible
+  sections (10 queries).
 
 Recall@10 is against exact numpy search over the same vectors, with the role's mask applied.
 With ``--quantized`` a second pass rebuilds the index with Neo4j's default quantization to
@@ -48,6 +51,7 @@ NAME = "correspondence_search"
 SIZES = (5_000,)
 QUERIES = 40
 WARMUP = 5
+COLD = 10  # queries that also time a search with the per-scope counts dropped
 K = 10
 SEED = 7
 TOPICS = 64
@@ -150,6 +154,10 @@ def measure(
             if i >= WARMUP:
                 samples[f"exact_{role}"].append(ex_ms)
                 samples[f"search_{role}"].append(s_ms)
+            if role != "operator" and WARMUP <= i < WARMUP + COLD:
+                corr._COUNTS.clear()  # the first search of the scope after the store changed
+                cold_ms, _ = timed_ms(lambda r=reader, v=vector: corr.semantic_search(driver, r, v, K))
+                samples.setdefault(f"search_{role}_first_after_a_change", []).append(cold_ms)
             recall[f"exact_{role}"].append(len(truth & {h["props"]["id"] for h in ex}) / len(truth))
             recall[f"search_{role}"].append(len(truth & {h.id for h in found.hits}) / len(truth))
     stats = {name: summary(values) for name, values in samples.items()}

@@ -176,6 +176,27 @@ def test_a_filter_keeping_one_section_falls_back_to_exact_search(
     assert nobody.hits == [] and nobody.total == 0
 
 
+def test_an_appended_section_is_counted_and_numbered_at_once(
+    store: dict[str, Any], driver: Driver, staff: Reader, centres: np.ndarray
+) -> None:
+    """The counts kept per scope follow the store: a section appended after a search is found,
+    numbered and counted by the next one."""
+    q = queries(centres, 1)[0]
+    before = semantic_search(driver, staff, q, K)
+    row = {"id": "section:t9999", "n": SECTIONS + 1, "e": q, "sensitivity": "low", "author": "Atlas"}
+    driver.execute_query(LOAD, rows=[row])
+    try:
+        after = semantic_search(driver, staff, q, K)
+        assert after.total == before.total + 1
+        assert after.hits[0].id == "section:t9999"
+        assert after.hits[0].fields["section_number"] == after.total
+        assert [h.fields["section_number"] for h in after.hits[1:]] == [
+            h.fields["section_number"] for h in before.hits[: K - 1]
+        ]
+    finally:
+        driver.execute_query("MATCH (s:Section {id: 'section:t9999'}) DETACH DELETE s")
+
+
 def test_hidden_sections_do_not_change_any_answer(
     store: dict[str, Any], driver: Driver, staff: Reader, centres: np.ndarray
 ) -> None:

@@ -40,6 +40,7 @@ ANYWHERE = re.compile(r"\b(?:MATCH|MERGE|RETURN)\b")
 FRAGMENTS: dict[tuple[str, str], str] = {
     ("cairn.ingest.org_memory", "_COUNTS"): "the RETURN tail of the vertex and causal upserts",
     ("cairn.graph.correspondence", "VISIBLE_NUMBERS"): "the leading subquery of TAIL/DIVERGENCE_QUERY",
+    ("cairn.graph.correspondence", "STORE_STAMP"): "the leading subquery of SEARCH_INDEX/SEARCH_EXACT",
     ("cairn.memory.dossiers.retriever", "DOSSIER_HEADER_BODY"): "a subquery body over `did`",
     ("cairn.memory.dossiers.retriever", "_RANK_VISIBLE"): "the WHERE/ORDER tail of the searches",
     ("cairn.memory.dossiers.facts", "_FEEDBACK"): "a FACT_SEARCH subquery body",

@@ -57,8 +57,6 @@ ALLOWLIST: dict[tuple[str, str], str] = {
         )
     },
     ("cairn.memory.factors.journal", "WRITE_ENTRY"): _WRITE,
-    # the count store: read as the search's total only for a caller that sees every section
-    ("cairn.memory.correspondence", "COUNT_SECTIONS"): "the total of a caller that sees every section",
     **{
         ("cairn.memory.dossiers." + m, n): _SYSTEM
         for m, n in (

@@ -44,37 +44,44 @@ FILTERS = """
   AND ($date_from IS NULL OR (s.date IS NOT NULL AND s.date >= $date_from))
   AND ($date_to IS NULL OR (s.date IS NOT NULL AND s.date <= $date_to))"""
 
+# What the store holds, in O(1) (the count store and the section_number index): how many sections,
+# and the number, id and element id of the last. Sections are appended and never rewritten, so
+# an unchanged stamp means the counts per scope the domain service keeps are still true.
+# ``stamp[0]`` (every stored section) also tells the search whether the index had no more to give.
+# Neither the stamp nor ``visible`` ever reaches a caller.
+STORE_STAMP = """
+CALL () {
+  MATCH (x:Section) WITH count(x) AS sections
+  OPTIONAL MATCH (y:Section) WHERE y.section_number IS NOT NULL
+  WITH sections, y ORDER BY y.section_number DESC LIMIT 1
+  RETURN [sections, y.section_number, y.id, elementId(y)] AS stamp
+}"""
+
 # The index's ``$fetch`` nearest sections, the caller's scope and the filters applied to them,
-# the visible ones re-scored exactly and the best ``$k`` returned. ``sections`` (all stored
-# sections, from the count store) and ``visible`` (candidates that passed) only steer the
-# domain service's choice between this and the exact scan; neither reaches the caller.
-SEARCH_INDEX = f"""
-CALL () {{ MATCH (x:Section) RETURN count(x) AS sections }}
+# the visible ones re-scored exactly and the best ``$k`` returned; ``visible`` (candidates that
+# passed) steers the domain service's choice between this and the exact scan.
+SEARCH_INDEX = f"""{STORE_STAMP}
 CALL db.index.vector.queryNodes('{SECTION_INDEX}', $fetch, $vector) YIELD node AS s
-WITH sections, s
+WITH stamp, s
 WHERE s.embedding IS NOT NULL AND {acl_visible("s")}{FILTERS}
-WITH sections, s, vector.similarity.cosine(s.embedding, $vector) AS score
+WITH stamp, s, vector.similarity.cosine(s.embedding, $vector) AS score
 ORDER BY score DESC, s.section_number ASC
-WITH sections, collect({{s: s, score: score}}) AS ranked
-WITH sections, size(ranked) AS visible, ranked[..$k] AS top
+WITH stamp, collect({{s: s, score: score}}) AS ranked
+WITH stamp, size(ranked) AS visible, ranked[..$k] AS top
 UNWIND top AS hit
-WITH sections, visible, hit.s AS s, hit.score AS score
-RETURN sections, visible, collect({{props: {PROJECTION}, score: score}}) AS hits
+WITH stamp, visible, hit.s AS s, hit.score AS score
+RETURN stamp, visible, collect({{props: {PROJECTION}, score: score}}) AS hits
 """
 
 # Exact cosine over every visible section that passes the filters (the fallback).
-SEARCH_EXACT = f"""
+SEARCH_EXACT = f"""{STORE_STAMP}
 MATCH (s:Section)
 WHERE s.embedding IS NOT NULL AND {acl_visible("s")}{FILTERS}
-WITH s, vector.similarity.cosine(s.embedding, $vector) AS score
+WITH stamp, s, vector.similarity.cosine(s.embedding, $vector) AS score
 ORDER BY score DESC, s.section_number ASC
 LIMIT $k
-RETURN collect({{props: {PROJECTION}, score: score}}) AS hits
+RETURN stamp, collect({{props: {PROJECTION}, score: score}}) AS hits
 """
-
-# How many sections there are: the count store, O(1). A caller that sees every section and
-# filters nothing has this many matches.
-COUNT_SECTIONS = "MATCH (s:Section) RETURN count(s) AS sections"
 
 # One pass over the sections the caller may see: how many pass the filters (the search's total)
 # and what the caller's numbers of the canonical numbers the search shows need, in blocks of
@@ -88,6 +95,19 @@ WHERE {acl_visible("s")}
 WITH s.section_number AS n, (true{FILTERS}) AS passes
 RETURN n / $block AS block, count(n) AS sections, count(CASE WHEN passes THEN 1 END) AS matched,
        collect(CASE WHEN n / $block IN $wanted_blocks THEN n END) AS members
+"""
+
+# The visible numbers of the blocks in ``$wanted_blocks`` only, through the section_number index:
+# with the per-block counts kept from an earlier NUMBER_AND_COUNT under the same stamp, enough to
+# number the hits without a pass over the store.
+BLOCK_MEMBERS = f"""
+UNWIND $wanted_blocks AS b
+CALL (b) {{
+  MATCH (s:Section)
+  WHERE s.section_number >= b * $block AND s.section_number < (b + 1) * $block AND {acl_visible("s")}
+  RETURN collect(s.section_number) AS members
+}}
+RETURN b AS block, members
 """
 
 # ``$from_section`` is a number in the caller's own numbering (1 = the first section it may see).

@@ -21,8 +21,11 @@ section sits there; search numbers only the sections it returns.
 
 from __future__ import annotations
 
+import json
 import re
-from bisect import bisect_right
+import threading
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +34,7 @@ from neo4j import Driver, RoutingControl
 
 from cairn.errors import CairnError
 from cairn.graph.correspondence import (
-    COUNT_SECTIONS,
+    BLOCK_MEMBERS,
     DIVERGENCE_QUERY,
     NUMBER_AND_COUNT,
     SEARCH_EXACT,
@@ -60,7 +63,8 @@ MIN_FETCH = 20
 RESTRICTED_FETCH_FACTOR = 4
 NEED_PERCENT = 100
 MAX_FETCH = 1000
-NUMBER_BLOCK = 1024  # canonical numbers per block when numbering the hits (NUMBER_AND_COUNT)
+NUMBER_BLOCK = 64  # canonical numbers per block when numbering the hits (NUMBER_AND_COUNT)
+COUNTS_KEPT = 256  # scopes whose visible-section counts are kept (see _number_and_count)
 
 
 class CorrespondenceRefused(CairnError):
@@ -105,6 +109,11 @@ class Filters:
             "date_from": self.date_from,
             "date_to": self.date_to,
         }
+
+    @staticmethod
+    def key(params: dict[str, Any]) -> list[Any]:
+        """The filter parameters out of a query's parameters (what decides which sections pass)."""
+        return [params[n] for n in ("authors", "exec_tags", "status_tags", "date_from", "date_to")]
 
     def fields(self) -> tuple[str, ...]:
         """The section fields these filters read."""
@@ -225,24 +234,20 @@ def semantic_search(
     _check_filter_fields(reader, filters)
     params = {**reader.scope.cypher_params(), **filters.params(), "k": k}
     params["vector"] = _vector(query, embedder)
-    filtered = bool(filters.fields())
-    sees_all = reader.scope.unrestricted and not filtered
-    hits, sections = _nearest(driver, params, k, sees_all)
-    if sees_all:  # every stored section is visible and passes: the count store is the total
-        if sections is None:
-            records, _, _ = driver.execute_query(COUNT_SECTIONS, routing_=RoutingControl.READ)
-            sections = int(records[0]["sections"])
-        numbering, total = Numbering(None), sections
+    sees_all = reader.scope.unrestricted and not filters.fields()
+    hits, stamp = _nearest(driver, params, k, sees_all)
+    if sees_all and stamp is not None:  # every stored section is visible and passes
+        numbering, total = Numbering(None), int(stamp[0])
     else:
-        numbering, total = _number_and_count(driver, reader, params, hits)
+        numbering, total = _number_and_count(driver, reader, params, hits, stamp)
     return SearchResult([_view(reader, numbering, h["props"], h["score"]) for h in hits], total)
 
 
 def _nearest(
     driver: Driver, params: dict[str, Any], k: int, sees_all: bool
-) -> tuple[list[dict[str, Any]], int | None]:
+) -> tuple[list[dict[str, Any]], list[Any] | None]:
     """The k nearest visible sections passing the filters, scored exactly, best first, and the
-    number of stored sections when the index answered (used only when ``sees_all``).
+    store's stamp (``STORE_STAMP``; None when nothing visible passed).
 
     The index's candidates pass through the scope and the filters before they are ranked, so a
     hidden section is never scored or returned; it takes a candidate slot, which only costs a
@@ -257,43 +262,107 @@ def _nearest(
             SEARCH_INDEX, {**params, "fetch": fetch}, routing_=RoutingControl.READ
         )
         visible = int(records[0]["visible"]) if records else 0
-        if records and (visible >= need or fetch >= int(records[0]["sections"])):
-            return list(records[0]["hits"]), int(records[0]["sections"])
+        if records and (visible >= need or fetch >= int(records[0]["stamp"][0])):
+            return list(records[0]["hits"]), list(records[0]["stamp"])
         if visible == 0:
             break  # nothing to estimate the visible share from: a very selective scope
         fetch = -(-need * fetch * 3 // (2 * visible))  # 1.5 times the fetch the observed share needs
         if fetch > MAX_FETCH:
             break
     records, _, _ = driver.execute_query(SEARCH_EXACT, params, routing_=RoutingControl.READ)
-    return (list(records[0]["hits"]) if records else []), None
+    if not records:
+        return [], None
+    return list(records[0]["hits"]), list(records[0]["stamp"])
+
+
+@dataclass
+class _Counts:
+    """What one pass over a scope's visible sections established, true while the stamp holds:
+    per block of NUMBER_BLOCK canonical numbers that holds visible sections, how many visible
+    sections lie in the blocks before it, and the total per filter set."""
+
+    stamp: list[Any]
+    blocks: list[int]  # ascending
+    before: list[int]  # visible sections in the blocks before blocks[i]; the last: all of them
+    totals: dict[str, int]
+
+    def visible_before(self, block: int) -> int:
+        return self.before[bisect_left(self.blocks, block)]  # len(before) == len(blocks) + 1
+
+
+_COUNTS: OrderedDict[str, _Counts] = OrderedDict()
+_COUNTS_LOCK = threading.Lock()
+
+
+def _scope_key(params: dict[str, Any]) -> str:
+    """What decides visibility (the ACL predicate's parameters), as a cache key."""
+    return json.dumps([params[n] for n in ("unrestricted", "role", "namespaces", "ceiling", "domain_re")])
 
 
 def _number_and_count(
-    driver: Driver, reader: Reader, params: dict[str, Any], hits: list[dict[str, Any]]
+    driver: Driver,
+    reader: Reader,
+    params: dict[str, Any],
+    hits: list[dict[str, Any]],
+    stamp: list[Any] | None,
 ) -> tuple[Numbering, int]:
     """The caller's numbers of the hits and their links, and how many visible sections pass the
-    filters, in one pass over the visible sections (canonical numbers for a caller that sees all)."""
+    filters (canonical numbers for a caller that sees all).
+
+    The first search of a scope (and filter set) after the store changed makes one pass over the
+    visible sections; the counts it finds are kept per scope under the store's stamp, so the
+    next searches only read the visible numbers of the few blocks that hold a hit or a link.
+    """
     wanted: set[int] = set()
     if not reader.scope.unrestricted:
         props = [h["props"] for h in hits]
         wanted = {p["section_number"] for p in props if p.get("section_number") is not None}
         wanted.update(n for p in props for n in (*p["responds_to"], *p["responded_by"]))
     blocks = sorted({n // NUMBER_BLOCK for n in wanted})
-    records, _, _ = driver.execute_query(
-        NUMBER_AND_COUNT,
-        {**params, "block": NUMBER_BLOCK, "wanted_blocks": blocks},
-        routing_=RoutingControl.READ,
-    )
-    total = sum(int(r["matched"]) for r in records)
+    key, filter_key = _scope_key(params), json.dumps(Filters.key(params))
+    with _COUNTS_LOCK:
+        counts = _COUNTS.get(key)
+        if counts is not None and counts.stamp == stamp:
+            _COUNTS.move_to_end(key)
+        else:
+            counts = None
+    members: dict[int, list[int]] = {}
+    if counts is not None and filter_key in counts.totals:
+        total = counts.totals[filter_key]
+        if blocks:
+            records, _, _ = driver.execute_query(
+                BLOCK_MEMBERS,
+                {**params, "block": NUMBER_BLOCK, "wanted_blocks": blocks},
+                routing_=RoutingControl.READ,
+            )
+            members = {int(r["block"]): sorted(r["members"]) for r in records}
+    else:
+        records, _, _ = driver.execute_query(
+            NUMBER_AND_COUNT,
+            {**params, "block": NUMBER_BLOCK, "wanted_blocks": blocks},
+            routing_=RoutingControl.READ,
+        )
+        total = sum(int(r["matched"]) for r in records)
+        numbered = sorted((int(r["block"]), int(r["sections"])) for r in records if r["block"] is not None)
+        members = {int(r["block"]): sorted(r["members"]) for r in records if r["block"] is not None}
+        if counts is None:
+            before = [0]
+            for _, size in numbered:
+                before.append(before[-1] + size)
+            counts = _Counts(stamp or [], [b for b, _ in numbered], before, {})
+        counts.totals[filter_key] = total
+        if stamp is not None:
+            with _COUNTS_LOCK:
+                _COUNTS[key] = counts
+                _COUNTS.move_to_end(key)
+                while len(_COUNTS) > COUNTS_KEPT:
+                    _COUNTS.popitem(last=False)
     if reader.scope.unrestricted:
         return Numbering(None), total
-    sizes = {int(r["block"]): int(r["sections"]) for r in records if r["block"] is not None}
-    members = {int(r["block"]): sorted(r["members"]) for r in records if r["block"] is not None}
-    ranks: dict[int, int] = {}
-    for n in wanted:
-        block = n // NUMBER_BLOCK
-        before = sum(size for b, size in sizes.items() if b < block)
-        ranks[n] = before + bisect_right(members.get(block, []), n)
+    ranks = {
+        n: counts.visible_before(n // NUMBER_BLOCK) + bisect_right(members.get(n // NUMBER_BLOCK, []), n)
+        for n in wanted
+    }
     return Numbering(ranks), total
 
 
