@@ -55,13 +55,12 @@ ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 # Search oversampling (docs/design.md §Correspondence, "Search at index speed"): the index is asked
 # for FETCH_FACTOR * k neighbours (at least MIN_FETCH), RESTRICTED_FETCH_FACTOR times more for a
-# scope or filter that may hide sections; the answer stands once NEED_PERCENT % of k of them are
-# visible (or the index had no more), else the fetch grows once with the observed visible
+# scope or filter that may hide sections; the answer stands once k of them are visible (or the
+# index had no more), else the fetch grows once with the observed visible
 # rate, and past MAX_FETCH the exact scan answers instead.
 FETCH_FACTOR = 2
 MIN_FETCH = 20
 RESTRICTED_FETCH_FACTOR = 4
-NEED_PERCENT = 100
 MAX_FETCH = 1000
 NUMBER_BLOCK = 64  # canonical numbers per block when numbering the hits (NUMBER_AND_COUNT)
 COUNTS_KEPT = 256  # scopes whose visible-section counts are kept (see _number_and_count)
@@ -255,18 +254,17 @@ def _nearest(
     as the index finds the fetched neighbours, which the unquantized index does (bench/
     correspondence_search.py measures recall against exact search).
     """
-    need = -(-k * NEED_PERCENT // 100)
     fetch = max(MIN_FETCH, k * FETCH_FACTOR * (1 if sees_all else RESTRICTED_FETCH_FACTOR))
     for _ in range(2):
         records, _, _ = driver.execute_query(
             SEARCH_INDEX, {**params, "fetch": fetch}, routing_=RoutingControl.READ
         )
         visible = int(records[0]["visible"]) if records else 0
-        if records and (visible >= need or fetch >= int(records[0]["stamp"][0])):
+        if records and (visible >= k or fetch >= int(records[0]["stamp"][0])):
             return list(records[0]["hits"]), list(records[0]["stamp"])
         if visible == 0:
             break  # nothing to estimate the visible share from: a very selective scope
-        fetch = -(-need * fetch * 3 // (2 * visible))  # 1.5 times the fetch the observed share needs
+        fetch = -(-k * fetch * 3 // (2 * visible))  # 1.5 times the fetch the observed share needs
         if fetch > MAX_FETCH:
             break
     records, _, _ = driver.execute_query(SEARCH_EXACT, params, routing_=RoutingControl.READ)
