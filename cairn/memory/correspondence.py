@@ -58,9 +58,9 @@ ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 # scope or filter that may hide sections; the answer stands once k of them are visible (or the
 # index had no more), else the fetch grows once with the observed visible
 # rate, and past MAX_FETCH the exact scan answers instead.
-FETCH_FACTOR = 2
-MIN_FETCH = 20
-RESTRICTED_FETCH_FACTOR = 4
+FETCH_FACTOR = 4
+MIN_FETCH = 40
+RESTRICTED_FETCH_FACTOR = 2
 MAX_FETCH = 1000
 NUMBER_BLOCK = 64  # canonical numbers per block when numbering the hits (NUMBER_AND_COUNT)
 COUNTS_KEPT = 256  # scopes whose visible-section counts are kept (see _number_and_count)
