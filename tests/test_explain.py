@@ -38,7 +38,8 @@ ANYWHERE = re.compile(r"\b(?:MATCH|MERGE|RETURN)\b")
 # at least one explained query (checked below).
 FRAGMENTS: dict[tuple[str, str], str] = {
     ("cairn.graph.org", "_COUNTS"): "the RETURN tail of the vertex and causal upserts",
-    ("cairn.memory.correspondence", "VISIBLE_NUMBERS"): "the leading subquery of SEARCH/TAIL_QUERY",
+    ("cairn.graph.correspondence", "VISIBLE_NUMBERS"): "the leading subquery of TAIL/DIVERGENCE_QUERY",
+    ("cairn.graph.correspondence", "STORE_STAMP"): "the leading subquery of SEARCH_INDEX/SEARCH_EXACT",
     ("cairn.memory.dossiers.retriever", "DOSSIER_HEADER_BODY"): "a subquery body over `did`",
     ("cairn.memory.dossiers.retriever", "_RANK_VISIBLE"): "the WHERE/ORDER tail of the searches",
     ("cairn.memory.dossiers.facts", "_FEEDBACK"): "a FACT_SEARCH subquery body",

@@ -71,6 +71,14 @@ ALLOWLIST: dict[tuple[str, str], str] = {
         )
     },
     **{("cairn.graph.org", n): _WRITE for n in ("UPSERT_CAUSAL", "UPSERT_ALIASES")},
+    **{("cairn.graph.correspondence", n): _WRITE for n in ("LINK_RESPONSES", "WRITE_EMBEDDINGS")},
+    **{
+        ("cairn.graph.correspondence", n): _SYSTEM
+        for n in ("COUNT_STALE", "FIND_EXISTING", "READ_COLLISIONS", "READ_MAX", "READ_STALE")
+    },
+    # A cache key (count and last section of the whole store): compared in the service, never
+    # returned to a caller who does not see every section (docs/design.md, "Search at index speed").
+    ("cairn.graph.correspondence", "STORE_STAMP"): _SYSTEM,
     **{("cairn.graph.org", n): _SYSTEM for n in ("STORED_EMBEDDINGS", "STORED_CAUSAL")},
     **{
         ("cairn.memory.dossiers." + m, n): _SYSTEM

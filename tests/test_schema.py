@@ -8,7 +8,13 @@ import pytest
 from neo4j import Driver
 from neo4j.exceptions import ConstraintError
 
-from cairn.schema.migrate import SCHEMA_VERSION, migrate, schema_version
+from cairn.schema.migrate import (
+    READ_SECTION_INDEX,
+    SCHEMA_VERSION,
+    SECTION_INDEX_CONFIG,
+    migrate,
+    schema_version,
+)
 from cairn.schema.nodes import EMBEDDING_DIMENSIONS, VECTOR_INDEXED_LABELS, vector_index_name
 
 # Columns that change on every read of an index; everything else must be stable.
@@ -118,3 +124,20 @@ def test_schema_version_is_recorded(driver: Driver) -> None:
     assert schema_version(driver) == SCHEMA_VERSION
     records, _, _ = driver.execute_query("MATCH (m:CairnSchema) RETURN count(m) AS c")
     assert records[0]["c"] == 1
+
+
+def test_migrate_rebuilds_a_quantized_section_index(driver: Driver) -> None:
+    """A database from before schema 4 has the Section index quantized; migrate rebuilds it with
+    full floats (correspondence search re-scores its neighbours and needs them found)."""
+    name = vector_index_name("Section")
+    driver.execute_query(f"DROP INDEX {name}")
+    driver.execute_query(
+        f"CREATE VECTOR INDEX {name} FOR (n:Section) ON n.embedding OPTIONS {{indexConfig: "
+        f"{{`vector.dimensions`: {EMBEDDING_DIMENSIONS}, `vector.similarity_function`: 'cosine'}}}}"
+    )
+    assert migrate(driver) == [name]
+    records, _, _ = driver.execute_query(READ_SECTION_INDEX)
+    config = records[0]["config"]
+    assert {key: config[key] for key in SECTION_INDEX_CONFIG} == SECTION_INDEX_CONFIG
+    assert config["vector.quantization.enabled"] is False
+    assert migrate(driver) == []

@@ -7,29 +7,41 @@ tail only, and search or divergence is refused with ``FORBIDDEN_SEARCH`` (the co
 
 Every query applies the vertex ACL and the filters inside Cypher, before ranking, so a
 section the caller may not see is never scored, counted or returned, and a filter never
-ranks hidden sections. Ranking is exact cosine over those candidates (not the approximate
-vector index, which can only post-filter): a correspondence has thousands of sections,
-and bench/correspondence_sync.py measures the exact scan against numpy. Scores are
-Neo4j's ``vector.similarity.cosine``, i.e. (1 + cos) / 2 in [0, 1]. Results are masked
-with the scope's field rules, and a role that may not see ``exec_tags``/``exec_decisions``
-does not read them in the title or body either. Section numbers (``section_number``,
-``from_section``, ``responds_to``/``responded_by``) are the caller's own: dense over the
-sections it may see, so a gap never tells that a hidden section sits there.
+ranks hidden sections. Search asks the vector index (unquantized HNSW) for an oversampled set
+of neighbours, keeps the visible ones that pass the filters, re-scores them exactly and takes
+the best k; when the scope or filters leave too few candidates it asks for more once, or runs
+the exact scan (docs/design.md §Correspondence, "Search at index speed"; the queries are in
+``cairn.graph.correspondence``). Scores are Neo4j's ``vector.similarity.cosine``, i.e.
+(1 + cos) / 2 in [0, 1]. Results are masked with the scope's field rules, and a role that may
+not see ``exec_tags``/``exec_decisions`` does not read them in the title or body either.
+Section numbers (``section_number``, ``from_section``, ``responds_to``/``responded_by``) are
+the caller's own: dense over the sections it may see, so a gap never tells that a hidden
+section sits there; search numbers only the sections it returns.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from bisect import bisect_left
-from collections.abc import Sequence
+import threading
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from neo4j import Driver, RoutingControl
 
 from cairn.errors import CairnError
+from cairn.graph.correspondence import (
+    BLOCK_MEMBERS,
+    DIVERGENCE_QUERY,
+    NUMBER_AND_COUNT,
+    SEARCH_EXACT,
+    SEARCH_INDEX,
+    TAIL_QUERY,
+)
 from cairn.ingest.correspondence.parser import DEFAULT_DOMAIN, without_governance
-from cairn.policy.acl import acl_visible, step_allowed
 from cairn.policy.passport import Caller
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
@@ -41,70 +53,18 @@ MAX_BEINGS = 20
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-# The section as the caller may see it: no embedding; links to visible sections only. Numbers
-# here are canonical; ``_view`` turns them into the caller's own (see ``Numbering``).
-_ANSWERS = step_allowed("RESPONDS_TO", "s", "t", "out", "t")
-_ANSWERED_BY = step_allowed("RESPONDS_TO", "t", "s", "in", "t")
-PROJECTION = f"""s {{.*, embedding: null,
-  responds_to: [(s)-[:RESPONDS_TO]->(t:Section) WHERE {_ANSWERS} | t.section_number],
-  responded_by: [(t:Section)-[:RESPONDS_TO]->(s) WHERE {_ANSWERED_BY} | t.section_number]}}"""
-
-# The canonical numbers of every section the caller may see, ascending: the caller's numbering.
-VISIBLE_NUMBERS = f"""
-CALL () {{
-  MATCH (v:Section)
-  WHERE v.section_number IS NOT NULL AND {acl_visible("v")}
-  WITH v ORDER BY v.section_number
-  RETURN collect(v.section_number) AS numbers
-}}"""
-
-FILTERS = """
-  AND ($authors IS NULL OR toLower(s.author) IN $authors)
-  AND ($exec_tags IS NULL OR any(t IN coalesce(s.exec_tags, []) WHERE t IN $exec_tags))
-  AND ($status_tags IS NULL OR any(t IN coalesce(s.status_tags, []) WHERE t IN $status_tags))
-  AND ($date_from IS NULL OR (s.date IS NOT NULL AND s.date >= $date_from))
-  AND ($date_to IS NULL OR (s.date IS NOT NULL AND s.date <= $date_to))"""
-
-SEARCH_QUERY = f"""
-{VISIBLE_NUMBERS}
-MATCH (s:Section)
-WHERE s.embedding IS NOT NULL AND {acl_visible("s")}{FILTERS}
-WITH numbers, s, vector.similarity.cosine(s.embedding, $vector) AS score
-WITH numbers, collect({{s: s, score: score}}) AS hits
-WITH numbers, hits, size(hits) AS total
-UNWIND hits AS hit
-WITH numbers, total, hit.s AS s, hit.score AS score
-ORDER BY score DESC, s.section_number ASC
-LIMIT $k
-RETURN numbers, total, collect({{props: {PROJECTION}, score: score}}) AS hits
-"""
-
-# ``$from_section`` is a number in the caller's own numbering (1 = the first section it may see).
-TAIL_QUERY = f"""
-{VISIBLE_NUMBERS}
-WITH numbers, CASE WHEN $from_section IS NULL THEN numbers[-$n..]
-                   ELSE numbers[$from_section - 1..$from_section - 1 + $n] END AS window
-UNWIND window AS number
-MATCH (s:Section {{section_number: number}})
-WHERE {acl_visible("s")}
-WITH numbers, s ORDER BY s.section_number
-RETURN numbers, collect({PROJECTION}) AS sections
-"""
-
-DIVERGENCE_QUERY = f"""
-{VISIBLE_NUMBERS}
-UNWIND range(0, size($beings) - 1) AS i
-CALL (i) {{
-  MATCH (s:Section)
-  WHERE toLower(s.author) = $beings[i] AND s.embedding IS NOT NULL AND {acl_visible("s")}
-  WITH s, vector.similarity.cosine(s.embedding, $vector) AS score
-  ORDER BY score DESC, s.section_number ASC
-  LIMIT $k
-  RETURN collect({{props: {PROJECTION}, score: score}}) AS hits
-}}
-WITH numbers, i, hits ORDER BY i
-RETURN numbers, collect(hits) AS by_being
-"""
+# Search oversampling (docs/design.md §Correspondence, "Search at index speed"): the index is asked
+# for FETCH_FACTOR * k neighbours (at least MIN_FETCH), RESTRICTED_FETCH_FACTOR times more for a
+# scope or filter that may hide sections; the answer stands once k of them are visible (or the
+# index had no more), else the fetch grows once with the observed visible
+# rate, and past MAX_FETCH the exact scan answers instead.
+FETCH_FACTOR = 4
+MIN_FETCH = 40
+RESTRICTED_FETCH_FACTOR = 2
+MAX_FETCH = 1000
+NUMBER_BLOCK = 64  # canonical numbers per block when numbering the hits (NUMBER_AND_COUNT)
+COUNTS_KEPT = 256  # scopes whose visible-section counts are kept (see _number_and_count)
+TOTALS_KEPT = 64  # filter sets whose totals are kept per scope
 
 
 class CorrespondenceRefused(CairnError):
@@ -150,6 +110,11 @@ class Filters:
             "date_to": self.date_to,
         }
 
+    @staticmethod
+    def key(params: dict[str, Any]) -> list[Any]:
+        """The filter parameters out of a query's parameters (what decides which sections pass)."""
+        return [params[n] for n in ("authors", "exec_tags", "status_tags", "date_from", "date_to")]
+
     def fields(self) -> tuple[str, ...]:
         """The section fields these filters read."""
         used = (
@@ -189,16 +154,22 @@ class Numbering:
 
     Canonical numbers are dense over the whole store, so showing them would reveal how many
     sections are hidden and where; the caller's numbers are dense over what it sees and say
-    nothing about the rest. A role that sees every section gets the canonical numbers.
+    nothing about the rest. ``ranks`` maps the canonical numbers a read shows to the caller's;
+    ``None`` means the caller sees every section, and the canonical numbers are its own (they
+    are dense: allocated max + 1 by the sync, never deleted).
     """
 
-    canonical: tuple[int, ...]  # ascending
+    ranks: Mapping[int, int] | None
+
+    @classmethod
+    def dense(cls, canonical: Sequence[int]) -> Numbering:
+        """From every canonical number the caller may see, ascending."""
+        return cls({number: i + 1 for i, number in enumerate(canonical)})
 
     def of(self, number: int | None) -> int | None:
-        if number is None:
-            return None
-        i = bisect_left(self.canonical, number)
-        return i + 1 if i < len(self.canonical) and self.canonical[i] == number else None
+        if number is None or self.ranks is None:
+            return number
+        return self.ranks.get(number)
 
 
 def _view(
@@ -263,12 +234,137 @@ def semantic_search(
     _check_filter_fields(reader, filters)
     params = {**reader.scope.cypher_params(), **filters.params(), "k": k}
     params["vector"] = _vector(query, embedder)
-    records, _, _ = driver.execute_query(SEARCH_QUERY, params, routing_=RoutingControl.READ)
+    sees_all = reader.scope.unrestricted and not filters.fields()
+    hits, stamp = _nearest(driver, params, k, sees_all)
+    if sees_all and stamp is not None:  # every stored section is visible and passes
+        numbering, total = Numbering(None), int(stamp[0])
+    else:
+        numbering, total = _number_and_count(driver, reader, params, hits, stamp)
+    return SearchResult([_view(reader, numbering, h["props"], h["score"]) for h in hits], total)
+
+
+def _nearest(
+    driver: Driver, params: dict[str, Any], k: int, sees_all: bool
+) -> tuple[list[dict[str, Any]], list[Any] | None]:
+    """The k nearest visible sections passing the filters, scored exactly, best first, and the
+    store's stamp (``STORE_STAMP``; None when nothing visible passed).
+
+    The index's candidates pass through the scope and the filters before they are ranked, so a
+    hidden section is never scored or returned; it takes a candidate slot, which only costs a
+    larger fetch or the exact scan (time, not results). The answer is the exact top k as long
+    as the index finds the fetched neighbours, which the unquantized index does (bench/
+    correspondence_search.py measures recall against exact search).
+    """
+    fetch = max(MIN_FETCH, k * FETCH_FACTOR * (1 if sees_all else RESTRICTED_FETCH_FACTOR))
+    for _ in range(2):
+        records, _, _ = driver.execute_query(
+            SEARCH_INDEX, {**params, "fetch": fetch}, routing_=RoutingControl.READ
+        )
+        visible = int(records[0]["visible"]) if records else 0
+        if records and (visible >= k or fetch >= int(records[0]["stamp"][0])):
+            return list(records[0]["hits"]), list(records[0]["stamp"])
+        if visible == 0:
+            break  # nothing to estimate the visible share from: a very selective scope
+        fetch = -(-k * fetch * 3 // (2 * visible))  # 1.5 times the fetch the observed share needs
+        if fetch > MAX_FETCH:
+            break
+    records, _, _ = driver.execute_query(SEARCH_EXACT, params, routing_=RoutingControl.READ)
     if not records:
-        return SearchResult([], 0)
-    numbering = Numbering(tuple(records[0]["numbers"]))
-    hits = [_view(reader, numbering, h["props"], h["score"]) for h in records[0]["hits"]]
-    return SearchResult(hits, int(records[0]["total"]))
+        return [], None
+    return list(records[0]["hits"]), list(records[0]["stamp"])
+
+
+@dataclass
+class _Counts:
+    """What one pass over a scope's visible sections established, true while the stamp holds:
+    per block of NUMBER_BLOCK canonical numbers that holds visible sections, how many visible
+    sections lie in the blocks before it, and the total per filter set."""
+
+    stamp: list[Any]
+    blocks: list[int]  # ascending
+    before: list[int]  # visible sections in the blocks before blocks[i]; the last: all of them
+    totals: dict[str, int]
+
+    def visible_before(self, block: int) -> int:
+        return self.before[bisect_left(self.blocks, block)]  # len(before) == len(blocks) + 1
+
+
+_COUNTS: OrderedDict[str, _Counts] = OrderedDict()
+_COUNTS_LOCK = threading.Lock()
+
+
+def _scope_key(params: dict[str, Any]) -> str:
+    """What decides visibility (the ACL predicate's parameters), as a cache key."""
+    return json.dumps([params[n] for n in ("unrestricted", "role", "namespaces", "ceiling", "domain_re")])
+
+
+def _number_and_count(
+    driver: Driver,
+    reader: Reader,
+    params: dict[str, Any],
+    hits: list[dict[str, Any]],
+    stamp: list[Any] | None,
+) -> tuple[Numbering, int]:
+    """The caller's numbers of the hits and their links, and how many visible sections pass the
+    filters (canonical numbers for a caller that sees all).
+
+    The first search of a scope (and filter set) after the store changed makes one pass over the
+    visible sections; the counts it finds are kept per scope under the store's stamp, so the
+    next searches only read the visible numbers of the few blocks that hold a hit or a link.
+    """
+    wanted: set[int] = set()
+    if not reader.scope.unrestricted:
+        props = [h["props"] for h in hits]
+        wanted = {p["section_number"] for p in props if p.get("section_number") is not None}
+        wanted.update(n for p in props for n in (*p["responds_to"], *p["responded_by"]))
+    blocks = sorted({n // NUMBER_BLOCK for n in wanted})
+    key, filter_key = _scope_key(params), json.dumps(Filters.key(params))
+    with _COUNTS_LOCK:
+        counts = _COUNTS.get(key)
+        if counts is not None and counts.stamp == stamp:
+            _COUNTS.move_to_end(key)
+        else:
+            counts = None
+    members: dict[int, list[int]] = {}
+    if counts is not None and filter_key in counts.totals:
+        total = counts.totals[filter_key]
+        if blocks:
+            records, _, _ = driver.execute_query(
+                BLOCK_MEMBERS,
+                {**params, "block": NUMBER_BLOCK, "wanted_blocks": blocks},
+                routing_=RoutingControl.READ,
+            )
+            members = {int(r["block"]): sorted(r["members"]) for r in records}
+    else:
+        records, _, _ = driver.execute_query(
+            NUMBER_AND_COUNT,
+            {**params, "block": NUMBER_BLOCK, "wanted_blocks": blocks},
+            routing_=RoutingControl.READ,
+        )
+        total = sum(int(r["matched"]) for r in records)
+        numbered = sorted((int(r["block"]), int(r["sections"])) for r in records if r["block"] is not None)
+        members = {int(r["block"]): sorted(r["members"]) for r in records if r["block"] is not None}
+        if counts is None:
+            before = [0]
+            for _, size in numbered:
+                before.append(before[-1] + size)
+            counts = _Counts(stamp or [], [b for b, _ in numbered], before, {})
+        if len(counts.totals) >= TOTALS_KEPT:  # a caller cycling through filters cannot grow it
+            counts.totals.clear()
+        counts.totals[filter_key] = total
+        if stamp is not None:
+            with _COUNTS_LOCK:
+                _COUNTS[key] = counts
+                _COUNTS.move_to_end(key)
+                while len(_COUNTS) > COUNTS_KEPT:
+                    _COUNTS.popitem(last=False)
+    if reader.scope.unrestricted:
+        return Numbering(None), total
+    ranks = {
+        n: counts.visible_before(n // NUMBER_BLOCK) + bisect_right(members.get(n // NUMBER_BLOCK, []), n)
+        for n in wanted
+    }
+    return Numbering(ranks), total
 
 
 def linear_tail(
@@ -282,7 +378,7 @@ def linear_tail(
     records, _, _ = driver.execute_query(TAIL_QUERY, params, routing_=RoutingControl.READ)
     if not records:
         return []
-    numbering = Numbering(tuple(records[0]["numbers"]))
+    numbering = Numbering.dense(records[0]["numbers"])
     return [_view(reader, numbering, props) for props in records[0]["sections"]]
 
 
@@ -308,7 +404,7 @@ def being_divergence(
         "vector": _vector(question, embedder),
     }
     records, _, _ = driver.execute_query(DIVERGENCE_QUERY, params, routing_=RoutingControl.READ)
-    numbering = Numbering(tuple(records[0]["numbers"]) if records else ())
+    numbering = Numbering.dense(records[0]["numbers"] if records else [])
     by_being: list[list[dict[str, Any]]] = records[0]["by_being"] if records else []
     return {
         name: [_view(reader, numbering, h["props"], h["score"]) for h in by_being[i]]

@@ -44,6 +44,17 @@ from neo4j.exceptions import ConstraintError
 from numpy.typing import NDArray
 
 from cairn.errors import CairnError
+from cairn.graph.correspondence import (
+    COUNT_STALE,
+    CREATE_SECTIONS,
+    FIND_EXISTING,
+    LINK_RESPONSES,
+    READ_COLLISIONS,
+    READ_MAX,
+    READ_STALE,
+    READ_STORED,
+    WRITE_EMBEDDINGS,
+)
 from cairn.ingest.correspondence import collisions
 from cairn.ingest.correspondence.parser import (
     DEFAULT_ACCESS,
@@ -54,7 +65,6 @@ from cairn.ingest.correspondence.parser import (
     embeddable_text,
     parse_bytes,
 )
-from cairn.policy.acl import acl_visible
 from cairn.policy.scope import Scope
 from cairn.policy.writes import create_problems
 from cairn.runtime.embedder import MODEL_NAME, Embedder, get_embedder
@@ -65,52 +75,6 @@ WRITE_ATTEMPTS = 3
 SOURCE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
-
-# Stored sections and response links as the syncing caller may see them: a section hidden
-# from a scoped writer is neither compared, nor reported, nor linked to (cairn.policy.writes).
-READ_STORED = f"""
-MATCH (s:Section) WHERE s.source = $source AND {acl_visible("s")}
-RETURN s.ordinal AS ordinal, s.content_hash AS hash, s.domain AS domain, s.sensitivity AS sensitivity,
-       s.namespaces AS namespaces, s.roles_allowed AS roles_allowed, s.filed_id AS filed_id
-"""
-FIND_EXISTING = """
-MATCH (s:Section {source: $source}) WHERE s.ordinal IN $ordinals
-RETURN s.ordinal AS ordinal, s.id AS id
-"""
-READ_MAX = "MATCH (s:Section) RETURN coalesce(max(s.section_number), 0) AS top"
-CREATE_SECTIONS = """
-UNWIND $rows AS row
-MERGE (s:Entity:Section {id: row.id})
-ON CREATE SET s += row.props, s.created_at = datetime()
-"""
-LINK_RESPONSES = f"""
-UNWIND $links AS link
-MATCH (a:Section {{id: link.from_id}})
-MATCH (b:Section {{id: link.to_id}})
-WHERE {acl_visible("b")}
-MERGE (a)-[:RESPONDS_TO]->(b)
-"""
-READ_COLLISIONS = """
-MATCH (s:Section) WHERE s.source = $source AND s.collision
-RETURN s.id AS section_id, s.source_line AS line, s.filed_id AS filed_id, s.filed_number AS filed_number,
-       s.section_number AS canonical_number, s.author AS author, s.title AS title
-ORDER BY s.section_number
-"""
-COUNT_STALE = """
-MATCH (s:Section) WHERE s.embedding_model IS NULL OR s.embedding_model <> $model
-RETURN count(s) AS n
-"""
-READ_STALE = """
-MATCH (s:Section) WHERE s.embedding_model IS NULL OR s.embedding_model <> $model
-RETURN s.id AS id, s.title AS title, s.body AS body
-ORDER BY s.section_number
-"""
-WRITE_EMBEDDINGS = """
-UNWIND $rows AS row
-MATCH (s:Section {id: row.id})
-WHERE s.embedding_model IS NULL OR s.embedding_model <> $model
-SET s.embedding = row.embedding, s.embedding_model = $model
-"""
 
 
 class SyncRaceError(CairnError, RuntimeError):
