@@ -182,8 +182,8 @@ def stored_vectors(driver: Driver, dossier_id: str) -> tuple[list[float] | None,
 def test_a_dossier_without_a_stored_centroid_is_summed_from_its_facts(
     empty_db: Driver, embedder: Embedder
 ) -> None:
-    """A dossier written before centroid sums were kept: the vote returns its fact vectors and
-    Python sums them (docs/design.md §Dossier queries); an append then stores the sum of all."""
+    """A dossier written before centroid sums were kept: the vote sums its fact vectors
+    (docs/design.md §Dossier queries); an append then stores the sum of all, advanced in Python."""
     dossier_id = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder).dossier_id
     centroid, vectors = stored_vectors(empty_db, dossier_id)
     assert centroid == pytest.approx(np.sum(vectors, axis=0).tolist(), abs=1e-9)

@@ -75,7 +75,10 @@ ALLOWLIST: dict[tuple[str, str], str] = {
             "WRITE_SPLIT",
         )
     },
-    **{("cairn.graph.dossiers", n): _STORED for n in ("CENTRAL_FACT_TEXTS", "SUMMARY_POOL_RANKED")},
+    **{
+        ("cairn.graph.dossiers", n): _STORED
+        for n in ("CENTRAL_FACT_TEXTS", "CENTROID_SUM_FROM_FACTS", "SUMMARY_POOL_RANKED")
+    },
 }
 
 

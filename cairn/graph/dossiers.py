@@ -2,9 +2,8 @@
 
 The services in ``cairn.memory.dossiers`` import their queries from here and nowhere else.
 Access predicates come from ``cairn.policy.acl``; numbers the services own (summary sizes,
-thresholds, fetch sizes) are parameters, never spliced in. Arithmetic over vectors that a
-query does not need for its own ranking is done in Python: a dossier's centroid sum is
-computed by the caller from fact vectors the query returns (docs/design.md §Dossier queries).
+thresholds, fetch sizes) are parameters, never spliced in. Which vector arithmetic is done
+here and which in Python, and why: docs/design.md §Dossier queries.
 
 Sections: index names and the score scale; the routing lock and the journal; summaries;
 the vote; packet writes; blocks and the gardener; curation; reading dossiers; fact search.
@@ -107,14 +106,25 @@ SUMMARY_FROM_CENTRAL = """reduce(s = '', t IN central |
 
 # --- the vote (docs/design.md §Routing) ----------------------------------------------------------
 
+# Subquery body over a bound dossier ``d``: the sum of its fact embeddings, for a dossier written
+# before centroid sums were kept. Summed here, not in Python: returning the vectors instead made
+# the vote's round trip about 10% slower where it applies (docs/design.md §Dossier queries).
+CENTROID_SUM_FROM_FACTS = """
+  MATCH (d)-[:HAS_FACT]->(f:Fact)
+  WHERE f.embedding IS NOT NULL
+  WITH collect(f.embedding) AS es
+  RETURN CASE WHEN size(es) = 0 THEN null
+    ELSE reduce(acc = [x IN es[0] | 0.0], e IN es | [i IN range(0, size(e) - 1) | acc[i] + e[i]]) END
+    AS centroid_sum
+"""
+
 # Per packet fact, its hits: the top ``$k`` of ``$fetch`` index candidates rescored with exact
 # cosine, in active dossiers with exactly the packet's access fields; texts only for hits at
-# duplicate distance. Per dossier hit, its centroid sum and fact count (a degree lookup); a
-# dossier written before centroid sums were kept returns its fact vectors instead, summed by
-# the caller (``voting.run_vote``).
-VOTE_FOR_DOSSIERS = """
+# duplicate distance. Per dossier hit, its centroid sum (the stored one, else summed from its
+# facts) and its fact count (a degree lookup).
+VOTE_FOR_DOSSIERS = f"""
 UNWIND $queries AS q
-CALL (q) {
+CALL (q) {{
   CALL db.index.vector.queryNodes($index, $fetch, q.vec) YIELD node
   WITH node AS f, vector.similarity.cosine(node.embedding, q.vec) AS score
   WHERE score >= $min_score
@@ -125,16 +135,14 @@ CALL (q) {
     AND d.domain = $access.domain AND d.sensitivity = $access.sensitivity
     AND d.namespaces = $access.namespaces AND d.roles_allowed = $access.roles_allowed
   RETURN d, f.id AS fact_id, score, CASE WHEN score >= $dup_score THEN f.text END AS text
-}
-WITH d, collect({i: q.i, fact_id: fact_id, score: score, text: text}) AS hits
-OPTIONAL CALL (d) {
+}}
+WITH d, collect({{i: q.i, fact_id: fact_id, score: score, text: text}}) AS hits
+OPTIONAL CALL (d) {{
   WITH d WHERE d.centroid_sum IS NULL
-  MATCH (d)-[:HAS_FACT]->(f:Fact)
-  WHERE f.embedding IS NOT NULL
-  RETURN collect(f.embedding) AS fact_vectors
-}
-RETURN d.id AS dossier_id, d.title AS title, hits, d.centroid_sum AS centroid_sum, fact_vectors,
-       COUNT { (d)-[:HAS_FACT]->() } AS size
+  {CENTROID_SUM_FROM_FACTS}
+}}
+RETURN d.id AS dossier_id, d.title AS title, hits, coalesce(d.centroid_sum, centroid_sum) AS centroid,
+       COUNT {{ (d)-[:HAS_FACT]->() }} AS size
 ORDER BY dossier_id
 """
 

@@ -39,7 +39,6 @@ from cairn.graph import dossiers as cypher
 from cairn.graph.dossiers import index_score, plain_cosine
 from cairn.memory.dossiers.dedup import DEDUP_COSINE
 from cairn.memory.dossiers.models import Access
-from cairn.memory.dossiers.summary import centroid_sum
 
 TOP_K_PER_FACT = 10
 VOTE_THRESHOLD = 0.4  # plain cosine (docs/design.md §Routing)
@@ -154,9 +153,7 @@ def run_vote(tx: ManagedTransaction, vectors: NDArray[np.float32], access: Acces
     for r in result:
         did = str(r["dossier_id"])
         vote.titles[did] = r["title"] or ""
-        stored = r["centroid_sum"]
-        # a dossier written before centroid sums were kept: summed here from its fact vectors
-        centroid = centroid_sum(r["fact_vectors"] or []) if stored is None else np.asarray(stored, np.float64)
+        centroid = None if r["centroid"] is None else np.asarray(r["centroid"], dtype=np.float64)
         vote.dossiers[did] = DossierState(centroid, int(r["size"]))
         vote.hits.extend(
             Hit(int(h["i"]), did, str(h["fact_id"]), plain_cosine(float(h["score"])), h["text"])
