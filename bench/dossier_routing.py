@@ -42,10 +42,10 @@ from neo4j import Driver
 from numpy.typing import NDArray
 
 from bench.common import running_neo4j, summary, wipe_graph, write_results
+from cairn.graph.dossiers import FACT_VECTOR_INDEX
 from cairn.memory.dossiers.governor import ingest_packets, preview_route, read_vote
 from cairn.memory.dossiers.models import FactPacket, parse_packet
 from cairn.memory.dossiers.voting import (
-    FACT_INDEX,
     OVERFETCH,
     TOP_K_PER_FACT,
     VOTE_THRESHOLD,
@@ -281,7 +281,7 @@ def recall_at_10(
     queries = embedder.embed(texts)
     params = {
         "queries": [{"i": i, "vec": q.tolist()} for i, q in enumerate(queries)],
-        "index": FACT_INDEX,
+        "index": FACT_VECTOR_INDEX,
         "fetch": OVERFETCH * TOP_K_PER_FACT,
     }
     exact = np.argsort(-(queries @ matrix.T), axis=1)[:, :10]

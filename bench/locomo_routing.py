@@ -38,7 +38,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from neo4j import Driver  # settings above must be in place first
 
 from bench.common import running_neo4j, wipe_graph, write_results
-from cairn.memory.dossiers.gardener import FACT_DISTRIBUTION, split_incoherent_dossiers
+from cairn.graph.dossiers import FACT_DISTRIBUTION
+from cairn.memory.dossiers.gardener import split_incoherent_dossiers
 from cairn.memory.dossiers.governor import EMBED_CHUNK, ingest_packets
 from cairn.memory.dossiers.models import FactPacket, parse_packet
 from cairn.runtime.database import sync_driver

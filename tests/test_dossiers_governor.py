@@ -12,6 +12,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,7 +30,7 @@ from cairn.memory.dossiers.journal import entry_id
 from cairn.memory.dossiers.models import FactPacket, InputError, parse_packet
 from cairn.memory.dossiers.retriever import get_dossier_history
 from cairn.memory.dossiers.summary import summary_of
-from cairn.memory.dossiers.voting import Candidate, Decision, Hit, decide, tally
+from cairn.memory.dossiers.voting import Candidate, Decision, Hit, decide, run_vote, tally
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
 from cairn.runtime.llm import LLMClient
@@ -166,6 +167,37 @@ def test_summary_is_extractive_and_deterministic(empty_db: Driver, embedder: Emb
         id=dossier_id,
     )
     assert summary_of([r.data() for r in rows]) == summary
+
+
+def stored_vectors(driver: Driver, dossier_id: str) -> tuple[list[float] | None, list[list[float]]]:
+    """The dossier's stored centroid sum and its facts' vectors."""
+    records, _, _ = driver.execute_query(
+        "MATCH (d:Dossier {id: $id})-[:HAS_FACT]->(f:Fact) "
+        "RETURN d.centroid_sum AS centroid, collect(f.embedding) AS vectors",
+        id=dossier_id,
+    )
+    return records[0]["centroid"], records[0]["vectors"]
+
+
+def test_a_dossier_without_a_stored_centroid_is_summed_from_its_facts(
+    empty_db: Driver, embedder: Embedder
+) -> None:
+    """A dossier written before centroid sums were kept: the vote sums its fact vectors
+    (docs/design.md §Dossier queries); an append then stores the sum of all, advanced in Python."""
+    dossier_id = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder).dossier_id
+    centroid, vectors = stored_vectors(empty_db, dossier_id)
+    assert centroid == pytest.approx(np.sum(vectors, axis=0).tolist(), abs=1e-9)
+    empty_db.execute_query("MATCH (d:Dossier {id: $id}) REMOVE d.centroid_sum", id=dossier_id)
+    more = parse_packet(packet("Vegetarian Diet", ["User prefers plant-based proteins"], "block_002"))
+    query = embedder.embed([f.text for f in more.facts])
+    with empty_db.session() as session:
+        vote = session.execute_read(run_vote, query, more.access)
+    summed = vote.dossiers[dossier_id].centroid_sum
+    assert summed is not None and summed.tolist() == pytest.approx(np.sum(vectors, axis=0).tolist(), abs=1e-9)
+    assert process_fact_packet(empty_db, more, embedder=embedder).dossier_id == dossier_id
+    centroid, vectors = stored_vectors(empty_db, dossier_id)
+    assert len(vectors) == 3
+    assert centroid == pytest.approx(np.sum(vectors, axis=0).tolist(), abs=1e-9)
 
 
 # --- one transaction per packet, idempotency, duplicates -----------------------------------------

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,6 +21,7 @@ from typer.testing import CliRunner
 
 from cairn.app import create_app
 from cairn.cli import app as cli
+from cairn.graph.dossiers import FACT_TEXT_INDEX
 from cairn.memory.dossiers.curation import (
     CurationError,
     archive_dossier,
@@ -30,7 +32,6 @@ from cairn.memory.dossiers.curation import (
 )
 from cairn.memory.dossiers.demo import load_demo_dossiers
 from cairn.memory.dossiers.facts import (
-    FACT_TEXT_INDEX,
     FactRetriever,
     FusionConfig,
     content_words,
@@ -44,6 +45,7 @@ from cairn.memory.dossiers.retriever import (
     get_dossier_history,
     retrieve_relevant_dossiers,
 )
+from cairn.memory.dossiers.summary import summary_of
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import SENSITIVITY_RANK, PolicyRegistry, RoleProfile, matches
 from cairn.policy.scope import Scope
@@ -277,6 +279,17 @@ def test_merge_keeps_facts_and_history_and_links_the_merged_one(diet_db: Driver,
     assert ops.count("created") == 2  # the merged dossier's history reads on in the target
     assert "merged" in ops
     assert "merged" in [e["op"] for e in source.history]
+    # the target's centroid sum (computed in Python) and summary are those of all its facts now
+    rows, _, _ = diet_db.execute_query(
+        "MATCH (d:Dossier {id: $id})-[:HAS_FACT]->(f:Fact) WITH d, f ORDER BY f.added_at, f.id "
+        "RETURN d.centroid_sum AS centroid, d.summary AS summary, "
+        "collect(f {.text, .embedding}) AS facts",
+        id=veg,
+    )
+    vectors = [f["embedding"] for f in rows[0]["facts"]]
+    assert len(vectors) == 4  # the two diet facts, the tofu fact and the moved stamps fact
+    assert rows[0]["centroid"] == pytest.approx(np.sum(vectors, axis=0).tolist(), abs=1e-9)
+    assert rows[0]["summary"] == summary_of(rows[0]["facts"])
     assert merge_dossiers(diet_db, other, veg).already_done
     with pytest.raises(CurationError):
         merge_dossiers(diet_db, veg, veg)

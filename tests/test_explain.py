@@ -22,9 +22,9 @@ import pytest
 from neo4j import Driver
 
 import cairn
+from cairn.graph import dossiers as dossier_queries
 from cairn.graph import factors as factor_queries
 from cairn.graph import org
-from cairn.memory.dossiers import facts
 from cairn.policy.acl import MAX_HOPS
 from tests.test_read_predicates import module_strings
 
@@ -40,14 +40,14 @@ FRAGMENTS: dict[tuple[str, str], str] = {
     ("cairn.graph.org", "_COUNTS"): "the RETURN tail of the vertex and causal upserts",
     ("cairn.graph.correspondence", "VISIBLE_NUMBERS"): "the leading subquery of TAIL/DIVERGENCE_QUERY",
     ("cairn.graph.correspondence", "STORE_STAMP"): "the leading subquery of SEARCH_INDEX/SEARCH_EXACT",
-    ("cairn.memory.dossiers.retriever", "DOSSIER_HEADER_BODY"): "a subquery body over `did`",
-    ("cairn.memory.dossiers.retriever", "_RANK_VISIBLE"): "the WHERE/ORDER tail of the searches",
-    ("cairn.memory.dossiers.facts", "_FEEDBACK"): "a FACT_SEARCH subquery body",
-    ("cairn.memory.dossiers.facts", "_FUSE"): "a FACT_SEARCH subquery body",
-    ("cairn.memory.dossiers.facts", "_RANK"): "a FACT_SEARCH subquery body",
-    ("cairn.memory.dossiers.facts", "_EXPAND"): "a FACT_SEARCH subquery body",
-    ("cairn.memory.dossiers.facts", "_HEADERS"): "a FACT_SEARCH subquery body",
-    ("cairn.memory.dossiers.summary", "CENTRAL_POOL"): "a subquery body over the dossier `d`",
+    ("cairn.graph.dossiers", "DOSSIER_HEADER_BODY"): "a subquery body over `did`",
+    ("cairn.graph.dossiers", "DOSSIER_RANK_VISIBLE"): "the WHERE/ORDER tail of the searches",
+    ("cairn.graph.dossiers", "FACT_FEEDBACK"): "a FACT_SEARCH subquery body",
+    ("cairn.graph.dossiers", "FACT_FUSE"): "a FACT_SEARCH subquery body",
+    ("cairn.graph.dossiers", "FACT_RANK_POOL"): "a FACT_SEARCH subquery body",
+    ("cairn.graph.dossiers", "FACT_BLOCK_NEIGHBOURS"): "a FACT_SEARCH subquery body",
+    ("cairn.graph.dossiers", "FACT_DOSSIER_HEADERS"): "a FACT_SEARCH subquery body",
+    ("cairn.graph.dossiers", "SUMMARY_POOL_RANKED"): "a subquery body over the dossier `d`",
     ("cairn.graph.factors", "_ENTRY_INFLUENCES"): "the influence subquery over an entry `e`",
     ("cairn.graph.factors", "_ENTRY_COLUMNS"): "_ENTRY_INFLUENCES and the entry columns",
     ("cairn.graph.factors", "_NODE"): "the closure rows after a walk",
@@ -101,7 +101,10 @@ def test_the_builders_outputs_are_explained() -> None:
         *(build(hops) for hops in factor_queries.HOP_LIMITS for build in walks),
         *(org.expand_query(depth) for depth in range(MAX_HOPS + 1)),
         *(org.upsert_vertex(label) for label in ("Decision", "Event")),
-        *(facts._search_query(dense) for dense in (facts._DENSE_INDEX, facts._DENSE_EXACT)),
+        *(
+            dossier_queries.fact_search_query(dense)
+            for dense in (dossier_queries.FACT_DENSE_FROM_INDEX, dossier_queries.FACT_DENSE_EXACT)
+        ),
     ]
     assert len(built) == 4 * len(factor_queries.HOP_LIMITS) + MAX_HOPS + 1 + 2 + 2
     assert [q for q in built if q not in QUERIES] == []

@@ -42,20 +42,20 @@ _SYSTEM = "runs as the system (gardener, ingest bookkeeping), never on a caller'
 _STORED = "the stored summary/centroid over all facts; readers see it only via VISIBLE_FACTS's check"
 ALLOWLIST: dict[tuple[str, str], str] = {
     **{
-        ("cairn.memory.dossiers." + m, n): _WRITE
-        for m, n in (
-            ("curation", "MARK_ARCHIVED"),
-            ("curation", "MARK_MERGED"),
-            ("curation", "MOVE_FACTS"),
-            ("curation", "LOAD"),  # access fields for the writer's scope check (Python)
-            ("governor", "WRITE_ROUTES"),
-            ("governor", "ADD_PROVENANCE"),  # the surviving fact of a packet's own duplicate
-            ("governor", "APPLIED"),  # the packet's idempotency key, checked under the lock
-            ("voting", "VOTE_QUERY"),  # dossiers with exactly the packet's (checked) access
-            ("journal", "WRITE_ENTRIES"),
-            ("lock", "TAKE_LOCK"),
-            ("gardener", "SAVE_TAGS"),
-            ("gardener", "FINISH_BLOCK"),
+        ("cairn.graph.dossiers", n): _WRITE
+        for n in (
+            "MARK_ARCHIVED",
+            "MARK_MERGED",
+            "MOVE_FACTS",
+            "LOAD_DOSSIER_ACCESS",  # access fields for the writer's scope check (Python)
+            "WRITE_ROUTES",
+            "ADD_RESTATED_PROVENANCE",  # the surviving fact of a packet's own duplicate
+            "PACKETS_APPLIED",  # the packet's idempotency key, checked under the lock
+            "VOTE_FOR_DOSSIERS",  # dossiers with exactly the packet's (checked) access
+            "WRITE_JOURNAL_ENTRIES",
+            "TAKE_ROUTING_LOCK",
+            "SAVE_BLOCK_TAGS",
+            "FINISH_BLOCK",
         )
     },
     ("cairn.graph.factors", "WRITE_ENTRY"): _WRITE,
@@ -81,25 +81,24 @@ ALLOWLIST: dict[tuple[str, str], str] = {
     ("cairn.graph.correspondence", "STORE_STAMP"): _SYSTEM,
     **{("cairn.graph.org", n): _SYSTEM for n in ("STORED_EMBEDDINGS", "STORED_CAUSAL")},
     **{
-        ("cairn.memory.dossiers." + m, n): _SYSTEM
-        for m, n in (
-            ("blocks", "PROCESSED_BLOCKS"),
-            ("gardener", "DOSSIER_COUNT"),
-            ("gardener", "EMBEDDING_COVERAGE"),
-            ("gardener", "FACT_DISTRIBUTION"),
-            ("gardener", "LOAD_BLOCK"),
-            ("gardener", "PROVENANCE_COUNTS"),
-            ("gardener", "UNPROCESSED_BLOCKS"),
-            ("gardener", "SPLIT_CANDIDATES"),  # `cairn garden --all` splits incoherent dossiers
-            ("gardener", "LOAD_DOSSIER_FACTS"),
-            ("gardener", "SPLIT_SUMMARIES"),
-            ("gardener", "WRITE_SPLIT"),
+        ("cairn.graph.dossiers", n): _SYSTEM
+        for n in (
+            "PROCESSED_BLOCKS",
+            "DOSSIER_COUNT",
+            "EMBEDDING_COVERAGE",
+            "FACT_DISTRIBUTION",
+            "LOAD_BLOCK",
+            "PROVENANCE_COUNTS",
+            "UNPROCESSED_BLOCKS",
+            "SPLIT_CANDIDATES",  # `cairn garden --all` splits incoherent dossiers
+            "LOAD_DOSSIER_FACTS",
+            "SPLIT_SUMMARIES",
+            "WRITE_SPLIT",
         )
     },
     **{
-        ("cairn.memory.dossiers." + m, n): _STORED
-        for m in ("curation", "gardener", "governor", "summary", "voting")
-        for n in ("CENTRAL_FACTS", "CENTRAL_POOL", "CENTROID_FROM_FACTS")
+        ("cairn.graph.dossiers", n): _STORED
+        for n in ("CENTRAL_FACT_TEXTS", "CENTROID_SUM_FROM_FACTS", "SUMMARY_POOL_RANKED")
     },
 }
 

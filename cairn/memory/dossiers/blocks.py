@@ -17,8 +17,8 @@ from typing import Any
 
 from neo4j import Driver
 
+from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.models import Access, BlockInput, InputError, Problem, parse_block
-from cairn.policy.acl import acl_visible, edge_allowed
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
 from cairn.policy.writes import TAKEN_ID, stored_ids
@@ -30,43 +30,6 @@ def block_node_id(block_id: str) -> str:
 
 def turn_node_id(block_id: str, turn_index: int) -> str:
     return f"turn-{block_id}-{turn_index}"
-
-
-PROCESSED_BLOCKS = """
-UNWIND $block_ids AS bid
-MATCH (b:Block {block_id: bid})
-WHERE b.processed_at IS NOT NULL
-RETURN b.block_id AS block_id
-"""
-
-WRITE_BLOCK = """
-MERGE (b:Entity:Block {id: $id})
-ON CREATE SET b.created_at = datetime($now)
-SET b += $props, b.observed_at = CASE WHEN $observed_at IS NULL THEN null ELSE datetime($observed_at) END
-WITH b
-UNWIND $turns AS t
-MERGE (turn:Entity:Turn {id: t.id})
-ON CREATE SET turn.created_at = datetime($now)
-SET turn += t.props
-MERGE (turn)-[:PART_OF]->(b)
-"""
-
-SAVE_METADATA = """
-MERGE (b:Entity:Block {id: $id})
-ON CREATE SET b.created_at = datetime(), b.block_id = $block_id, b += $access
-SET b.global_tags = $global_tags, b.section_rules = $section_rules
-"""
-
-BLOCK_METADATA = f"""
-MATCH (b:Block {{block_id: $block_id}})
-WHERE {acl_visible("b")}
-OPTIONAL MATCH (t:Turn)-[:PART_OF]->(b)
-WHERE {acl_visible("t")} AND {edge_allowed("PART_OF", "t", "b", "in")}
-WITH b, count(t) AS turns
-OPTIONAL MATCH (f:Fact)-[:FROM_BLOCK]->(b)
-WHERE {acl_visible("f")} AND {edge_allowed("FROM_BLOCK", "f", "b", "in")}
-RETURN properties(b) AS props, turns, count(f) AS facts
-"""
 
 
 @dataclass(frozen=True)
@@ -119,7 +82,7 @@ def _turn_rows(block: BlockInput) -> list[dict[str, Any]]:
 
 def processed_block_ids(driver: Driver, block_ids: Iterable[str]) -> set[str]:
     """Those of ``block_ids`` that were gardened already."""
-    records, _, _ = driver.execute_query(PROCESSED_BLOCKS, block_ids=sorted(set(block_ids)))
+    records, _, _ = driver.execute_query(cypher.PROCESSED_BLOCKS, block_ids=sorted(set(block_ids)))
     return {str(r["block_id"]) for r in records}
 
 
@@ -159,7 +122,7 @@ def ingest_blocks(
             **b.access.props(),
         }
         driver.execute_query(
-            WRITE_BLOCK,
+            cypher.WRITE_BLOCK,
             id=block_node_id(b.block_id),
             props=props,
             observed_at=b.timestamp.isoformat() if b.timestamp else None,
@@ -181,7 +144,7 @@ def save_block_metadata(
 ) -> None:
     """Store a block's tags once, on the block (creating a bare block with default access if absent)."""
     driver.execute_query(
-        SAVE_METADATA,
+        cypher.SAVE_BLOCK_METADATA,
         id=block_node_id(block_id),
         block_id=block_id,
         access=Access().props(),
@@ -192,7 +155,9 @@ def save_block_metadata(
 
 def get_block_metadata(driver: Driver, scope: Scope, block_id: str) -> BlockMetadata | None:
     """The block's tags and counts as the scope may see them; None when absent or hidden."""
-    records, _, _ = driver.execute_query(BLOCK_METADATA, {**scope.cypher_params(), "block_id": block_id})
+    records, _, _ = driver.execute_query(
+        cypher.BLOCK_METADATA, {**scope.cypher_params(), "block_id": block_id}
+    )
     if not records:
         return None
     r = records[0]

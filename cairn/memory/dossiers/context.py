@@ -17,17 +17,10 @@ from typing import Any
 
 from neo4j import Driver
 
+from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.retriever import DossierView
-from cairn.policy.acl import acl_visible
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
-
-BLOCKS_METADATA = f"""
-UNWIND $block_ids AS bid
-MATCH (b:Block {{block_id: bid}})
-WHERE {acl_visible("b")}
-RETURN bid AS block_id, b {{.id, .domain, .global_tags, .section_rules}} AS props
-"""
 
 _TRAILING_INT = re.compile(r"(\d+)$")
 
@@ -55,7 +48,7 @@ class _Meta:
 
 def _metadata(driver: Driver, scope: Scope, block_ids: Sequence[str]) -> dict[str, _Meta]:
     records, _, _ = driver.execute_query(
-        BLOCKS_METADATA, {**scope.cypher_params(), "block_ids": list(block_ids)}
+        cypher.BLOCK_TAGS_FOR_CHUNKS, {**scope.cypher_params(), "block_ids": list(block_ids)}
     )
     out = {}
     for r in records:

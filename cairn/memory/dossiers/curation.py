@@ -19,79 +19,15 @@ from typing import Any
 from neo4j import Driver, ManagedTransaction
 
 from cairn.errors import CairnError
+from cairn.graph import dossiers as cypher
+from cairn.graph.dossiers import index_score
 from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
 from cairn.memory.dossiers.lock import take_lock
 from cairn.memory.dossiers.models import Access
 from cairn.memory.dossiers.retriever import get_dossier
-from cairn.memory.dossiers.summary import CENTRAL_FACTS, CENTROID_FROM_FACTS, SUMMARY_TEXT
-from cairn.memory.dossiers.voting import VOTE_THRESHOLD, index_score
-from cairn.policy.acl import acl_visible, edge_allowed
+from cairn.memory.dossiers.summary import SUMMARY_PARAMS, centroid_sum
+from cairn.memory.dossiers.voting import VOTE_THRESHOLD
 from cairn.policy.scope import Scope
-
-LOAD = """
-UNWIND $ids AS did
-MATCH (d:Dossier {id: did})
-RETURN d.id AS id, d.status AS status, d.merged_into AS merged_into,
-       d.domain AS domain, d.sensitivity AS sensitivity, d.namespaces AS namespaces,
-       d.roles_allowed AS roles_allowed
-"""
-
-MOVE_FACTS = """
-MATCH (s:Dossier {id: $source})-[r:HAS_FACT]->(f:Fact)
-MATCH (t:Dossier {id: $target})
-MERGE (t)-[:HAS_FACT]->(f)
-DELETE r
-RETURN f.id AS id
-"""
-
-# After the move: the target's centroid and summary recomputed from all its facts.
-MARK_MERGED = f"""
-MATCH (s:Dossier {{id: $source}}), (d:Dossier {{id: $target}})
-SET s.status = 'merged', s.merged_into = $target, s.last_updated = datetime($now),
-    d.last_updated = datetime($now)
-WITH d, d.summary AS previous
-CALL (d) {{
-  {CENTROID_FROM_FACTS}
-}}
-SET d.centroid_sum = centroid_sum, d.summary_pool = null
-WITH d, previous
-CALL (d) {{
-  {CENTRAL_FACTS}
-}}
-WITH d, previous, {SUMMARY_TEXT} AS summary
-SET d.summary = summary
-RETURN previous, summary
-"""
-
-MARK_ARCHIVED = """
-MATCH (d:Dossier {id: $id})
-SET d.status = 'archived', d.last_updated = datetime($now)
-"""
-
-RELATED_BY_FACTS = f"""
-MATCH (d:Dossier {{id: $id}})-[:HAS_FACT]->(src:Fact)
-WHERE {acl_visible("d")} AND {acl_visible("src")} AND src.embedding IS NOT NULL
-  AND {edge_allowed("HAS_FACT", "d", "src", "out")}
-WITH collect(src.embedding) AS vecs
-MATCH (o:Dossier)-[:HAS_FACT]->(f:Fact)
-WHERE o.id <> $id AND o.status = 'active' AND f.embedding IS NOT NULL
-  AND {acl_visible("o")} AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "o", "f", "out")}
-UNWIND vecs AS v
-WITH o, vector.similarity.cosine(f.embedding, v) AS s
-WHERE s >= $min_score
-WITH o, count(*) AS hits, sum(2 * s - 1) AS score_sum
-ORDER BY hits DESC, score_sum DESC, o.id
-LIMIT $top_k
-RETURN o.id AS id, o.title AS title, hits, score_sum
-"""
-
-LINKED = f"""
-MATCH (d:Dossier {{id: $id}})<-[:ABOUT]-(j:JournalEntry {{op: 'linked'}})-[:ABOUT]->(o:Dossier)
-WHERE o.id <> $id AND {acl_visible("d")} AND {acl_visible("j")} AND {acl_visible("o")}
-  AND {edge_allowed("ABOUT", "j", "d", "in")} AND {edge_allowed("ABOUT", "j", "o", "out")}
-RETURN DISTINCT o.id AS id, o.title AS title, j.rationale AS rationale
-ORDER BY o.id
-"""
 
 
 class CurationError(CairnError, ValueError):
@@ -123,7 +59,7 @@ def _key(*parts: str) -> str:
 
 def _load(tx: ManagedTransaction, ids: list[str], writer: Scope | None) -> dict[str, dict[str, Any]]:
     """The dossiers' rows; one that is absent, or outside ``writer``'s profile, is "no dossier"."""
-    found = {r["id"]: r.data() for r in tx.run(LOAD, ids=ids)}
+    found = {r["id"]: r.data() for r in tx.run(cypher.LOAD_DOSSIER_ACCESS, ids=ids)}
     missing = [
         i for i in ids if i not in found or (writer is not None and _access(found[i]).problems_for(writer))
     ]
@@ -165,9 +101,18 @@ def _merge(
         if rows[did]["status"] != "active":
             raise CurationError(f"dossier {did!r} is {rows[did]['status']}, not active")
     access = _same_access(rows[source], rows[target], "merge")
-    moved = [r["id"] for r in tx.run(MOVE_FACTS, source=source, target=target)]
+    after = tx.run(cypher.MOVE_FACTS, source=source, target=target).single(strict=True)
+    moved = [str(i) for i in after["moved"]]
+    total = centroid_sum(after["fact_vectors"])  # the target's, over all its facts now
     now = datetime.now(UTC).isoformat()
-    record = tx.run(MARK_MERGED, source=source, target=target, now=now).single(strict=True)
+    record = tx.run(
+        cypher.MARK_MERGED,
+        source=source,
+        target=target,
+        now=now,
+        centroid_sum=None if total is None else [float(x) for x in total],
+        **SUMMARY_PARAMS,
+    ).single(strict=True)
     previous, summary = record["previous"] or "", record["summary"]
     entries = [
         Entry(
@@ -212,7 +157,7 @@ def _archive(
     if row["status"] != "active":
         raise CurationError(f"dossier {dossier_id!r} is {row['status']}; only active dossiers are archived")
     now = datetime.now(UTC).isoformat()
-    tx.run(MARK_ARCHIVED, id=dossier_id, now=now).consume()
+    tx.run(cypher.MARK_ARCHIVED, id=dossier_id, now=now).consume()
     entry = Entry(
         "archived", (dossier_id,), previous_value="active", new_value="archived", rationale=rationale
     )
@@ -262,9 +207,9 @@ def related_dossiers(
     Both are computed over what the scope may see only.
     """
     params = {**scope.cypher_params(), "id": dossier_id}
-    linked, _, _ = driver.execute_query(LINKED, params)
+    linked, _, _ = driver.execute_query(cypher.LINKED_DOSSIERS, params)
     voted, _, _ = driver.execute_query(
-        RELATED_BY_FACTS, {**params, "min_score": index_score(threshold), "top_k": top_k}
+        cypher.RELATED_BY_FACTS, {**params, "min_score": index_score(threshold), "top_k": top_k}
     )
     out: list[dict[str, Any]] = [
         {"id": r["id"], "title": r["title"], "linked": True, "rationale": r["rationale"]} for r in linked

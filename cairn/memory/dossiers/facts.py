@@ -22,9 +22,10 @@ list is full or the index has nothing more; only then does the dense side fall b
 exact scan over the visible facts. Hidden facts cost time, never a rank.
 
 One round trip per search: both lists, the top fused seeds' block neighbours, the ranked pool
-and the headers of the returned facts' dossiers come from one query (``FACT_SEARCH``); only the
-top_k facts' fields travel (carrying every candidate's was most of the latency), never a
-vector (a dossier's visible facts' vectors only when some are hidden, to rebuild its summary).
+and the headers of the returned facts' dossiers come from one query (``FACT_SEARCH`` in
+``cairn.graph.dossiers``, imported as ``cypher``); only the top_k facts' fields travel
+(carrying every candidate's was most of the latency), never a vector (a dossier's visible
+facts' vectors only when some are hidden, to rebuild its summary).
 It is repeated only when a list must be refetched larger.
 """
 
@@ -38,168 +39,13 @@ from typing import Any
 import numpy as np
 from neo4j import Driver
 
-from cairn.memory.dossiers.retriever import DOSSIER_HEADER_BODY, DOSSIER_HEADER_ROW, DossierView, header_views
-from cairn.memory.dossiers.voting import FACT_INDEX, plain_cosine
-from cairn.policy.acl import acl_visible, edge_allowed
+from cairn.graph import dossiers as cypher
+from cairn.graph.dossiers import plain_cosine
+from cairn.memory.dossiers.retriever import DossierView, header_views
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
 from cairn.runtime.tokens import count_tokens
-from cairn.schema.nodes import fulltext_index_name
-
-FACT_TEXT_INDEX = fulltext_index_name("Fact", "text")
-
-# A fact is a candidate only if it, its dossier and the edge between them are visible.
-_VISIBLE = f"""d.status IN $statuses AND {acl_visible("d")} AND {acl_visible("f")}
-    AND {edge_allowed("HAS_FACT", "d", "f", "out")}"""
-
-# What a caller may be shown of a fact (before masking); never the 384-float vector. A fact
-# that absorbed skipped duplicates lists every source turn in ``source_turn_ids``.
-FACT_FIELDS = """f {.id, .text, .fact_type, .confidence, .added_at, .observed_at, .source_block_id,
-  .turn_index, .domain, .sensitivity, .namespaces, .roles_allowed,
-  source_turn_ids: coalesce(f.source_turn_ids, CASE WHEN f.source_turn_id IS NULL THEN []
-                                               ELSE [f.source_turn_id] END)}"""
-# A candidate inside the query: the node itself (its fields are read only for the facts returned).
-_HIT = "{f: f, dossier_id: d.id, score: score}"
-
-_DENSE_INDEX = f"""
-  CALL db.index.vector.queryNodes($vector_index, $dense_fetch, $vec) YIELD node
-  WITH collect(node) AS fetched
-  CALL (fetched) {{
-    UNWIND fetched AS f
-    MATCH (d:Dossier)-[:HAS_FACT]->(f)
-    WHERE {_VISIBLE}
-    WITH f, d, vector.similarity.cosine(f.embedding, $vec) AS score
-    ORDER BY score DESC, f.id
-    LIMIT $depth
-    RETURN collect({_HIT}) AS dense
-  }}
-  RETURN size(fetched) AS dense_fetched, dense
-"""
-# Exact cosine over every visible fact: when hidden facts crowd the index's answer out.
-_DENSE_EXACT = f"""
-  MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact)
-  WHERE f.embedding IS NOT NULL AND {_VISIBLE}
-  WITH f, d, vector.similarity.cosine(f.embedding, $vec) AS score
-  ORDER BY score DESC, f.id
-  LIMIT $depth
-  RETURN -1 AS dense_fetched, collect({_HIT}) AS dense
-"""
-# No query words (``$lucene`` empty): no row reaches the index and the list is empty.
-_TEXT = f"""
-  WITH $lucene AS lucene WHERE lucene <> ''
-  CALL db.index.fulltext.queryNodes($text_index, lucene, {{limit: $text_fetch}}) YIELD node, score
-  WITH collect({{f: node, score: score}}) AS fetched
-  CALL (fetched) {{
-    UNWIND fetched AS x
-    WITH x.f AS f, x.score AS score
-    MATCH (d:Dossier)-[:HAS_FACT]->(f)
-    WHERE {_VISIBLE}
-    WITH f, d, score
-    ORDER BY score DESC, f.id
-    LIMIT $depth
-    RETURN collect({_HIT}) AS text
-  }}
-  RETURN size(fetched) AS text_fetched, text
-"""
-# Pseudo-relevance feedback: the query moved toward the mean of its top ``$feedback`` dense
-# hits (Rocchio), asked again; it finds facts worded like the answers rather than the question.
-_FEEDBACK = f"""
-  WITH [h IN dense[..$feedback] | h.f.id] AS ids
-  MATCH (g:Fact) WHERE g.id IN ids
-  WITH collect(g.embedding) AS tops
-  WHERE size(tops) > 0
-  WITH [i IN range(0, size($vec) - 1) | $vec[i] + reduce(a = 0.0, e IN tops | a + e[i]) / size(tops)] AS v
-  CALL db.index.vector.queryNodes($vector_index, $dense_fetch, v) YIELD node
-  WITH v, collect(node) AS fetched
-  CALL (v, fetched) {{
-    UNWIND fetched AS f
-    MATCH (d:Dossier)-[:HAS_FACT]->(f)
-    WHERE {_VISIBLE}
-    WITH f, d, vector.similarity.cosine(f.embedding, v) AS score
-    ORDER BY score DESC, f.id
-    LIMIT $depth
-    RETURN collect({_HIT}) AS hits
-  }}
-  UNWIND hits AS hit
-  RETURN collect(hit) AS feedback
-"""
-# Fusion: each list gives its facts a weighted share, summed per fact. "rrf": reciprocal rank
-# 1 / (rrf_k + rank); "score": the list's own score rescaled to [0, 1] (cosine min-max over the
-# list, BM25 over its best), which keeps how far apart the scores are, not only their order.
-_DENSE_SHARE = """$dense_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k + i + 1)
-  ELSE (dense[i].score - dense[-1].score) / (dense[0].score - dense[-1].score + 1e-9) END"""
-_FEEDBACK_SHARE = """$feedback_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k + i + 1)
-  ELSE (feedback[i].score - feedback[-1].score) / (feedback[0].score - feedback[-1].score + 1e-9) END"""
-_TEXT_SHARE = """$text_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k + i + 1)
-  ELSE text[i].score / (text[0].score + 1e-9) END"""
-_FUSE = f"""
-  WITH [i IN range(0, size(dense) - 1) | {{id: dense[i].f.id, s: {_DENSE_SHARE}}}]
-     + [i IN range(0, size(text) - 1) | {{id: text[i].f.id, s: {_TEXT_SHARE}}}]
-     + [i IN range(0, size(feedback) - 1) | {{id: feedback[i].f.id, s: {_FEEDBACK_SHARE}}}] AS shares
-  UNWIND shares AS share
-  WITH share.id AS id, sum(share.s) AS score
-  ORDER BY score DESC, id
-  RETURN collect({{id: id, score: score}}) AS fused
-"""
-# The visible facts told within ``$window`` turns of a seed (one of the top ``$seeds`` fused
-# facts) in its block (session); null window: the whole block.
-_EXPAND = f"""
-  UNWIND fused[..$seeds] AS top
-  MATCH (s:Fact {{id: top.id}})
-  MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact {{source_block_id: s.source_block_id}})
-  WHERE f <> s AND {_VISIBLE}
-  WITH top, f, d, 0.0 AS score,
-       CASE WHEN s.turn_index IS NULL OR f.turn_index IS NULL THEN null
-            ELSE abs(s.turn_index - f.turn_index) END AS distance
-  WHERE $window IS NULL OR distance <= $window
-  RETURN collect({{f: f, dossier_id: d.id, boost: $neighbour_weight * top.score}}) AS neighbours
-"""
-# The pool: every listed or expanded fact once, scored as fused plus its best seed's share
-# (a neighbour not in any list starts at 0), ordered; only the first ``$limit`` facts' fields
-# travel, and only their dossiers' headers are read.
-_RANK = f"""
-  UNWIND [x IN fused | {{id: x.id, fused: x.score}}]
-       + [h IN dense | {{id: h.f.id, f: h.f, dossier_id: h.dossier_id, list: 'dense', cosine: h.score}}]
-       + [h IN text | {{id: h.f.id, f: h.f, dossier_id: h.dossier_id, list: 'text'}}]
-       + [h IN feedback | {{id: h.f.id, f: h.f, dossier_id: h.dossier_id, list: 'feedback'}}]
-       + [n IN neighbours | {{id: n.f.id, f: n.f, dossier_id: n.dossier_id, list: 'block',
-                              boost: n.boost}}] AS row
-  WITH row.id AS id, collect(row) AS rows
-  WITH id, [r IN rows WHERE r.f IS NOT NULL][0] AS first, [r IN rows | r.list] AS lists,
-       coalesce([r IN rows WHERE r.fused IS NOT NULL][0].fused, 0.0) AS base,
-       reduce(b = 0.0, r IN rows | CASE WHEN r.boost > b THEN r.boost ELSE b END) AS boost,
-       [r IN rows WHERE r.list = 'dense' | r.cosine][0] AS cosine
-  WITH id, first, cosine, [m IN ['dense', 'text', 'feedback', 'block'] WHERE m IN lists] AS matched,
-       CASE WHEN 'block' IN lists THEN base + boost ELSE base END AS score
-  ORDER BY score DESC, id
-  WITH collect({{f: first.f, dossier_id: first.dossier_id, score: score, cosine: cosine,
-                 matched: matched}}) AS pool
-  WITH size(pool) AS total, pool[..$limit] AS top
-  RETURN total, [h IN top | h {{.dossier_id, .score, .cosine, .matched}}] AS ranked,
-         [f IN [h IN top | h.f] | {FACT_FIELDS}] AS facts, top
-"""
-_HEADERS = f"""
-  UNWIND [h IN top | h.dossier_id] AS did
-  WITH DISTINCT did{DOSSIER_HEADER_BODY}  RETURN collect({DOSSIER_HEADER_ROW}) AS headers
-"""
-
-
-def _search_query(dense: str) -> str:
-    """Both ranked lists, the seeds' block neighbours, the ranked pool and its headers: one round trip."""
-    return (
-        f"CALL () {{{dense}}}\nCALL () {{{_TEXT}}}\nCALL (dense) {{{_FEEDBACK}}}\n"
-        f"CALL (dense, text, feedback) {{{_FUSE}}}\n"
-        f"CALL (fused) {{{_EXPAND}}}\n"
-        f"CALL (dense, text, feedback, fused, neighbours) {{{_RANK}}}\n"
-        f"CALL (top) {{{_HEADERS}}}\n"
-        "RETURN dense_fetched, size(dense) AS dense_count, text_fetched, size(text) AS text_count,\n"
-        "       total, ranked, facts, headers"
-    )
-
-
-FACT_SEARCH = _search_query(_DENSE_INDEX)
-FACT_SEARCH_EXACT = _search_query(_DENSE_EXACT)
 
 FIRST_FETCH = 100
 MAX_POOL = 1_000_000  # "no cut" for the ranked pool
@@ -334,7 +180,9 @@ def lucene_query(text: str, drop: frozenset[str] = frozenset()) -> str:
 class FusionConfig:
     """How the ranked lists are combined; defaults are the measured best (bench/results/locomo.md)."""
 
-    fusion: str = "score"  # "score" (rescaled scores, see _FUSE; +0.015 at k=10 over "rrf") or "rrf"
+    fusion: str = (
+        "score"  # "score" (rescaled scores, see cypher.FACT_FUSE; +0.015 at k=10 over "rrf") or "rrf"
+    )
     rrf_k: float = 20.0  # a rank's weight is 1 / (rrf_k + rank); 20 beat the usual 60 (top ranks count more)
     dense_weight: float = 1.0
     text_weight: float = 1.0
@@ -357,7 +205,7 @@ class FactHit:
 
     fact: dict[str, Any]
     dossier: DossierView
-    score: float  # fused score (see _FUSE); comparable within one search only
+    score: float  # fused score (see cypher.FACT_FUSE); comparable within one search only
     cosine: float | None  # the fact's exact cosine to the query, when it was a dense candidate
     matched: tuple[str, ...]  # "dense", "text", "feedback", "block": which lists brought it
 
@@ -423,8 +271,8 @@ class FactRetriever:
             "lucene": lucene_query(query, QUESTION_WORDS if cfg.drop_question_words else frozenset()),
             "depth": max(cfg.depth, 2 * top_k),
             "statuses": ["active", "archived"] if include_archived else ["active"],
-            "vector_index": FACT_INDEX,
-            "text_index": FACT_TEXT_INDEX,
+            "vector_index": cypher.FACT_VECTOR_INDEX,
+            "text_index": cypher.FACT_TEXT_INDEX,
             "fusion": cfg.fusion,
             "rrf_k": cfg.rrf_k,
             "dense_weight": cfg.dense_weight,
@@ -488,7 +336,7 @@ class FactRetriever:
     def _fetch(self, params: dict[str, Any]) -> dict[str, Any]:
         """One round trip, repeated only while a list is short of ``depth`` visible facts and its
         index has more: the fetch grows; past ``MAX_FETCH`` the dense list is an exact scan."""
-        query = FACT_SEARCH
+        query = cypher.FACT_SEARCH
         dense_fetch = text_fetch = max(FIRST_FETCH, 2 * params["depth"])
         while True:
             records, _, _ = self.driver.execute_query(
@@ -500,7 +348,7 @@ class FactRetriever:
             if not (dense_short or text_short):
                 return dict(r)
             if dense_short and dense_fetch >= MAX_FETCH:
-                query = FACT_SEARCH_EXACT
+                query = cypher.FACT_SEARCH_EXACT
             elif dense_short:
                 dense_fetch *= 4
             if text_short:

@@ -30,13 +30,14 @@ from neo4j import Driver, ManagedTransaction
 from numpy.typing import NDArray
 
 from cairn.errors import EXIT_FAILED, CairnError
+from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.adjudicator import Adjudicator
 from cairn.memory.dossiers.blocks import block_node_id
 from cairn.memory.dossiers.governor import RoutingResult, process_fact_packet
 from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
 from cairn.memory.dossiers.lock import take_lock
 from cairn.memory.dossiers.models import Access, FactItem, FactPacket
-from cairn.memory.dossiers.summary import CENTRAL_POOL, SUMMARY_TEXT
+from cairn.memory.dossiers.summary import SUMMARY_PARAMS
 from cairn.memory.dossiers.tagging import Classification, classify_facts
 from cairn.memory.dossiers.voting import KAPPA_JOIN, cluster_facts
 from cairn.policy.scope import Scope
@@ -51,103 +52,6 @@ LABEL_WORDS = 3
 SPLIT_MIN_FACTS = 8
 SPLIT_COHERENCE = KAPPA_JOIN - 0.08
 SPLIT_ROUNDS = 10
-
-SPLIT_CANDIDATES = """
-MATCH (d:Dossier {status: 'active'})
-WHERE $ids IS NULL OR d.id IN $ids
-WITH d, COUNT { (d)-[:HAS_FACT]->() } AS n
-WHERE n >= $min_facts
-RETURN d.id AS id ORDER BY id
-"""
-
-LOAD_DOSSIER_FACTS = """
-MATCH (d:Dossier {id: $id, status: 'active'})-[:HAS_FACT]->(f:Fact)
-WHERE f.embedding IS NOT NULL
-RETURN d {.title, .domain, .sensitivity, .namespaces, .roles_allowed} AS dossier, f.id AS id, f.text AS text,
-       f.embedding AS embedding
-ORDER BY f.added_at, f.id
-"""
-
-# Each new part: a dossier with the source's access fields and its facts moved over; every part
-# (the source keeps the first) gets the centroid sum of its facts.
-WRITE_SPLIT = """
-MATCH (src:Dossier {id: $source})
-UNWIND $parts AS part
-MERGE (d:Entity:Dossier {id: part.dossier_id})
-ON CREATE SET d += $create_props, d.title = part.title, d.created_at = datetime($now), d.summary = ''
-SET d.last_updated = datetime($now), d.centroid_sum = part.centroid_sum, d.summary_pool = null
-WITH src, d, part
-CALL (src, d, part) {
-  UNWIND part.fact_ids AS fid
-  MATCH (src)-[r:HAS_FACT]->(f:Fact {id: fid})
-  WHERE d <> src
-  DELETE r
-  MERGE (d)-[:HAS_FACT]->(f)
-}
-"""
-
-# Once every fact has moved: each part's summary, chosen from all its facts.
-SPLIT_SUMMARIES = f"""
-UNWIND $ids AS did
-MATCH (d:Dossier {{id: did}})
-WITH d, d.summary AS previous, [] AS new_ids
-CALL (d, new_ids) {{
-  {CENTRAL_POOL}
-}}
-SET d.summary_pool = pool, d.summary = {SUMMARY_TEXT}
-RETURN d.id AS dossier_id, previous, d.summary AS summary
-"""
-
-LOAD_BLOCK = """
-MATCH (b:Block {block_id: $block_id})
-RETURN properties(b) AS props
-"""
-
-UNPROCESSED_BLOCKS = """
-MATCH (b:Block)
-WHERE b.processed_at IS NULL
-RETURN b.block_id AS block_id ORDER BY coalesce(b.observed_at, b.created_at), b.block_id
-"""
-
-SAVE_TAGS = """
-MATCH (b:Block {id: $id})
-SET b.global_tags = $global_tags, b.section_rules = $section_rules
-WITH b
-UNWIND $tag_facts AS row
-MERGE (f:Entity:Fact {id: row.id})
-ON CREATE SET f.created_at = datetime($now), f.added_at = datetime($now)
-SET f += row.props
-MERGE (f)-[:FROM_BLOCK]->(b)
-"""
-
-FINISH_BLOCK = """
-MATCH (b:Block {id: $id})
-OPTIONAL MATCH (t:Turn)-[:PART_OF]->(b)
-WITH b, collect(t) AS turns
-SET b.processed_at = datetime($now)
-REMOVE b.pending_facts
-WITH b, turns, size(turns) AS n
-FOREACH (t IN turns | DETACH DELETE t)
-RETURN n
-"""
-
-# The validation counts after a migration (docs/design.md §Gardener), on the graph.
-DOSSIER_COUNT = "MATCH (d:Dossier) RETURN count(d) AS n"
-FACT_DISTRIBUTION = """
-MATCH (d:Dossier)
-OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
-RETURN d.id AS id, d.title AS title, d.status AS status, count(f) AS facts
-ORDER BY facts DESC, d.id
-"""
-PROVENANCE_COUNTS = """
-MATCH (j:JournalEntry)-[:ABOUT]->(d:Dossier)
-RETURN d.id AS id, j.op AS op, count(j) AS n
-ORDER BY d.id, op
-"""
-EMBEDDING_COVERAGE = """
-MATCH (:Dossier)-[:HAS_FACT]->(f:Fact)
-RETURN count(DISTINCT f) AS total, count(DISTINCT CASE WHEN f.embedding IS NOT NULL THEN f END) AS embedded
-"""
 
 # Words that never make a good dossier title (function words, the subject "user", generic verbs).
 _STOPWORDS = frozenset(
@@ -291,7 +195,7 @@ def split_parts(vectors: NDArray[np.float32]) -> list[list[int]]:
 
 def _split_one(tx: ManagedTransaction, dossier_id: str) -> Split | None:
     take_lock(tx)
-    rows = list(tx.run(LOAD_DOSSIER_FACTS, id=dossier_id))
+    rows = list(tx.run(cypher.LOAD_DOSSIER_FACTS, id=dossier_id))
     if len(rows) < SPLIT_MIN_FACTS:
         return None
     vectors = np.asarray([r["embedding"] for r in rows], dtype=np.float32)
@@ -318,7 +222,7 @@ def _split_one(tx: ManagedTransaction, dossier_id: str) -> Split | None:
     named = [(dossier_id if n == 0 else f"dos-{key}-{n}", p) for n, p in enumerate(parts)]
     now = datetime.now(UTC).isoformat()
     tx.run(
-        WRITE_SPLIT,
+        cypher.WRITE_SPLIT,
         source=dossier_id,
         parts=[
             {
@@ -334,7 +238,7 @@ def _split_one(tx: ManagedTransaction, dossier_id: str) -> Split | None:
         create_props={"status": "active", **access.props()},
         now=now,
     ).consume()
-    result = tx.run(SPLIT_SUMMARIES, ids=[did for did, _ in named])
+    result = tx.run(cypher.SPLIT_SUMMARIES, ids=[did for did, _ in named], **SUMMARY_PARAMS)
     summaries = {str(r["dossier_id"]): (r["previous"] or "", r["summary"]) for r in result}
     before = coherence(vectors)
     entries = [
@@ -357,7 +261,9 @@ def split_incoherent_dossiers(driver: Driver, dossier_ids: Sequence[str] | None 
     """Split every (or each named) active dossier whose facts no longer cohere; one transaction
     per dossier, under the routing lock, journalled (``split``) ABOUT the source and each part."""
     records, _, _ = driver.execute_query(
-        SPLIT_CANDIDATES, ids=None if dossier_ids is None else list(dossier_ids), min_facts=SPLIT_MIN_FACTS
+        cypher.SPLIT_CANDIDATES,
+        ids=None if dossier_ids is None else list(dossier_ids),
+        min_facts=SPLIT_MIN_FACTS,
     )
     splits = []
     with driver.session() as session:
@@ -401,7 +307,7 @@ def garden_block(
     Raises ``BlockNotFound`` for an unknown block, and for one outside ``writer``'s profile
     (the two are not told apart).
     """
-    records, _, _ = driver.execute_query(LOAD_BLOCK, block_id=block_id)
+    records, _, _ = driver.execute_query(cypher.LOAD_BLOCK, block_id=block_id)
     if not records:
         raise BlockNotFound(f"no block {block_id!r}")
     props = records[0]["props"]
@@ -421,7 +327,7 @@ def garden_block(
     classification = classify_facts(facts, props.get("last_turn"))
     now = datetime.now(UTC).isoformat()
     driver.execute_query(
-        SAVE_TAGS,
+        cypher.SAVE_BLOCK_TAGS,
         id=block_node_id(block_id),
         global_tags=classification.global_tags,
         section_rules=json.dumps(classification.section_rules),
@@ -447,7 +353,7 @@ def garden_block(
                     driver, packet, embedder=model, adjudicator=adjudicator, vectors=vectors[idx]
                 )
             )
-    records, _, _ = driver.execute_query(FINISH_BLOCK, id=block_node_id(block_id), now=now)
+    records, _, _ = driver.execute_query(cypher.FINISH_BLOCK, id=block_node_id(block_id), now=now)
     report.facts_processed = len(facts)
     report.global_tags = classification.global_tags
     report.section_rules = classification.section_rules
@@ -456,7 +362,7 @@ def garden_block(
 
 
 def unprocessed_blocks(driver: Driver) -> list[str]:
-    records, _, _ = driver.execute_query(UNPROCESSED_BLOCKS)
+    records, _, _ = driver.execute_query(cypher.UNPROCESSED_BLOCKS)
     return [str(r["block_id"]) for r in records]
 
 
@@ -489,10 +395,10 @@ class MigrationReport:
 def validation_counts(driver: Driver, report: MigrationReport | None = None) -> MigrationReport:
     """Fill in the validation counts (operator view: every dossier, no scope)."""
     report = report or MigrationReport()
-    report.dossiers = int(driver.execute_query(DOSSIER_COUNT)[0][0]["n"])
-    report.fact_distribution = [r.data() for r in driver.execute_query(FACT_DISTRIBUTION)[0]]
-    report.provenance = [r.data() for r in driver.execute_query(PROVENANCE_COUNTS)[0]]
-    coverage = driver.execute_query(EMBEDDING_COVERAGE)[0][0]
+    report.dossiers = int(driver.execute_query(cypher.DOSSIER_COUNT)[0][0]["n"])
+    report.fact_distribution = [r.data() for r in driver.execute_query(cypher.FACT_DISTRIBUTION)[0]]
+    report.provenance = [r.data() for r in driver.execute_query(cypher.PROVENANCE_COUNTS)[0]]
+    coverage = driver.execute_query(cypher.EMBEDDING_COVERAGE)[0][0]
     report.facts_total = int(coverage["total"])
     report.facts_embedded = int(coverage["embedded"])
     return report

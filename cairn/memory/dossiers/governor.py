@@ -8,9 +8,9 @@ transaction of four statements:
 2. vote with every fact in one round trip (see ``voting``) and apply the append-or-create
    rule (or an adjudicator's verdict);
 3. write the dossier and the facts that are not near-duplicates (cosine >= 0.92) of a fact
-   already in it or earlier in the packet, advance its centroid and re-choose its
-   extractive summary (see ``summary``) — computed inside Neo4j, so no stored vector is
-   read back;
+   already in it or earlier in the packet, store its centroid sum (advanced in Python from
+   the one the vote read) and re-choose its extractive summary (see ``summary``) from its
+   pool of central facts inside Neo4j, so no stored vector is read back;
 4. journal every change (created / fact_skipped / summary_updated / fact_added).
 
 A failure anywhere rolls all of it back: the dossier and its facts appear whole or not at all.
@@ -28,12 +28,13 @@ import numpy as np
 from neo4j import Driver, ManagedTransaction
 from numpy.typing import NDArray
 
+from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.adjudicator import Adjudicator
 from cairn.memory.dossiers.dedup import DEDUP_COSINE, same_fact
 from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
 from cairn.memory.dossiers.lock import take_lock
 from cairn.memory.dossiers.models import Access, FactPacket, InputError, Problem, parse_packet
-from cairn.memory.dossiers.summary import CENTRAL_POOL, SUMMARY_TEXT
+from cairn.memory.dossiers.summary import SUMMARY_PARAMS
 from cairn.memory.dossiers.voting import (
     TOP_K_PER_FACT,
     VOTE_THRESHOLD,
@@ -53,54 +54,6 @@ from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
 
 EMBED_CHUNK = 64  # facts embedded per batch when ingesting many packets (small: routing overlaps)
 PACKETS_PER_TRANSACTION = 16  # ingest_packets commits this many packets at once
-
-# Which of these packets were applied before (their first journal entry exists), and where.
-APPLIED = """
-UNWIND $markers AS marker
-MATCH (:JournalEntry {id: marker})-[:ABOUT]->(d:Dossier)
-RETURN marker, min(d.id) AS applied_to
-"""
-
-# Every route of one packet into its dossier, in one statement whose cost does not grow with
-# the dossier: the facts are written, the centroid sum (advanced in Python from the one the
-# vote read) is stored, and the summary is re-chosen from the dossier's pool of central facts
-# and the new facts (see ``summary.CENTRAL_POOL``). Returns the summary before and after.
-WRITE_ROUTES = f"""
-UNWIND $routes AS r
-MERGE (d:Entity:Dossier {{id: r.dossier_id}})
-ON CREATE SET d += $create_props, d.created_at = datetime($now), d.summary = ''
-WITH d, r, d.summary AS previous
-OPTIONAL MATCH (b:Block {{block_id: $block_id}})
-CALL (d, r, b) {{
-  UNWIND r.facts AS row
-  MERGE (f:Entity:Fact {{id: row.id}})
-  ON CREATE SET f.created_at = datetime($now)
-  SET f += row.props, f.added_at = datetime($now), f.observed_at = datetime($observed_at)
-  MERGE (d)-[:HAS_FACT]->(f)
-  FOREACH (_ IN CASE WHEN b IS NULL THEN [] ELSE [1] END | MERGE (f)-[:FROM_BLOCK]->(b))
-}}
-SET d.centroid_sum = r.centroid_sum, d.last_updated = datetime($now)
-WITH d, r, previous, [row IN r.facts | row.id] AS new_ids
-CALL (d, new_ids) {{
-  {CENTRAL_POOL}
-}}
-SET d.summary_pool = pool, d.summary = {SUMMARY_TEXT}
-RETURN d.id AS dossier_id, previous, d.summary AS summary
-"""
-
-# A skipped duplicate's turn and block ids join those of the stored fact it restates (each
-# list: the fact's own first, then every restatement's, each once).
-ADD_PROVENANCE = """
-UNWIND $rows AS row
-MATCH (f:Fact {id: row.id})
-WITH f, row,
-     coalesce(f.source_turn_ids, CASE WHEN f.source_turn_id IS NULL THEN [] ELSE [f.source_turn_id] END)
-       AS turns,
-     coalesce(f.source_block_ids, CASE WHEN f.source_block_id IS NULL THEN [] ELSE [f.source_block_id] END)
-       AS blocks
-SET f.source_turn_ids = reduce(acc = turns, t IN row.turns | CASE WHEN t IN acc THEN acc ELSE acc + t END),
-    f.source_block_ids = reduce(acc = blocks, b IN row.blocks | CASE WHEN b IN acc THEN acc ELSE acc + b END)
-"""
 
 
 @dataclass(frozen=True)
@@ -566,12 +519,13 @@ def _apply(
     summaries: dict[str, tuple[str, str]] = {}
     if route_rows:
         result = tx.run(
-            WRITE_ROUTES,
+            cypher.WRITE_ROUTES,
             routes=route_rows,
             create_props={"title": packet.cluster_label, "status": "active", **packet.access.props()},
             now=now,
             observed_at=packet.observed_at,
             block_id=packet.source_block_id,
+            **SUMMARY_PARAMS,
         )
         for r in result:
             summaries[str(r["dossier_id"])] = (r["previous"] or "", r["summary"])
@@ -583,7 +537,7 @@ def _apply(
         rows = [
             {"id": fid, "turns": turns, "blocks": [packet.source_block_id]} for fid, turns in restated.items()
         ]
-        tx.run(ADD_PROVENANCE, rows=rows).consume()
+        tx.run(cypher.ADD_RESTATED_PROVENANCE, rows=rows).consume()
     entries = _entries(packet, key, placements, skipped, summaries, candidates)
     write_entries(tx, key, entries, packet.access, now)
     if pending is not None:
@@ -607,7 +561,9 @@ def _apply_group(
     """Several packets in one transaction, in order, each under its own idempotency key."""
     take_lock(tx)
     markers = [entry_id(p.key, 0) for p in packets]
-    applied = {str(r["marker"]): str(r["applied_to"]) for r in tx.run(APPLIED, markers=markers)}
+    applied = {
+        str(r["marker"]): str(r["applied_to"]) for r in tx.run(cypher.PACKETS_APPLIED, markers=markers)
+    }
     pending = _Pending()
     results: list[RoutingResult] = []
     done: dict[str, str] = {}

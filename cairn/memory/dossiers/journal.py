@@ -16,6 +16,7 @@ from typing import Any
 
 from neo4j import ManagedTransaction
 
+from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.models import Access
 
 OPS = (
@@ -29,17 +30,6 @@ OPS = (
     "linked",
     "split",
 )
-
-WRITE_ENTRIES = """
-UNWIND $entries AS e
-MERGE (j:Entity:JournalEntry {id: e.id})
-ON CREATE SET j.created_at = datetime($now)
-SET j += e.props, j.timestamp = datetime($now)
-WITH j, e
-UNWIND e.about AS dossier_id
-MATCH (d:Dossier {id: dossier_id})
-MERGE (j)-[:ABOUT]->(d)
-"""
 
 
 @dataclass(frozen=True)
@@ -82,4 +72,4 @@ def entry_rows(key: str, entries: list[Entry], access: Access) -> list[dict[str,
 
 
 def write_entries(tx: ManagedTransaction, key: str, entries: list[Entry], access: Access, now: str) -> None:
-    tx.run(WRITE_ENTRIES, entries=entry_rows(key, entries, access), now=now).consume()
+    tx.run(cypher.WRITE_JOURNAL_ENTRIES, entries=entry_rows(key, entries, access), now=now).consume()

@@ -23,18 +23,9 @@ from __future__ import annotations
 
 from neo4j import ManagedTransaction
 
-LOCK_ID = "dossier-routing"
+from cairn.graph import dossiers as cypher
 
-# Clauses run in order: the journal lookup reads only once the lock is held. Setting a property
-# takes the node's exclusive lock even when the value does not change, so after the first time
-# taking the lock leaves the graph as it was (a re-run of applied work changes nothing).
-TAKE_LOCK = """
-MERGE (l:CairnLock {id: $lock})
-SET l.held = true
-WITH l
-OPTIONAL MATCH (:JournalEntry {id: $marker})-[:ABOUT]->(d:Dossier)
-RETURN min(d.id) AS applied_to
-"""
+LOCK_ID = "dossier-routing"
 
 
 def take_lock(tx: ManagedTransaction, marker: str | None = None) -> str | None:
@@ -43,5 +34,5 @@ def take_lock(tx: ManagedTransaction, marker: str | None = None) -> str | None:
     ``marker`` is the id of the first journal entry a unit of work writes; the return value
     names the dossier it went to when that unit already ran (so it is not applied twice).
     """
-    record = tx.run(TAKE_LOCK, lock=LOCK_ID, marker=marker).single(strict=True)
+    record = tx.run(cypher.TAKE_ROUTING_LOCK, lock=LOCK_ID, marker=marker).single(strict=True)
     return None if record["applied_to"] is None else str(record["applied_to"])

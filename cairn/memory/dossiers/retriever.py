@@ -24,115 +24,21 @@ from typing import Any
 
 from neo4j import Driver
 
+from cairn.graph import dossiers as cypher
+from cairn.graph.dossiers import index_score, plain_cosine
 from cairn.memory.dossiers.summary import summary_of
-from cairn.memory.dossiers.voting import FACT_INDEX, VOTE_THRESHOLD, index_score, plain_cosine
-from cairn.policy.acl import acl_visible, edge_allowed
+from cairn.memory.dossiers.voting import VOTE_THRESHOLD
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
 
-_RANK_VISIBLE = f"""
-  WHERE score >= $min_score
-  MATCH (d:Dossier)-[:HAS_FACT]->(f)
-  WHERE d.status IN $statuses
-    AND {acl_visible("d")} AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
-  WITH d, max(score) AS best
-  ORDER BY best DESC, d.id
-  RETURN collect({{props: d {{.*, centroid_sum: null}}, score: best}}) AS ranked
-"""
-
-# Index candidates, rescored exactly; ``lowest`` tells whether the fetch reached below the threshold.
-SEARCH_INDEXED = f"""
-CALL db.index.vector.queryNodes($index, $fetch, $vec) YIELD node
-WITH node AS f, vector.similarity.cosine(node.embedding, $vec) AS score
-WITH collect({{f: f, score: score}}) AS fetched
-CALL (fetched) {{
-  UNWIND fetched AS x
-  WITH x.f AS f, x.score AS score
-  {_RANK_VISIBLE}
-}}
-RETURN size(fetched) AS fetched, reduce(m = 1.0, x IN fetched | CASE WHEN x.score < m THEN x.score ELSE m END)
-         AS lowest, size(ranked) AS total, ranked[0..$top_k] AS top
-"""
-
-# Every visible fact, scored exactly: the fallback when the index cannot settle the answer.
-SEARCH_EXACT = f"""
-CALL () {{
-  MATCH (f:Fact)
-  WHERE f.embedding IS NOT NULL AND {acl_visible("f")}
-  WITH f, vector.similarity.cosine(f.embedding, $vec) AS score
-  {_RANK_VISIBLE}
-}}
-RETURN size(ranked) AS total, ranked[0..$top_k] AS top
-"""
+# The index is asked for FIRST_FETCH candidates, then four times as many while its answer is not
+# complete, up to MAX_FETCH; past that the exact scan runs (see the module docstring).
 FIRST_FETCH = 100
 MAX_FETCH = 3_200
-
-# Fact properties a caller may be shown (before masking), named so that the 384-float vector
-# is never read for display: reading it made results with large dossiers several times slower.
-FACT_FIELDS = (
-    "f {.id, .text, .fact_type, .confidence, .added_at, .observed_at, .source_block_id, "
-    ".source_turn_id, .turn_index, .domain, .sensitivity, .namespaces, .roles_allowed}"
-)
 # A search result shows the newest facts of each dossier (and how many it has); the dossier
 # itself shows them all. Without the cap a search over a dossier of 700 facts took 300 ms.
 FACTS_PER_SEARCH_RESULT = 10
-# ``stored`` (how many facts the dossier has in all) never leaves this query: it only tells
-# whether the stored summary may quote a fact the caller cannot see; only then do the visible
-# facts' vectors travel, to rebuild the summary from them.
-VISIBLE_FACTS = f"""
-UNWIND $ids AS did
-MATCH (d:Dossier {{id: did}})
-OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
-WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
-WITH d, did, f ORDER BY f.added_at, f.id
-WITH did, collect(f) AS visible, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
-RETURN did AS dossier_id, size(visible) AS visible_count,
-       [f IN CASE WHEN $limit IS NULL THEN visible ELSE visible[-$limit..] END | {FACT_FIELDS}] AS facts,
-       CASE WHEN size(visible) < stored THEN [f IN visible | f {{.text, .embedding}}] END AS summary_rows
-"""
-
-# Dossiers as context for fact search: fields and visible-fact count, and the visible facts'
-# texts and vectors only when some are hidden (the summary is then rebuilt from them). The body
-# binds ``did`` to each id; fact search runs it inside its own query (one round trip).
-DOSSIER_HEADER_BODY = f"""
-MATCH (d:Dossier {{id: did}})
-WHERE {acl_visible("d")}
-CALL (d) {{
-  OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
-  WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
-  WITH f ORDER BY f.added_at, f.id
-  RETURN collect(f) AS visible
-}}
-WITH d, visible, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
-"""
-DOSSIER_HEADER_ROW = """{props: d {.*, centroid_sum: null}, visible_count: size(visible),
-  summary_rows: CASE WHEN size(visible) < stored THEN [f IN visible | f {.text, .embedding}] END}"""
-
-ONE_DOSSIER = f"""
-MATCH (d:Dossier {{id: $id}})
-WHERE {acl_visible("d")}
-RETURN d {{.*, centroid_sum: null}} AS props
-"""
-
-# A merged dossier's history continues in the dossier it was merged into.
-HISTORY = f"""
-MATCH (d:Dossier {{id: $id}})
-WHERE {acl_visible("d")}
-CALL (d) {{
-  MATCH (j:JournalEntry)-[:ABOUT]->(d)
-  RETURN j
-  UNION
-  MATCH (x:Dossier {{merged_into: d.id}})<-[:ABOUT]-(j:JournalEntry)
-  WHERE {acl_visible("x")}
-  RETURN j
-}}
-WITH d, j
-WHERE {acl_visible("j")} AND {edge_allowed("ABOUT", "j", "d", "in")}
-RETURN j {{.*, embedding: null}} AS props
-ORDER BY j.timestamp, j.seq, j.id
-"""
-
 
 # ``centroid_sum`` (the routing centroid, see ``summary``) is machinery, never returned.
 
@@ -199,7 +105,7 @@ def _visible_facts(
     driver: Driver, scope: Scope, dossier_ids: Sequence[str], limit: int | None = None
 ) -> dict[str, _Facts]:
     params = {**scope.cypher_params(), "ids": list(dossier_ids), "limit": limit}
-    records, _, _ = driver.execute_query(VISIBLE_FACTS, params)
+    records, _, _ = driver.execute_query(cypher.VISIBLE_FACTS, params)
     return {r["dossier_id"]: _facts(r.data(), scope) for r in records}
 
 
@@ -215,7 +121,8 @@ def _view(
 
 
 def header_views(rows: Sequence[dict[str, Any]], scope: Scope) -> dict[str, DossierView]:
-    """``DOSSIER_HEADER_ROW`` maps as masked views by dossier id (summary rebuilt when facts are hidden)."""
+    """``DOSSIER_HEADER_ROW`` maps (``cairn.graph.dossiers``) as masked views by dossier id, the
+    summary rebuilt when facts are hidden."""
     out = {}
     for r in rows:
         summary = r["summary_rows"]
@@ -254,24 +161,26 @@ def _search(driver: Driver, params: dict[str, Any]) -> dict[str, Any]:
     """The index answer if it is complete (see the module docstring), else the exact scan."""
     fetch = FIRST_FETCH
     while fetch <= MAX_FETCH:
-        records, _, _ = driver.execute_query(SEARCH_INDEXED, {**params, "index": FACT_INDEX, "fetch": fetch})
+        records, _, _ = driver.execute_query(
+            cypher.DOSSIER_SEARCH_INDEXED, {**params, "index": cypher.FACT_VECTOR_INDEX, "fetch": fetch}
+        )
         record = records[0].data()
         if record["fetched"] < fetch or record["lowest"] < params["min_score"]:
             return record
         fetch *= 4
-    records, _, _ = driver.execute_query(SEARCH_EXACT, params)
+    records, _, _ = driver.execute_query(cypher.DOSSIER_SEARCH_EXACT, params)
     return records[0].data()
 
 
 def get_dossier_history(driver: Driver, scope: Scope, dossier_id: str) -> list[dict[str, Any]]:
     """Journal entries about the dossier (and any dossier merged into it), oldest first."""
-    records, _, _ = driver.execute_query(HISTORY, {**scope.cypher_params(), "id": dossier_id})
+    records, _, _ = driver.execute_query(cypher.DOSSIER_HISTORY, {**scope.cypher_params(), "id": dossier_id})
     return [_entry(r["props"], scope) for r in records]
 
 
 def get_dossier(driver: Driver, scope: Scope, dossier_id: str) -> DossierView | None:
     """One dossier with its visible facts and history; None when absent or not visible."""
-    records, _, _ = driver.execute_query(ONE_DOSSIER, {**scope.cypher_params(), "id": dossier_id})
+    records, _, _ = driver.execute_query(cypher.ONE_DOSSIER, {**scope.cypher_params(), "id": dossier_id})
     if not records:
         return None
     facts = _visible_facts(driver, scope, [dossier_id]).get(dossier_id)

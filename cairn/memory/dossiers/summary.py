@@ -7,13 +7,14 @@ facts arrive; the summary is its ``SUMMARY_FACTS`` facts most similar to that ce
 the order they were added (ties go to the earlier fact), one sentence each.
 ``extractive_summary`` is the rule in numpy for summaries made at read time.
 
-Kept incrementally (``CENTRAL_POOL``). Re-ranking every fact of a dossier on each append makes
-a packet's write cost grow with the dossier. Instead a dossier keeps ``summary_pool``: the ids
-of its ``POOL_FACTS`` most central facts as of the last change. An append re-ranks only that
-pool and the new facts against the new centroid, a fixed cost. The summary is therefore exact
-while a dossier holds at most ``POOL_FACTS`` facts; beyond that a fact that left the pool can
-no longer return to the summary until the pool is rebuilt from all facts (a dossier with no
-pool -- written before pools, or after a merge or a split -- gets one at its next change).
+Kept incrementally (``cypher.SUMMARY_POOL_RANKED``). Re-ranking every fact of a dossier on
+each append makes a packet's write cost grow with the dossier. Instead a dossier keeps
+``summary_pool``: the ids of its ``POOL_FACTS`` most central facts as of the last change. An
+append re-ranks only that pool and the new facts against the new centroid, a fixed cost. The
+summary is therefore exact while a dossier holds at most ``POOL_FACTS`` facts; beyond that a
+fact that left the pool can no longer return to the summary until the pool is rebuilt from all
+facts (a dossier with no pool -- written before pools, or after a merge or a split -- gets one
+at its next change). ``cypher`` is ``cairn.graph.dossiers``, where the queries live.
 """
 
 from __future__ import annotations
@@ -27,55 +28,17 @@ from numpy.typing import NDArray
 SUMMARY_FACTS = 3
 POOL_FACTS = 32
 
-# Cypher subquery body over a bound dossier ``d`` (its ``centroid_sum`` already advanced) and a
-# list ``new_ids`` of facts just added to it: the new pool (ids, most central first) and the
-# texts of its ``SUMMARY_FACTS`` most central facts in the order they were added.
-CENTRAL_POOL = f"""
-  WITH d, CASE WHEN d.summary_pool IS NULL
-              THEN COLLECT {{ MATCH (d)-[:HAS_FACT]->(x:Fact) RETURN x.id }}
-              ELSE d.summary_pool + new_ids END AS ids
-  UNWIND ids AS fid
-  WITH DISTINCT d, fid
-  MATCH (f:Fact {{id: fid}})
-  WHERE f.embedding IS NOT NULL
-  WITH f, vector.similarity.cosine(f.embedding, d.centroid_sum) AS centrality
-  ORDER BY centrality DESC, f.added_at, f.id
-  LIMIT {POOL_FACTS}
-  WITH collect(f) AS ranked
-  CALL (ranked) {{
-    UNWIND ranked[0..{SUMMARY_FACTS}] AS f
-    WITH f ORDER BY f.added_at, f.id
-    RETURN collect(f.text) AS central
-  }}
-  RETURN [f IN ranked | f.id] AS pool, central
-"""
+# The summary's sizes as parameters of the queries that choose it (``cypher.SUMMARY_POOL_RANKED``,
+# ``cypher.CENTRAL_FACT_TEXTS``).
+SUMMARY_PARAMS: dict[str, Any] = {"summary_facts": SUMMARY_FACTS, "pool_facts": POOL_FACTS}
 
-# Cypher subquery body over a bound dossier ``d``: the texts of its most central facts.
-CENTRAL_FACTS = f"""
-  MATCH (d)-[:HAS_FACT]->(f:Fact)
-  WHERE f.embedding IS NOT NULL
-  WITH f, vector.similarity.cosine(f.embedding, d.centroid_sum) AS centrality
-  ORDER BY centrality DESC, f.added_at, f.id
-  LIMIT {SUMMARY_FACTS}
-  WITH f ORDER BY f.added_at, f.id
-  RETURN collect(f.text) AS central
-"""
 
-# Cypher expression: the summary text made of a list ``central`` (same as ``join_sentences``).
-SUMMARY_TEXT = """reduce(s = '', t IN central |
-  s + CASE WHEN s = '' THEN '' ELSE ' ' END
-    + CASE WHEN t ENDS WITH '.' OR t ENDS WITH '!' OR t ENDS WITH '?' THEN t ELSE t + '.' END)"""
-
-# Cypher subquery body over a bound dossier ``d``: the sum of its fact embeddings, computed
-# from the facts (for dossiers written before ``centroid_sum`` existed, and after a merge).
-CENTROID_FROM_FACTS = """
-  MATCH (d)-[:HAS_FACT]->(f:Fact)
-  WHERE f.embedding IS NOT NULL
-  WITH collect(f.embedding) AS es
-  RETURN CASE WHEN size(es) = 0 THEN null
-    ELSE reduce(acc = [x IN es[0] | 0.0], e IN es | [i IN range(0, size(e) - 1) | acc[i] + e[i]]) END
-    AS centroid_sum
-"""
+def centroid_sum(vectors: Sequence[Sequence[float]]) -> NDArray[np.float64] | None:
+    """The sum of a dossier's fact vectors, added in the order given (None for no vectors)."""
+    if len(vectors) == 0:
+        return None
+    total: NDArray[np.float64] = np.asarray(vectors, dtype=np.float64).sum(axis=0)
+    return total
 
 
 def join_sentences(texts: Sequence[str]) -> str:

@@ -35,12 +35,11 @@ import numpy as np
 from neo4j import ManagedTransaction
 from numpy.typing import NDArray
 
+from cairn.graph import dossiers as cypher
+from cairn.graph.dossiers import index_score, plain_cosine
 from cairn.memory.dossiers.dedup import DEDUP_COSINE
 from cairn.memory.dossiers.models import Access
-from cairn.memory.dossiers.summary import CENTROID_FROM_FACTS
-from cairn.schema.nodes import vector_index_name
 
-FACT_INDEX = vector_index_name("Fact")
 TOP_K_PER_FACT = 10
 VOTE_THRESHOLD = 0.4  # plain cosine (docs/design.md §Routing)
 CLUSTER_COSINE = 0.4  # a packet fact joins a cluster whose centroid is this close (the vote threshold)
@@ -59,16 +58,6 @@ SMALL_DOSSIER = 8
 SMALL_PAIRWISE = 0.3
 
 
-def index_score(cosine: float) -> float:
-    """Neo4j's vector score for a plain cosine."""
-    return (1.0 + cosine) / 2.0
-
-
-def plain_cosine(score: float) -> float:
-    """Plain cosine for a Neo4j vector score."""
-    return 2.0 * score - 1.0
-
-
 # Neo4j 5.26 vector indexes quantize the stored vectors (``vector.quantization.enabled`` is on
 # by default), so the index's own scores and order are approximate: near neighbours swap
 # places and a fact at cosine 0.40 can land either side of the threshold. Each query
@@ -77,33 +66,6 @@ def plain_cosine(score: float) -> float:
 # bench/dossier_routing.py at 100k facts, recall@10 against exact search is about 0.90 for
 # the index alone and about 0.98 as voted; it costs about 3 ms per 5-fact packet.
 OVERFETCH = 2
-
-# Per packet fact, its hits; per dossier hit, its centroid sum (computed from its facts, once,
-# for a dossier written before centroids were kept) and its fact count (a degree lookup).
-# Texts come back only for hits at duplicate distance.
-VOTE_QUERY = f"""
-UNWIND $queries AS q
-CALL (q) {{
-  CALL db.index.vector.queryNodes($index, $fetch, q.vec) YIELD node
-  WITH node AS f, vector.similarity.cosine(node.embedding, q.vec) AS score
-  WHERE score >= $min_score
-  ORDER BY score DESC, f.id
-  LIMIT $k
-  MATCH (d:Dossier)-[:HAS_FACT]->(f)
-  WHERE d.status = 'active'
-    AND d.domain = $access.domain AND d.sensitivity = $access.sensitivity
-    AND d.namespaces = $access.namespaces AND d.roles_allowed = $access.roles_allowed
-  RETURN d, f.id AS fact_id, score, CASE WHEN score >= $dup_score THEN f.text END AS text
-}}
-WITH d, collect({{i: q.i, fact_id: fact_id, score: score, text: text}}) AS hits
-OPTIONAL CALL (d) {{
-  WITH d WHERE d.centroid_sum IS NULL
-  {CENTROID_FROM_FACTS}
-}}
-RETURN d.id AS dossier_id, d.title AS title, hits, coalesce(d.centroid_sum, centroid_sum) AS centroid,
-       COUNT {{ (d)-[:HAS_FACT]->() }} AS size
-ORDER BY dossier_id
-"""
 
 
 @dataclass(frozen=True)
@@ -176,7 +138,7 @@ def vote_params(
     return {
         "dup_score": index_score(dup_threshold),
         "queries": [{"i": i, "vec": [float(x) for x in v]} for i, v in enumerate(vectors)],
-        "index": FACT_INDEX,
+        "index": cypher.FACT_VECTOR_INDEX,
         "k": k,
         "fetch": OVERFETCH * k,
         "min_score": index_score(threshold),
@@ -186,7 +148,7 @@ def vote_params(
 
 def run_vote(tx: ManagedTransaction, vectors: NDArray[np.float32], access: Access) -> Vote:
     """One round trip: every hit of every fact, and the state of every dossier hit."""
-    result = tx.run(VOTE_QUERY, vote_params(vectors, access))
+    result = tx.run(cypher.VOTE_FOR_DOSSIERS, vote_params(vectors, access))
     vote = Vote([], {}, {})
     for r in result:
         did = str(r["dossier_id"])

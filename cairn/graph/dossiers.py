@@ -1,0 +1,674 @@
+"""The dossiers capability's Cypher (docs/design.md §Dossiers): every query and fragment it runs.
+
+The services in ``cairn.memory.dossiers`` import their queries from here and nowhere else.
+Access predicates come from ``cairn.policy.acl``; numbers the services own (summary sizes,
+thresholds, fetch sizes) are parameters, never spliced in. Which vector arithmetic is done
+here and which in Python, and why: docs/design.md §Dossier queries.
+
+Sections: index names and the score scale; the routing lock and the journal; summaries;
+the vote; packet writes; blocks and the gardener; curation; reading dossiers; fact search.
+"""
+
+from __future__ import annotations
+
+from cairn.policy.acl import acl_visible, edge_allowed
+from cairn.schema.nodes import fulltext_index_name, vector_index_name
+
+# --- index names and the score scale -------------------------------------------------------------
+
+FACT_VECTOR_INDEX = vector_index_name("Fact")
+FACT_TEXT_INDEX = fulltext_index_name("Fact", "text")
+
+
+def index_score(cosine: float) -> float:
+    """Neo4j's vector score for a plain cosine: it reports cosine rescaled to [0, 1] as ``(1 + cos) / 2``."""
+    return (1.0 + cosine) / 2.0
+
+
+def plain_cosine(score: float) -> float:
+    """Plain cosine for a Neo4j vector score."""
+    return 2.0 * score - 1.0
+
+
+# --- the routing lock and the journal ------------------------------------------------------------
+
+# Clauses run in order: the journal lookup reads only once the lock is held. Setting a property
+# takes the node's exclusive lock even when the value does not change, so after the first time
+# taking the lock leaves the graph as it was (a re-run of applied work changes nothing).
+TAKE_ROUTING_LOCK = """
+MERGE (l:CairnLock {id: $lock})
+SET l.held = true
+WITH l
+OPTIONAL MATCH (:JournalEntry {id: $marker})-[:ABOUT]->(d:Dossier)
+RETURN min(d.id) AS applied_to
+"""
+
+# Which of these packets were applied before (their first journal entry exists), and where.
+PACKETS_APPLIED = """
+UNWIND $markers AS marker
+MATCH (:JournalEntry {id: marker})-[:ABOUT]->(d:Dossier)
+RETURN marker, min(d.id) AS applied_to
+"""
+
+WRITE_JOURNAL_ENTRIES = """
+UNWIND $entries AS e
+MERGE (j:Entity:JournalEntry {id: e.id})
+ON CREATE SET j.created_at = datetime($now)
+SET j += e.props, j.timestamp = datetime($now)
+WITH j, e
+UNWIND e.about AS dossier_id
+MATCH (d:Dossier {id: dossier_id})
+MERGE (j)-[:ABOUT]->(d)
+"""
+
+# --- summaries (docs/design.md §Dossiers: the facts nearest the centroid) ------------------------
+
+# Subquery body over a bound dossier ``d`` (its ``centroid_sum`` already advanced) and a list
+# ``new_ids`` of facts just added to it: the new pool of its ``$pool_facts`` most central facts
+# (ids, most central first) and the texts of its ``$summary_facts`` most central facts in the
+# order they were added. Only the pool and the new facts are ranked (``summary`` explains why).
+SUMMARY_POOL_RANKED = """
+  WITH d, CASE WHEN d.summary_pool IS NULL
+              THEN COLLECT { MATCH (d)-[:HAS_FACT]->(x:Fact) RETURN x.id }
+              ELSE d.summary_pool + new_ids END AS ids
+  UNWIND ids AS fid
+  WITH DISTINCT d, fid
+  MATCH (f:Fact {id: fid})
+  WHERE f.embedding IS NOT NULL
+  WITH f, vector.similarity.cosine(f.embedding, d.centroid_sum) AS centrality
+  ORDER BY centrality DESC, f.added_at, f.id
+  LIMIT $pool_facts
+  WITH collect(f) AS ranked
+  CALL (ranked) {
+    UNWIND ranked[0..$summary_facts] AS f
+    WITH f ORDER BY f.added_at, f.id
+    RETURN collect(f.text) AS central
+  }
+  RETURN [f IN ranked | f.id] AS pool, central
+"""
+
+# Subquery body over a bound dossier ``d``: the texts of its ``$summary_facts`` most central
+# facts of all, in the order they were added.
+CENTRAL_FACT_TEXTS = """
+  MATCH (d)-[:HAS_FACT]->(f:Fact)
+  WHERE f.embedding IS NOT NULL
+  WITH f, vector.similarity.cosine(f.embedding, d.centroid_sum) AS centrality
+  ORDER BY centrality DESC, f.added_at, f.id
+  LIMIT $summary_facts
+  WITH f ORDER BY f.added_at, f.id
+  RETURN collect(f.text) AS central
+"""
+
+# Expression: the summary text made of a list ``central`` (``summary.join_sentences`` in Cypher).
+SUMMARY_FROM_CENTRAL = """reduce(s = '', t IN central |
+  s + CASE WHEN s = '' THEN '' ELSE ' ' END
+    + CASE WHEN t ENDS WITH '.' OR t ENDS WITH '!' OR t ENDS WITH '?' THEN t ELSE t + '.' END)"""
+
+# --- the vote (docs/design.md §Routing) ----------------------------------------------------------
+
+# Subquery body over a bound dossier ``d``: the sum of its fact embeddings, for a dossier written
+# before centroid sums were kept. Summed here, not in Python: returning the vectors instead made
+# the vote's round trip about 10% slower where it applies (docs/design.md §Dossier queries).
+CENTROID_SUM_FROM_FACTS = """
+  MATCH (d)-[:HAS_FACT]->(f:Fact)
+  WHERE f.embedding IS NOT NULL
+  WITH collect(f.embedding) AS es
+  RETURN CASE WHEN size(es) = 0 THEN null
+    ELSE reduce(acc = [x IN es[0] | 0.0], e IN es | [i IN range(0, size(e) - 1) | acc[i] + e[i]]) END
+    AS centroid_sum
+"""
+
+# Per packet fact, its hits: the top ``$k`` of ``$fetch`` index candidates rescored with exact
+# cosine, in active dossiers with exactly the packet's access fields; texts only for hits at
+# duplicate distance. Per dossier hit, its centroid sum (the stored one, else summed from its
+# facts) and its fact count (a degree lookup).
+VOTE_FOR_DOSSIERS = f"""
+UNWIND $queries AS q
+CALL (q) {{
+  CALL db.index.vector.queryNodes($index, $fetch, q.vec) YIELD node
+  WITH node AS f, vector.similarity.cosine(node.embedding, q.vec) AS score
+  WHERE score >= $min_score
+  ORDER BY score DESC, f.id
+  LIMIT $k
+  MATCH (d:Dossier)-[:HAS_FACT]->(f)
+  WHERE d.status = 'active'
+    AND d.domain = $access.domain AND d.sensitivity = $access.sensitivity
+    AND d.namespaces = $access.namespaces AND d.roles_allowed = $access.roles_allowed
+  RETURN d, f.id AS fact_id, score, CASE WHEN score >= $dup_score THEN f.text END AS text
+}}
+WITH d, collect({{i: q.i, fact_id: fact_id, score: score, text: text}}) AS hits
+OPTIONAL CALL (d) {{
+  WITH d WHERE d.centroid_sum IS NULL
+  {CENTROID_SUM_FROM_FACTS}
+}}
+RETURN d.id AS dossier_id, d.title AS title, hits, coalesce(d.centroid_sum, centroid_sum) AS centroid,
+       COUNT {{ (d)-[:HAS_FACT]->() }} AS size
+ORDER BY dossier_id
+"""
+
+# --- packet writes (docs/design.md §Routing) -----------------------------------------------------
+
+# Every route of one packet into its dossier, in one statement whose cost does not grow with
+# the dossier: the facts are written, the centroid sum (advanced in Python from the one the
+# vote read) is stored, and the summary is re-chosen from the dossier's pool of central facts
+# and the new facts. Returns the summary before and after.
+WRITE_ROUTES = f"""
+UNWIND $routes AS r
+MERGE (d:Entity:Dossier {{id: r.dossier_id}})
+ON CREATE SET d += $create_props, d.created_at = datetime($now), d.summary = ''
+WITH d, r, d.summary AS previous
+OPTIONAL MATCH (b:Block {{block_id: $block_id}})
+CALL (d, r, b) {{
+  UNWIND r.facts AS row
+  MERGE (f:Entity:Fact {{id: row.id}})
+  ON CREATE SET f.created_at = datetime($now)
+  SET f += row.props, f.added_at = datetime($now), f.observed_at = datetime($observed_at)
+  MERGE (d)-[:HAS_FACT]->(f)
+  FOREACH (_ IN CASE WHEN b IS NULL THEN [] ELSE [1] END | MERGE (f)-[:FROM_BLOCK]->(b))
+}}
+SET d.centroid_sum = r.centroid_sum, d.last_updated = datetime($now)
+WITH d, r, previous, [row IN r.facts | row.id] AS new_ids
+CALL (d, new_ids) {{
+  {SUMMARY_POOL_RANKED}
+}}
+SET d.summary_pool = pool, d.summary = {SUMMARY_FROM_CENTRAL}
+RETURN d.id AS dossier_id, previous, d.summary AS summary
+"""
+
+# A skipped duplicate's turn and block ids join those of the stored fact it restates (each
+# list: the fact's own first, then every restatement's, each once).
+ADD_RESTATED_PROVENANCE = """
+UNWIND $rows AS row
+MATCH (f:Fact {id: row.id})
+WITH f, row,
+     coalesce(f.source_turn_ids, CASE WHEN f.source_turn_id IS NULL THEN [] ELSE [f.source_turn_id] END)
+       AS turns,
+     coalesce(f.source_block_ids, CASE WHEN f.source_block_id IS NULL THEN [] ELSE [f.source_block_id] END)
+       AS blocks
+SET f.source_turn_ids = reduce(acc = turns, t IN row.turns | CASE WHEN t IN acc THEN acc ELSE acc + t END),
+    f.source_block_ids = reduce(acc = blocks, b IN row.blocks | CASE WHEN b IN acc THEN acc ELSE acc + b END)
+"""
+
+# --- blocks and the gardener (docs/design.md §Gardener) ------------------------------------------
+
+PROCESSED_BLOCKS = """
+UNWIND $block_ids AS bid
+MATCH (b:Block {block_id: bid})
+WHERE b.processed_at IS NOT NULL
+RETURN b.block_id AS block_id
+"""
+
+WRITE_BLOCK = """
+MERGE (b:Entity:Block {id: $id})
+ON CREATE SET b.created_at = datetime($now)
+SET b += $props, b.observed_at = CASE WHEN $observed_at IS NULL THEN null ELSE datetime($observed_at) END
+WITH b
+UNWIND $turns AS t
+MERGE (turn:Entity:Turn {id: t.id})
+ON CREATE SET turn.created_at = datetime($now)
+SET turn += t.props
+MERGE (turn)-[:PART_OF]->(b)
+"""
+
+SAVE_BLOCK_METADATA = """
+MERGE (b:Entity:Block {id: $id})
+ON CREATE SET b.created_at = datetime(), b.block_id = $block_id, b += $access
+SET b.global_tags = $global_tags, b.section_rules = $section_rules
+"""
+
+# A block as the caller may see it, with its visible turns and facts counted.
+BLOCK_METADATA = f"""
+MATCH (b:Block {{block_id: $block_id}})
+WHERE {acl_visible("b")}
+OPTIONAL MATCH (t:Turn)-[:PART_OF]->(b)
+WHERE {acl_visible("t")} AND {edge_allowed("PART_OF", "t", "b", "in")}
+WITH b, count(t) AS turns
+OPTIONAL MATCH (f:Fact)-[:FROM_BLOCK]->(b)
+WHERE {acl_visible("f")} AND {edge_allowed("FROM_BLOCK", "f", "b", "in")}
+RETURN properties(b) AS props, turns, count(f) AS facts
+"""
+
+# The tags of the visible blocks among ``$block_ids``, to hydrate retrieved chunks.
+BLOCK_TAGS_FOR_CHUNKS = f"""
+UNWIND $block_ids AS bid
+MATCH (b:Block {{block_id: bid}})
+WHERE {acl_visible("b")}
+RETURN bid AS block_id, b {{.id, .domain, .global_tags, .section_rules}} AS props
+"""
+
+LOAD_BLOCK = """
+MATCH (b:Block {block_id: $block_id})
+RETURN properties(b) AS props
+"""
+
+UNPROCESSED_BLOCKS = """
+MATCH (b:Block)
+WHERE b.processed_at IS NULL
+RETURN b.block_id AS block_id ORDER BY coalesce(b.observed_at, b.created_at), b.block_id
+"""
+
+SAVE_BLOCK_TAGS = """
+MATCH (b:Block {id: $id})
+SET b.global_tags = $global_tags, b.section_rules = $section_rules
+WITH b
+UNWIND $tag_facts AS row
+MERGE (f:Entity:Fact {id: row.id})
+ON CREATE SET f.created_at = datetime($now), f.added_at = datetime($now)
+SET f += row.props
+MERGE (f)-[:FROM_BLOCK]->(b)
+"""
+
+FINISH_BLOCK = """
+MATCH (b:Block {id: $id})
+OPTIONAL MATCH (t:Turn)-[:PART_OF]->(b)
+WITH b, collect(t) AS turns
+SET b.processed_at = datetime($now)
+REMOVE b.pending_facts
+WITH b, turns, size(turns) AS n
+FOREACH (t IN turns | DETACH DELETE t)
+RETURN n
+"""
+
+SPLIT_CANDIDATES = """
+MATCH (d:Dossier {status: 'active'})
+WHERE $ids IS NULL OR d.id IN $ids
+WITH d, COUNT { (d)-[:HAS_FACT]->() } AS n
+WHERE n >= $min_facts
+RETURN d.id AS id ORDER BY id
+"""
+
+LOAD_DOSSIER_FACTS = """
+MATCH (d:Dossier {id: $id, status: 'active'})-[:HAS_FACT]->(f:Fact)
+WHERE f.embedding IS NOT NULL
+RETURN d {.title, .domain, .sensitivity, .namespaces, .roles_allowed} AS dossier, f.id AS id, f.text AS text,
+       f.embedding AS embedding
+ORDER BY f.added_at, f.id
+"""
+
+# Each new part: a dossier with the source's access fields and its facts moved over; every part
+# (the source keeps the first) gets the centroid sum of its facts.
+WRITE_SPLIT = """
+MATCH (src:Dossier {id: $source})
+UNWIND $parts AS part
+MERGE (d:Entity:Dossier {id: part.dossier_id})
+ON CREATE SET d += $create_props, d.title = part.title, d.created_at = datetime($now), d.summary = ''
+SET d.last_updated = datetime($now), d.centroid_sum = part.centroid_sum, d.summary_pool = null
+WITH src, d, part
+CALL (src, d, part) {
+  UNWIND part.fact_ids AS fid
+  MATCH (src)-[r:HAS_FACT]->(f:Fact {id: fid})
+  WHERE d <> src
+  DELETE r
+  MERGE (d)-[:HAS_FACT]->(f)
+}
+"""
+
+# Once every fact has moved: each part's summary, chosen from all its facts.
+SPLIT_SUMMARIES = f"""
+UNWIND $ids AS did
+MATCH (d:Dossier {{id: did}})
+WITH d, d.summary AS previous, [] AS new_ids
+CALL (d, new_ids) {{
+  {SUMMARY_POOL_RANKED}
+}}
+SET d.summary_pool = pool, d.summary = {SUMMARY_FROM_CENTRAL}
+RETURN d.id AS dossier_id, previous, d.summary AS summary
+"""
+
+# The validation counts after a migration (docs/design.md §Gardener), on the graph.
+DOSSIER_COUNT = "MATCH (d:Dossier) RETURN count(d) AS n"
+FACT_DISTRIBUTION = """
+MATCH (d:Dossier)
+OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
+RETURN d.id AS id, d.title AS title, d.status AS status, count(f) AS facts
+ORDER BY facts DESC, d.id
+"""
+PROVENANCE_COUNTS = """
+MATCH (j:JournalEntry)-[:ABOUT]->(d:Dossier)
+RETURN d.id AS id, j.op AS op, count(j) AS n
+ORDER BY d.id, op
+"""
+EMBEDDING_COVERAGE = """
+MATCH (:Dossier)-[:HAS_FACT]->(f:Fact)
+RETURN count(DISTINCT f) AS total, count(DISTINCT CASE WHEN f.embedding IS NOT NULL THEN f END) AS embedded
+"""
+
+# --- curation (docs/design.md §Curation) ---------------------------------------------------------
+
+# The dossiers' status and access fields, for the writer's scope check (in Python).
+LOAD_DOSSIER_ACCESS = """
+UNWIND $ids AS did
+MATCH (d:Dossier {id: did})
+RETURN d.id AS id, d.status AS status, d.merged_into AS merged_into,
+       d.domain AS domain, d.sensitivity AS sensitivity, d.namespaces AS namespaces,
+       d.roles_allowed AS roles_allowed
+"""
+
+# The source's facts move to the target; returns the moved ids (in the order moved) and the
+# vectors of all the target's facts afterwards, from which the caller computes its centroid sum.
+MOVE_FACTS = """
+MATCH (t:Dossier {id: $target})
+CALL (t) {
+  MATCH (:Dossier {id: $source})-[r:HAS_FACT]->(f:Fact)
+  MERGE (t)-[:HAS_FACT]->(f)
+  DELETE r
+  RETURN collect(f.id) AS moved
+}
+RETURN moved, COLLECT { MATCH (t)-[:HAS_FACT]->(f:Fact) WHERE f.embedding IS NOT NULL RETURN f.embedding }
+         AS fact_vectors
+"""
+
+# After the move: the source marked merged, the target's centroid sum (``$centroid_sum``, from
+# all its facts) stored and its summary chosen from all its facts.
+MARK_MERGED = f"""
+MATCH (s:Dossier {{id: $source}}), (d:Dossier {{id: $target}})
+SET s.status = 'merged', s.merged_into = $target, s.last_updated = datetime($now),
+    d.last_updated = datetime($now)
+WITH d, d.summary AS previous
+SET d.centroid_sum = $centroid_sum, d.summary_pool = null
+WITH d, previous
+CALL (d) {{
+  {CENTRAL_FACT_TEXTS}
+}}
+WITH d, previous, {SUMMARY_FROM_CENTRAL} AS summary
+SET d.summary = summary
+RETURN previous, summary
+"""
+
+MARK_ARCHIVED = """
+MATCH (d:Dossier {id: $id})
+SET d.status = 'archived', d.last_updated = datetime($now)
+"""
+
+# Other dossiers by multi-vector vote of this one's visible facts, over what the scope may see.
+RELATED_BY_FACTS = f"""
+MATCH (d:Dossier {{id: $id}})-[:HAS_FACT]->(src:Fact)
+WHERE {acl_visible("d")} AND {acl_visible("src")} AND src.embedding IS NOT NULL
+  AND {edge_allowed("HAS_FACT", "d", "src", "out")}
+WITH collect(src.embedding) AS vecs
+MATCH (o:Dossier)-[:HAS_FACT]->(f:Fact)
+WHERE o.id <> $id AND o.status = 'active' AND f.embedding IS NOT NULL
+  AND {acl_visible("o")} AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "o", "f", "out")}
+UNWIND vecs AS v
+WITH o, vector.similarity.cosine(f.embedding, v) AS s
+WHERE s >= $min_score
+WITH o, count(*) AS hits, sum(2 * s - 1) AS score_sum
+ORDER BY hits DESC, score_sum DESC, o.id
+LIMIT $top_k
+RETURN o.id AS id, o.title AS title, hits, score_sum
+"""
+
+LINKED_DOSSIERS = f"""
+MATCH (d:Dossier {{id: $id}})<-[:ABOUT]-(j:JournalEntry {{op: 'linked'}})-[:ABOUT]->(o:Dossier)
+WHERE o.id <> $id AND {acl_visible("d")} AND {acl_visible("j")} AND {acl_visible("o")}
+  AND {edge_allowed("ABOUT", "j", "d", "in")} AND {edge_allowed("ABOUT", "j", "o", "out")}
+RETURN DISTINCT o.id AS id, o.title AS title, j.rationale AS rationale
+ORDER BY o.id
+"""
+
+# --- reading dossiers (docs/design.md §Reading dossiers) -----------------------------------------
+
+# The tail of both dossier searches over rows ``f, score``: the visible dossiers holding a
+# visible fact above the threshold, each scored by its best such fact.
+DOSSIER_RANK_VISIBLE = f"""
+  WHERE score >= $min_score
+  MATCH (d:Dossier)-[:HAS_FACT]->(f)
+  WHERE d.status IN $statuses
+    AND {acl_visible("d")} AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
+  WITH d, max(score) AS best
+  ORDER BY best DESC, d.id
+  RETURN collect({{props: d {{.*, centroid_sum: null}}, score: best}}) AS ranked
+"""
+
+# Index candidates, rescored exactly; ``lowest`` tells whether the fetch reached below the threshold.
+DOSSIER_SEARCH_INDEXED = f"""
+CALL db.index.vector.queryNodes($index, $fetch, $vec) YIELD node
+WITH node AS f, vector.similarity.cosine(node.embedding, $vec) AS score
+WITH collect({{f: f, score: score}}) AS fetched
+CALL (fetched) {{
+  UNWIND fetched AS x
+  WITH x.f AS f, x.score AS score
+  {DOSSIER_RANK_VISIBLE}
+}}
+RETURN size(fetched) AS fetched, reduce(m = 1.0, x IN fetched | CASE WHEN x.score < m THEN x.score ELSE m END)
+         AS lowest, size(ranked) AS total, ranked[0..$top_k] AS top
+"""
+
+# Every visible fact, scored exactly: the fallback when the index cannot settle the answer.
+DOSSIER_SEARCH_EXACT = f"""
+CALL () {{
+  MATCH (f:Fact)
+  WHERE f.embedding IS NOT NULL AND {acl_visible("f")}
+  WITH f, vector.similarity.cosine(f.embedding, $vec) AS score
+  {DOSSIER_RANK_VISIBLE}
+}}
+RETURN size(ranked) AS total, ranked[0..$top_k] AS top
+"""
+
+# Fact properties a caller may be shown in a dossier (before masking), named so that the
+# 384-float vector is never read for display: reading it made results with large dossiers
+# several times slower.
+_DOSSIER_FACT_FIELDS = (
+    "f {.id, .text, .fact_type, .confidence, .added_at, .observed_at, .source_block_id, "
+    ".source_turn_id, .turn_index, .domain, .sensitivity, .namespaces, .roles_allowed}"
+)
+
+# The visible facts of each dossier (the newest ``$limit``, or all). ``stored`` (how many facts
+# the dossier has in all) never leaves this query: it only tells whether the stored summary may
+# quote a fact the caller cannot see; only then do the visible facts' vectors travel, to
+# rebuild the summary from them.
+VISIBLE_FACTS = f"""
+UNWIND $ids AS did
+MATCH (d:Dossier {{id: did}})
+OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
+WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
+WITH d, did, f ORDER BY f.added_at, f.id
+WITH did, collect(f) AS visible, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
+RETURN did AS dossier_id, size(visible) AS visible_count,
+       [f IN CASE WHEN $limit IS NULL THEN visible ELSE visible[-$limit..] END
+          | {_DOSSIER_FACT_FIELDS}] AS facts,
+       CASE WHEN size(visible) < stored THEN [f IN visible | f {{.text, .embedding}}] END AS summary_rows
+"""
+
+# Dossiers as context for fact search: fields and visible-fact count, and the visible facts'
+# texts and vectors only when some are hidden (the summary is then rebuilt from them). The body
+# binds ``did`` to each id; fact search runs it inside its own query (one round trip), and
+# ``DOSSIER_HEADER_ROW`` is the row it collects per dossier (read by ``retriever.header_views``).
+DOSSIER_HEADER_BODY = f"""
+MATCH (d:Dossier {{id: did}})
+WHERE {acl_visible("d")}
+CALL (d) {{
+  OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
+  WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
+  WITH f ORDER BY f.added_at, f.id
+  RETURN collect(f) AS visible
+}}
+WITH d, visible, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
+"""
+DOSSIER_HEADER_ROW = """{props: d {.*, centroid_sum: null}, visible_count: size(visible),
+  summary_rows: CASE WHEN size(visible) < stored THEN [f IN visible | f {.text, .embedding}] END}"""
+
+ONE_DOSSIER = f"""
+MATCH (d:Dossier {{id: $id}})
+WHERE {acl_visible("d")}
+RETURN d {{.*, centroid_sum: null}} AS props
+"""
+
+# A merged dossier's history continues in the dossier it was merged into.
+DOSSIER_HISTORY = f"""
+MATCH (d:Dossier {{id: $id}})
+WHERE {acl_visible("d")}
+CALL (d) {{
+  MATCH (j:JournalEntry)-[:ABOUT]->(d)
+  RETURN j
+  UNION
+  MATCH (x:Dossier {{merged_into: d.id}})<-[:ABOUT]-(j:JournalEntry)
+  WHERE {acl_visible("x")}
+  RETURN j
+}}
+WITH d, j
+WHERE {acl_visible("j")} AND {edge_allowed("ABOUT", "j", "d", "in")}
+RETURN j {{.*, embedding: null}} AS props
+ORDER BY j.timestamp, j.seq, j.id
+"""
+
+# --- fact search (``facts.FactRetriever``; docs/design.md §Reading dossiers) ---------------------
+
+# A fact is a candidate only if it, its dossier and the edge between them are visible.
+_FACT_CANDIDATE_VISIBLE = f"""d.status IN $statuses AND {acl_visible("d")} AND {acl_visible("f")}
+    AND {edge_allowed("HAS_FACT", "d", "f", "out")}"""
+
+# What a caller may be shown of a fact hit (before masking); never the 384-float vector. A fact
+# that absorbed skipped duplicates lists every source turn in ``source_turn_ids``.
+_FACT_HIT_FIELDS = """f {.id, .text, .fact_type, .confidence, .added_at, .observed_at, .source_block_id,
+  .turn_index, .domain, .sensitivity, .namespaces, .roles_allowed,
+  source_turn_ids: coalesce(f.source_turn_ids, CASE WHEN f.source_turn_id IS NULL THEN []
+                                               ELSE [f.source_turn_id] END)}"""
+# A candidate inside the query: the node itself (its fields are read only for the facts returned).
+_FACT_CANDIDATE = "{f: f, dossier_id: d.id, score: score}"
+
+# The dense list from the vector index (rescored exactly), as a subquery body.
+FACT_DENSE_FROM_INDEX = f"""
+  CALL db.index.vector.queryNodes($vector_index, $dense_fetch, $vec) YIELD node
+  WITH collect(node) AS fetched
+  CALL (fetched) {{
+    UNWIND fetched AS f
+    MATCH (d:Dossier)-[:HAS_FACT]->(f)
+    WHERE {_FACT_CANDIDATE_VISIBLE}
+    WITH f, d, vector.similarity.cosine(f.embedding, $vec) AS score
+    ORDER BY score DESC, f.id
+    LIMIT $depth
+    RETURN collect({_FACT_CANDIDATE}) AS dense
+  }}
+  RETURN size(fetched) AS dense_fetched, dense
+"""
+# The dense list by exact cosine over every visible fact: when hidden facts crowd the index's
+# answer out.
+FACT_DENSE_EXACT = f"""
+  MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact)
+  WHERE f.embedding IS NOT NULL AND {_FACT_CANDIDATE_VISIBLE}
+  WITH f, d, vector.similarity.cosine(f.embedding, $vec) AS score
+  ORDER BY score DESC, f.id
+  LIMIT $depth
+  RETURN -1 AS dense_fetched, collect({_FACT_CANDIDATE}) AS dense
+"""
+# The full-text list. No query words (``$lucene`` empty): no row reaches the index and the
+# list is empty.
+FACT_FULLTEXT = f"""
+  WITH $lucene AS lucene WHERE lucene <> ''
+  CALL db.index.fulltext.queryNodes($text_index, lucene, {{limit: $text_fetch}}) YIELD node, score
+  WITH collect({{f: node, score: score}}) AS fetched
+  CALL (fetched) {{
+    UNWIND fetched AS x
+    WITH x.f AS f, x.score AS score
+    MATCH (d:Dossier)-[:HAS_FACT]->(f)
+    WHERE {_FACT_CANDIDATE_VISIBLE}
+    WITH f, d, score
+    ORDER BY score DESC, f.id
+    LIMIT $depth
+    RETURN collect({_FACT_CANDIDATE}) AS text
+  }}
+  RETURN size(fetched) AS text_fetched, text
+"""
+# Pseudo-relevance feedback: the query moved toward the mean of its top ``$feedback`` dense
+# hits (Rocchio), asked again; it finds facts worded like the answers rather than the question.
+# The mean is taken here, not in Python: the hits are known only inside this query, and one
+# round trip per search is the point (docs/design.md §Dossier queries).
+FACT_FEEDBACK = f"""
+  WITH [h IN dense[..$feedback] | h.f.id] AS ids
+  MATCH (g:Fact) WHERE g.id IN ids
+  WITH collect(g.embedding) AS tops
+  WHERE size(tops) > 0
+  WITH [i IN range(0, size($vec) - 1) | $vec[i] + reduce(a = 0.0, e IN tops | a + e[i]) / size(tops)] AS v
+  CALL db.index.vector.queryNodes($vector_index, $dense_fetch, v) YIELD node
+  WITH v, collect(node) AS fetched
+  CALL (v, fetched) {{
+    UNWIND fetched AS f
+    MATCH (d:Dossier)-[:HAS_FACT]->(f)
+    WHERE {_FACT_CANDIDATE_VISIBLE}
+    WITH f, d, vector.similarity.cosine(f.embedding, v) AS score
+    ORDER BY score DESC, f.id
+    LIMIT $depth
+    RETURN collect({_FACT_CANDIDATE}) AS hits
+  }}
+  UNWIND hits AS hit
+  RETURN collect(hit) AS feedback
+"""
+# Fusion: each list gives its facts a weighted share, summed per fact. "rrf": reciprocal rank
+# 1 / (rrf_k + rank); "score": the list's own score rescaled to [0, 1] (cosine min-max over the
+# list, BM25 over its best), which keeps how far apart the scores are, not only their order.
+_DENSE_SHARE = """$dense_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k + i + 1)
+  ELSE (dense[i].score - dense[-1].score) / (dense[0].score - dense[-1].score + 1e-9) END"""
+_FEEDBACK_SHARE = """$feedback_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k + i + 1)
+  ELSE (feedback[i].score - feedback[-1].score) / (feedback[0].score - feedback[-1].score + 1e-9) END"""
+_TEXT_SHARE = """$text_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k + i + 1)
+  ELSE text[i].score / (text[0].score + 1e-9) END"""
+FACT_FUSE = f"""
+  WITH [i IN range(0, size(dense) - 1) | {{id: dense[i].f.id, s: {_DENSE_SHARE}}}]
+     + [i IN range(0, size(text) - 1) | {{id: text[i].f.id, s: {_TEXT_SHARE}}}]
+     + [i IN range(0, size(feedback) - 1) | {{id: feedback[i].f.id, s: {_FEEDBACK_SHARE}}}] AS shares
+  UNWIND shares AS share
+  WITH share.id AS id, sum(share.s) AS score
+  ORDER BY score DESC, id
+  RETURN collect({{id: id, score: score}}) AS fused
+"""
+# The visible facts told within ``$window`` turns of a seed (one of the top ``$seeds`` fused
+# facts) in its block (session); null window: the whole block.
+FACT_BLOCK_NEIGHBOURS = f"""
+  UNWIND fused[..$seeds] AS top
+  MATCH (s:Fact {{id: top.id}})
+  MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact {{source_block_id: s.source_block_id}})
+  WHERE f <> s AND {_FACT_CANDIDATE_VISIBLE}
+  WITH top, f, d, 0.0 AS score,
+       CASE WHEN s.turn_index IS NULL OR f.turn_index IS NULL THEN null
+            ELSE abs(s.turn_index - f.turn_index) END AS distance
+  WHERE $window IS NULL OR distance <= $window
+  RETURN collect({{f: f, dossier_id: d.id, boost: $neighbour_weight * top.score}}) AS neighbours
+"""
+# The pool: every listed or expanded fact once, scored as fused plus its best seed's share
+# (a neighbour not in any list starts at 0), ordered; only the first ``$limit`` facts' fields
+# travel, and only their dossiers' headers are read.
+FACT_RANK_POOL = f"""
+  UNWIND [x IN fused | {{id: x.id, fused: x.score}}]
+       + [h IN dense | {{id: h.f.id, f: h.f, dossier_id: h.dossier_id, list: 'dense', cosine: h.score}}]
+       + [h IN text | {{id: h.f.id, f: h.f, dossier_id: h.dossier_id, list: 'text'}}]
+       + [h IN feedback | {{id: h.f.id, f: h.f, dossier_id: h.dossier_id, list: 'feedback'}}]
+       + [n IN neighbours | {{id: n.f.id, f: n.f, dossier_id: n.dossier_id, list: 'block',
+                              boost: n.boost}}] AS row
+  WITH row.id AS id, collect(row) AS rows
+  WITH id, [r IN rows WHERE r.f IS NOT NULL][0] AS first, [r IN rows | r.list] AS lists,
+       coalesce([r IN rows WHERE r.fused IS NOT NULL][0].fused, 0.0) AS base,
+       reduce(b = 0.0, r IN rows | CASE WHEN r.boost > b THEN r.boost ELSE b END) AS boost,
+       [r IN rows WHERE r.list = 'dense' | r.cosine][0] AS cosine
+  WITH id, first, cosine, [m IN ['dense', 'text', 'feedback', 'block'] WHERE m IN lists] AS matched,
+       CASE WHEN 'block' IN lists THEN base + boost ELSE base END AS score
+  ORDER BY score DESC, id
+  WITH collect({{f: first.f, dossier_id: first.dossier_id, score: score, cosine: cosine,
+                 matched: matched}}) AS pool
+  WITH size(pool) AS total, pool[..$limit] AS top
+  RETURN total, [h IN top | h {{.dossier_id, .score, .cosine, .matched}}] AS ranked,
+         [f IN [h IN top | h.f] | {_FACT_HIT_FIELDS}] AS facts, top
+"""
+# The headers of the returned facts' dossiers.
+FACT_DOSSIER_HEADERS = f"""
+  UNWIND [h IN top | h.dossier_id] AS did
+  WITH DISTINCT did{DOSSIER_HEADER_BODY}  RETURN collect({DOSSIER_HEADER_ROW}) AS headers
+"""
+
+
+def fact_search_query(dense: str) -> str:
+    """Both ranked lists, the seeds' block neighbours, the ranked pool and its headers: one round
+    trip. ``dense`` is ``FACT_DENSE_FROM_INDEX`` or ``FACT_DENSE_EXACT``."""
+    return (
+        f"CALL () {{{dense}}}\nCALL () {{{FACT_FULLTEXT}}}\nCALL (dense) {{{FACT_FEEDBACK}}}\n"
+        f"CALL (dense, text, feedback) {{{FACT_FUSE}}}\n"
+        f"CALL (fused) {{{FACT_BLOCK_NEIGHBOURS}}}\n"
+        f"CALL (dense, text, feedback, fused, neighbours) {{{FACT_RANK_POOL}}}\n"
+        f"CALL (top) {{{FACT_DOSSIER_HEADERS}}}\n"
+        "RETURN dense_fetched, size(dense) AS dense_count, text_fetched, size(text) AS text_count,\n"
+        "       total, ranked, facts, headers"
+    )
+
+
+FACT_SEARCH = fact_search_query(FACT_DENSE_FROM_INDEX)
+FACT_SEARCH_EXACT = fact_search_query(FACT_DENSE_EXACT)
