@@ -32,7 +32,7 @@ test: $(STAMP) jars
 
 ## The leak properties (hidden ids, texts, fields) with 10,000 examples each; counts in bench/results/fuzz.md.
 fuzz: $(STAMP) jars
-	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider tests/test_policy_properties.py
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider tests/e2e/test_policy_properties.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check cairn tests bench
