@@ -1,39 +1,31 @@
-"""Test session wiring: a real Neo4j for the whole run, started here unless one is configured.
+"""End-to-end wiring: a real Neo4j for the whole run, started here unless one is configured.
 
 With NEO4J_URI set the tests use that server; otherwise they start the embedded server in
-its own data directory and ports (CAIRN_TEST_* below) and stop it at the end, so a
-developer's demo database is never touched.
+its own data directory and ports (CAIRN_TEST_*, read in tests/conftest.py) and stop it at the
+end, so a developer's demo database is never touched.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings as hypothesis_settings
 from neo4j import Driver
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
 from starlette.testclient import TestClient
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-if not os.environ.get("NEO4J_URI"):
-    os.environ.setdefault("CAIRN_DATA_DIR", os.environ.get("CAIRN_TEST_DATA_DIR", "/tmp/cairn-test-data"))
-    os.environ.setdefault("CAIRN_BOLT_PORT", os.environ.get("CAIRN_TEST_BOLT_PORT", "17687"))
-    os.environ.setdefault("CAIRN_HTTP_PORT", os.environ.get("CAIRN_TEST_HTTP_PORT", "17474"))
-os.environ.setdefault("CAIRN_TRACE_DIR", tempfile.mkdtemp(prefix="cairn-traces-"))
-
 from cairn.ingest.correspondence.demo import load_demo_correspondence
+from cairn.ingest.factors import DEMO_DIR as FACTORS_DEMO
+from cairn.ingest.factors import ingest_factor_dir
 from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
 from cairn.runtime.database import sync_driver
+from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
 from cairn.schema.checksum import graph_checksum
 from cairn.schema.migrate import migrate
@@ -41,14 +33,6 @@ from cairn.schema.migrate import migrate
 ACME = REPO_ROOT / "fixtures" / "acme"
 
 ROLES = REPO_ROOT / "fixtures" / "policy" / "roles.yaml"
-
-
-# `make fuzz` selects this profile (HYPOTHESIS_PROFILE=fuzz, or `pytest --hypothesis-profile
-# fuzz`): the leak properties run CAIRN_FUZZ_EXAMPLES (10,000) examples each instead of 200.
-hypothesis_settings.register_profile(
-    "fuzz", max_examples=int(os.environ.get("CAIRN_FUZZ_EXAMPLES", "10000")), deadline=None
-)
-hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture(scope="session")
@@ -89,22 +73,10 @@ def wipe(driver: Driver) -> None:
         session.run("MATCH (n:Entity) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS").consume()
 
 
-# Modules that stop, kill or restore the server run last, so no other module meets a pool of
-# connections to a server that has since restarted.
-RESTARTING_MODULES = (
-    "test_service_lifecycle",
-    "test_neo4j_lifecycle",
-    "test_backup_restore",
-    "test_crash_safety",
-)
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(
-        key=lambda item: (
-            item.module.__name__.rsplit(".", 1)[-1] in RESTARTING_MODULES if item.module else False
-        )
-    )
+    """Tests marked ``restarts`` (their modules stop, kill or restore the server) run last, so no
+    other module meets a pool of connections to a server that has since restarted."""
+    items.sort(key=lambda item: item.get_closest_marker("restarts") is not None)
 
 
 @pytest.fixture
@@ -130,6 +102,26 @@ def load_acme(driver: Driver) -> Driver:
     ingest_fixture_dir(driver, ACME)
     _ACME_LOADED["count"] = driver.execute_query("MATCH (n) RETURN count(n) AS c")[0][0]["c"]
     _ACME_LOADED["sum"] = graph_checksum(driver)
+    return driver
+
+
+# The same for the AI-readiness demo domain (fixtures/factors): what its last load left.
+_FACTORS_LOADED: dict[str, Any] = {}
+
+
+def load_factors(driver: Driver, embedder: Embedder) -> Driver:
+    """The graph exactly as a fresh load of the demo factors writes it (what ``load_demo_factors``
+    loads, embedded by the session's model). Reloaded only when the graph differs from what the
+    last load left: modules that only read it share one load, and a module after one that wrote
+    gets a fresh one."""
+    if _FACTORS_LOADED:
+        count = driver.execute_query("MATCH (n) RETURN count(n) AS c")[0][0]["c"]
+        if count == _FACTORS_LOADED["count"] and graph_checksum(driver) == _FACTORS_LOADED["sum"]:
+            return driver
+    wipe(driver)
+    ingest_factor_dir(driver, FACTORS_DEMO, embedder=embedder)
+    _FACTORS_LOADED["count"] = driver.execute_query("MATCH (n) RETURN count(n) AS c")[0][0]["c"]
+    _FACTORS_LOADED["sum"] = graph_checksum(driver)
     return driver
 
 

@@ -15,6 +15,8 @@ from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
 from tests.e2e.conftest import ACME, wipe
 
+pytestmark = pytest.mark.restarts
+
 
 def test_backup_wipe_restore_round_trip(driver: Driver, settings: Settings, tmp_path: Path) -> None:
     if not settings.embedded:

@@ -39,6 +39,8 @@ from cairn.runtime.database import sync_driver
 from cairn.runtime.settings import Settings
 from tests.e2e.conftest import wipe
 
+pytestmark = pytest.mark.restarts
+
 DECISIONS = 2000
 EVENTS = 3000
 KILLS = 2  # every one must land mid-way (issue 13: at least two mid-way kills per ingest)

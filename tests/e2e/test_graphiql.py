@@ -19,6 +19,8 @@ from cairn.runtime.settings import Settings
 from tests.e2e.conftest import ACME, wipe
 from tests.e2e.test_web_ui import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, LiveService
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.fixture(scope="module")
 def service(driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

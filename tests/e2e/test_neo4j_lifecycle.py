@@ -18,6 +18,8 @@ from cairn.runtime.database import sync_driver
 from cairn.runtime.settings import Settings
 from cairn.schema.migrate import SCHEMA_VERSION, migrate, schema_version
 
+pytestmark = pytest.mark.restarts
+
 MARKER_LABEL = "CairnLifecycleMarker"  # not an Entity: wipe() leaves it alone
 
 

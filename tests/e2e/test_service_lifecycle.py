@@ -35,6 +35,8 @@ from cairn.runtime.malloc import cap_malloc_arenas
 from cairn.runtime.settings import Settings
 from cairn.schema.migrate import SCHEMA_VERSION
 
+pytestmark = pytest.mark.restarts
+
 SET_VERSION = "MATCH (m:CairnSchema {id: 'schema'}) SET m.version = $v"
 NODE = 'query { node(id: "no-such-node") { id } }'
 PACKET = "mutation($p: JSON!) { ingestFactPacket(packet: $p) { action dossierId } }"

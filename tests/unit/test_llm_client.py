@@ -11,11 +11,7 @@ import pytest
 
 from cairn.runtime.llm import LLMClient, LLMResult, LLMUnavailable
 from cairn.runtime.settings import Settings
-
-try:  # tests/ is a rootdir-less directory today; tolerate it becoming a package later.
-    from llm_server import StubLLMServer, running_llm_server, stub_answer
-except ImportError:  # pragma: no cover
-    from tests.llm_server import StubLLMServer, running_llm_server, stub_answer
+from tests.llm_server import StubLLMServer, running_llm_server, stub_answer
 
 SYSTEM = "Answer only from the evidence."
 PROMPT = "Who owns the billing service?\n[1] Alice owns billing.\n\n[2] Bob reviews billing."

@@ -1,0 +1,62 @@
+"""What every test shares, with or without Neo4j.
+
+``tests/unit`` needs no Neo4j and no jars; ``tests/e2e`` (its own conftest) runs against a real
+Neo4j. Here: the environment that keeps a test run away from a developer's database and from the
+network, the hypothesis profiles, and one embedding model for the whole session.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import settings as hypothesis_settings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+if not os.environ.get("NEO4J_URI"):
+    os.environ.setdefault("CAIRN_DATA_DIR", os.environ.get("CAIRN_TEST_DATA_DIR", "/tmp/cairn-test-data"))
+    os.environ.setdefault("CAIRN_BOLT_PORT", os.environ.get("CAIRN_TEST_BOLT_PORT", "17687"))
+    os.environ.setdefault("CAIRN_HTTP_PORT", os.environ.get("CAIRN_TEST_HTTP_PORT", "17474"))
+os.environ.setdefault("CAIRN_TRACE_DIR", tempfile.mkdtemp(prefix="cairn-traces-"))
+
+from cairn.runtime.embedder import BATCH_SIZE, DIMENSIONS, Embedder, get_embedder
+
+# `make fuzz` selects this profile (HYPOTHESIS_PROFILE=fuzz, or `pytest --hypothesis-profile
+# fuzz`): the leak properties run CAIRN_FUZZ_EXAMPLES (10,000) examples each instead of 200.
+hypothesis_settings.register_profile(
+    "fuzz", max_examples=int(os.environ.get("CAIRN_FUZZ_EXAMPLES", "10000")), deadline=None
+)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+class MemoEmbedder(Embedder):
+    """The real model, remembering each text's vector: a text embedded once in the session is
+    not embedded again, so reloading a demo after a wipe costs no model time."""
+
+    def __init__(self, inner: Embedder) -> None:  # the wrapped model is already loaded
+        self.name = inner.name
+        self._inner = inner
+        self._seen: dict[str, Any] = {}
+
+    def embed(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> Any:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._seen]
+        if missing:
+            self._seen.update(zip(missing, self._inner.embed(missing, batch_size), strict=True))
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        return np.array([self._seen[t] for t in texts], dtype=np.float32)
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        return self._inner.token_counts(texts)
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """One model for the session (the process-wide one the service code also uses), with a
+    memory of the texts it has embedded."""
+    return MemoEmbedder(get_embedder())
