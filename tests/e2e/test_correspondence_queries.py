@@ -22,7 +22,7 @@ from cairn.memory.correspondence import (
 )
 from cairn.policy.profiles import SENSITIVITY_RANK, FieldRule, PolicyRegistry
 from cairn.policy.scope import Scope
-from cairn.runtime.embedder import Embedder, get_embedder
+from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
 
 ROLES = ("staff", "manager", "director", "exec", "writer", "external")
@@ -34,11 +34,6 @@ RETURN s.section_number AS n, s.id AS id, s.author AS author, s.date AS date, s.
        s.namespaces AS namespaces, s.roles_allowed AS roles, s.embedding AS embedding, s.body AS body
 ORDER BY n
 """
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return get_embedder()
 
 
 @pytest.fixture(scope="module")

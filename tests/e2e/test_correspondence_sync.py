@@ -22,7 +22,7 @@ from cairn.ingest.correspondence import sync as sync_module
 from cairn.ingest.correspondence.parser import CorrespondenceError, embeddable_text
 from cairn.ingest.correspondence.sync import SyncReport, reembed, sync_file
 from cairn.ingest.correspondence.watch import watch_file
-from cairn.runtime.embedder import MAX_TOKENS, Embedder, get_embedder
+from cairn.runtime.embedder import MAX_TOKENS, Embedder
 from cairn.runtime.settings import REPO_ROOT
 
 FIXTURE = REPO_ROOT / "fixtures" / "correspondence" / "acme-letters.md"
@@ -37,11 +37,6 @@ RETURN s.id AS id, s.source AS source, s.ordinal AS ordinal, s.section_number AS
        s.sensitivity AS sensitivity, s.namespaces AS namespaces, s.roles_allowed AS roles
 ORDER BY s.section_number
 """
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return get_embedder()
 
 
 @pytest.fixture

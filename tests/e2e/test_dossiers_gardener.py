@@ -28,7 +28,7 @@ from cairn.memory.dossiers.models import FactItem, InputError
 from cairn.memory.dossiers.retriever import get_dossier, get_dossier_history
 from cairn.memory.dossiers.tagging import classify_facts, tag_for
 from cairn.policy.scope import Scope
-from cairn.runtime.embedder import Embedder, get_embedder
+from cairn.runtime.embedder import Embedder
 
 NOTE_FACTS = [
     {"value": "I am using Python 3.9", "turn_id": "turn_001"},
@@ -49,11 +49,6 @@ CODING_BLOCK: dict[str, Any] = {
     ],
     "facts": NOTE_FACTS,
 }
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return get_embedder()
 
 
 def count(driver: Driver, label: str) -> int:

@@ -31,7 +31,7 @@ from cairn.memory.dossiers.retriever import get_dossier_history
 from cairn.memory.dossiers.summary import summary_of
 from cairn.memory.dossiers.voting import Candidate, Decision, Hit, decide, tally
 from cairn.policy.scope import Scope
-from cairn.runtime.embedder import Embedder, get_embedder
+from cairn.runtime.embedder import Embedder
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import Settings
 from tests.llm_server import StubLLMServer
@@ -42,11 +42,6 @@ RESTRICTED = {
     "namespaces": ["confidential"],
     "roles_allowed": ["director", "exec", "writer"],
 }
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return get_embedder()
 
 
 def packet(label: str, facts: Sequence[Any], block: str = "block_001", **extra: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from cairn.app import create_app
 from cairn.memory.dossiers.demo import load_demo_dossiers
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime.embedder import get_embedder
+from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
 from tests.e2e.conftest import wipe
 
@@ -43,9 +43,9 @@ FALCON = "Initech acquisition"
 
 
 @pytest.fixture(scope="module")
-def demo(driver: Driver) -> Driver:
+def demo(driver: Driver, embedder: Embedder) -> Driver:
     wipe(driver)
-    load_demo_dossiers(driver, get_embedder())
+    load_demo_dossiers(driver, embedder)
     return driver
 
 

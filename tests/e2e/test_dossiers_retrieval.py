@@ -47,7 +47,7 @@ from cairn.memory.dossiers.retriever import (
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import SENSITIVITY_RANK, PolicyRegistry, RoleProfile, matches
 from cairn.policy.scope import Scope
-from cairn.runtime.embedder import Embedder, get_embedder
+from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
 from cairn.runtime.tokens import count_tokens
 from tests.e2e.conftest import wipe
@@ -59,11 +59,6 @@ RESTRICTED = {
     "namespaces": ["confidential"],
     "roles_allowed": ["director", "exec", "writer"],
 }
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return get_embedder()
 
 
 @pytest.fixture(scope="module")

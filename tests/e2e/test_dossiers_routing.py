@@ -22,13 +22,8 @@ from cairn.memory.dossiers.models import parse_packet
 from cairn.memory.dossiers.retriever import get_dossier_history
 from cairn.memory.dossiers.voting import decide
 from cairn.policy.scope import Scope
-from cairn.runtime.embedder import Embedder, get_embedder
+from cairn.runtime.embedder import Embedder
 from cairn.schema.checksum import graph_checksum
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return get_embedder()
 
 
 def packet(label: str, facts: list[Any], block: str = "block_001", **extra: Any) -> dict[str, Any]:

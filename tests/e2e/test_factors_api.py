@@ -15,9 +15,10 @@ from cairn.cli import app as cli
 from cairn.ingest.factors import DEMO_DIR, load_demo_factors
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
+from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
-from tests.e2e.conftest import wipe
+from tests.e2e.conftest import load_factors, wipe
 
 WHY_BLOCKED = """query($id: ID!) { whyBlocked(id: $id) {
   subject { id name } status hasHiddenPrerequisites answer evidence
@@ -36,10 +37,8 @@ CONFIRM = """mutation($id: ID!) { confirmFactor(factorId: $id) { op newValue con
 
 
 @pytest.fixture(scope="module")
-def demo(driver: Driver) -> Driver:
-    wipe(driver)
-    load_demo_factors(driver)
-    return driver
+def demo(driver: Driver, embedder: Embedder) -> Driver:
+    return load_factors(driver, embedder)
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from cairn.memory.factors.models import HIDDEN_NOTICE, HIDDEN_PREREQUISITES
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
-from cairn.runtime.embedder import Embedder, get_embedder
+from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
 from tests.e2e.conftest import wipe
 
@@ -214,9 +214,8 @@ def collect(driver: Driver, client: TestClient, registry: PolicyRegistry) -> dic
 
 @pytest.fixture(scope="module")
 def responses(
-    driver: Driver, client: TestClient, registry: PolicyRegistry
+    driver: Driver, client: TestClient, registry: PolicyRegistry, embedder: Embedder
 ) -> dict[int, dict[str, dict[str, bytes]]]:
-    embedder = get_embedder()
     found = {}
     for n in COUNTS:
         load(driver, embedder, n)

@@ -9,13 +9,11 @@ import copy
 import itertools
 import math
 import threading
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 import yaml
 from neo4j import Driver
@@ -36,49 +34,20 @@ from cairn.memory.factors.recalculation import Evidence, synthesise
 from cairn.policy.acl import MAX_HOPS
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
-from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
+from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
-from tests.e2e.conftest import wipe
+from tests.e2e.conftest import load_factors, wipe
 
 
 def at(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-class MemoEmbedder(Embedder):
-    """The real model, remembering each text's vector: reloading the demo after a wipe is then cheap."""
-
-    def __init__(self, inner: Embedder) -> None:  # the wrapped model is already loaded
-        self.name = inner.name
-        self._inner = inner
-        self._seen: dict[str, Any] = {}
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._seen]
-        if missing:
-            self._seen.update(zip(missing, self._inner.embed(missing), strict=True))
-        if not texts:
-            return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        return np.array([self._seen[t] for t in texts], dtype=np.float32)
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return MemoEmbedder(get_embedder())
-
-
-PRISTINE: dict[str, str] = {}
-
-
 @pytest.fixture
 def demo(driver: Driver, embedder: Embedder) -> Driver:
     """The demo domain as loaded; reloaded only when an earlier test changed the graph."""
-    if PRISTINE.get("sum") != graph_checksum(driver):
-        wipe(driver)
-        ingest_factor_dir(driver, DEMO_DIR, embedder=embedder)
-        PRISTINE["sum"] = graph_checksum(driver)
-    return driver
+    return load_factors(driver, embedder)
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from cairn.memory.factors.questions import what_if, why_blocked
 from cairn.policy.acl import MAX_HOPS
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
-from cairn.runtime.embedder import Embedder, get_embedder
+from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
 from tests.e2e.conftest import wipe
@@ -37,11 +37,6 @@ ACCESS = {
     "roles_allowed": ["staff", "manager", "director", "exec", "writer"],
 }
 HIDDEN_ACCESS = {**ACCESS, "sensitivity": "medium", "roles_allowed": ["manager", "writer"]}
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return get_embedder()
 
 
 @pytest.fixture(scope="module")

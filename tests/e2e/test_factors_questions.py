@@ -14,30 +14,22 @@ from typing import Any
 import pytest
 from neo4j import Driver
 
-from cairn.ingest.factors import load_demo_factors
 from cairn.memory.factors.models import HIDDEN_NOTICE, FactorError
 from cairn.memory.factors.questions import what_changed, what_if, why_blocked, why_value
 from cairn.policy.acl import MAX_HOPS
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
-from cairn.runtime.embedder import Embedder, get_embedder
+from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
-from tests.e2e.conftest import wipe
+from tests.e2e.conftest import load_factors
 
 NOW = datetime(2024, 10, 30, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return get_embedder()
-
-
-@pytest.fixture(scope="module")
 def demo(driver: Driver, embedder: Embedder) -> Driver:
-    wipe(driver)
-    load_demo_factors(driver)
-    return driver
+    return load_factors(driver, embedder)
 
 
 @pytest.fixture(scope="module")

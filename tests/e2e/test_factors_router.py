@@ -18,7 +18,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from neo4j import Driver
 
-from cairn.ingest.factors import load_demo_factors
 from cairn.memory.factors.ask import NOT_UNDERSTOOD, answer_question
 from cairn.memory.factors.catalog import INTENTS, QUESTION
 from cairn.memory.factors.context import PRIORITY, build_context
@@ -36,21 +35,19 @@ from cairn.memory.factors.router import (
 from cairn.memory.factors.timeframe import months_before, parse_since
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
-from cairn.runtime.embedder import get_embedder
+from cairn.runtime.embedder import Embedder
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import Settings
 from cairn.runtime.tokens import count_tokens
-from tests.e2e.conftest import wipe
+from tests.e2e.conftest import load_factors
 from tests.llm_server import running_llm_server
 
 NOW = datetime(2024, 10, 30, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
-def demo(driver: Driver) -> Driver:
-    wipe(driver)
-    load_demo_factors(driver)
-    return driver
+def demo(driver: Driver, embedder: Embedder) -> Driver:
+    return load_factors(driver, embedder)
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +57,8 @@ def roles(settings: Settings) -> dict[str, Scope]:
 
 
 @pytest.fixture(scope="module")
-def router(demo: Driver) -> LearnedRouter:
-    return LearnedRouter(demo, get_embedder())
+def router(demo: Driver, embedder: Embedder) -> LearnedRouter:
+    return LearnedRouter(demo, embedder)
 
 
 # -- accuracy on the labelled set ----------------------------------------------------------
@@ -80,10 +77,10 @@ def test_router_accuracy_on_the_labelled_set(router: LearnedRouter, roles: dict[
     assert held.joint_accuracy >= 0.90 and held.entity_accuracy >= 0.90
 
 
-def test_intent_model_cross_validates() -> None:
+def test_intent_model_cross_validates(embedder: Embedder) -> None:
     """Needs no graph: stratified 5-fold accuracy of the intent model on the training questions."""
     labelled = load_labelled()
-    cv = cross_validate(get_embedder(), labelled.questions)
+    cv = cross_validate(embedder, labelled.questions)
     print(f"intent cross-validation: {cv}")
     assert cv.folds == 5 and len(cv.fold_accuracies) == 5
     assert sum(map(sum, cv.confusion)) == len(labelled.questions)

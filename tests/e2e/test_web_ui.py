@@ -31,17 +31,20 @@ from neo4j import Driver
 from playwright.sync_api import Browser, ConsoleMessage, Page, Response, ViewportSize, expect, sync_playwright
 
 from cairn.app import create_app
-from cairn.ingest.factors import load_demo_factors
+from cairn.ingest.factors import DEMO_DIR as FACTORS_DEMO
+from cairn.ingest.factors import ingest_factor_dir
 from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.memory.dossiers.demo import load_demo_dossiers
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.database import connection
-from cairn.runtime.embedder import get_embedder
+from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import REPO_ROOT, Settings
 from cairn.schema import nodes
 from cairn.schema.catalog import Rel
 from tests.e2e.conftest import ACME, wipe
+
+pytestmark = pytest.mark.browser
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -114,11 +117,11 @@ class LiveService:
 
 
 @pytest.fixture(scope="module")
-def demo_graph(driver: Driver) -> Driver:
+def demo_graph(driver: Driver, embedder: Embedder) -> Driver:
     wipe(driver)
     ingest_fixture_dir(driver, ACME)
-    load_demo_dossiers(driver, get_embedder())  # also warms the embedder the server's search uses
-    load_demo_factors(driver)
+    load_demo_dossiers(driver, embedder)  # also warms the embedder the server's search uses
+    ingest_factor_dir(driver, FACTORS_DEMO, embedder=embedder)  # what load_demo_factors loads
     return driver
 
 
