@@ -29,6 +29,7 @@ from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
 from cairn.schema.checksum import graph_checksum
 from cairn.schema.migrate import migrate
+from tests.e2e.warm_cli import WarmCLI
 
 ACME = REPO_ROOT / "fixtures" / "acme"
 
@@ -77,6 +78,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests marked ``restarts`` (their modules stop, kill or restore the server) run last, so no
     other module meets a pool of connections to a server that has since restarted."""
     items.sort(key=lambda item: item.get_closest_marker("restarts") is not None)
+
+
+@pytest.fixture(scope="session")
+def warm_cli() -> Iterator[WarmCLI]:
+    """One process that has imported the CLI and loaded the model, forking a child per command
+    (tests/e2e/warm_cli.py): for the tests that need CLI processes of their own."""
+    cli = WarmCLI()
+    yield cli
+    cli.close()
 
 
 @pytest.fixture

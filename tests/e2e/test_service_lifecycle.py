@@ -6,11 +6,9 @@ Every test runs the real command in its own process on a free loopback port and 
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -34,6 +32,7 @@ from cairn.runtime.embedder import get_embedder
 from cairn.runtime.malloc import cap_malloc_arenas
 from cairn.runtime.settings import Settings
 from cairn.schema.migrate import SCHEMA_VERSION
+from tests.e2e.warm_cli import WarmCLI
 
 pytestmark = pytest.mark.restarts
 
@@ -54,19 +53,15 @@ def free_port() -> int:
 
 
 class Served:
-    """One `cairn serve` process; its output goes to a file that failures quote."""
+    """One `cairn serve` process (a fork of the warm CLI, tests/e2e/warm_cli.py: a process of its
+    own that need not import torch and load the model again); its output goes to a file that
+    failures quote."""
 
-    def __init__(self, tmp: Path, **env: str) -> None:
+    def __init__(self, cli: WarmCLI, tmp: Path, **env: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tmp / f"serve-{self.port}.log"
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "cairn.cli", "serve"],
-                env={**os.environ, "CAIRN_PORT": str(self.port), "COLUMNS": "300", **env},
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
+        self.proc = cli.run(["serve"], self.log, CAIRN_PORT=str(self.port), COLUMNS="300", **env)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -95,8 +90,8 @@ class Served:
 
 
 @contextmanager
-def serving(tmp: Path, **env: str) -> Iterator[Served]:
-    served = Served(tmp, **env)
+def serving(cli: WarmCLI, tmp: Path, **env: str) -> Iterator[Served]:
+    served = Served(cli, tmp, **env)
     try:
         served.wait_ready()
         yield served
@@ -126,8 +121,10 @@ def graphql(url: str, query: str, headers: dict[str, str], **variables: Any) -> 
 # --- health and readiness -----------------------------------------------------------------------
 
 
-def test_health_and_readiness_when_all_is_well_and_with_an_old_schema(driver: Driver, tmp_path: Path) -> None:
-    with serving(tmp_path) as served:
+def test_health_and_readiness_when_all_is_well_and_with_an_old_schema(
+    driver: Driver, warm_cli: WarmCLI, tmp_path: Path
+) -> None:
+    with serving(warm_cli, tmp_path) as served:
         assert httpx.get(f"{served.url}/health").json() == {"status": "ok"}
         ready = httpx.get(f"{served.url}/ready")
         assert (ready.status_code, ready.json()) == (200, {"ready": True, "schema_version": SCHEMA_VERSION})
@@ -163,25 +160,27 @@ def test_the_model_is_loaded_during_start_up_not_by_the_first_search(
 # --- start-up refusals --------------------------------------------------------------------------
 
 
-def test_start_up_refuses_an_unreachable_neo4j(tmp_path: Path) -> None:
+def test_start_up_refuses_an_unreachable_neo4j(warm_cli: WarmCLI, tmp_path: Path) -> None:
     port = free_port()
-    served = Served(tmp_path, NEO4J_URI=f"bolt://127.0.0.1:{port}", NEO4J_PASSWORD="x")
+    served = Served(warm_cli, tmp_path, NEO4J_URI=f"bolt://127.0.0.1:{port}", NEO4J_PASSWORD="x")
     assert served.exit_code() == 1
     assert f"Neo4j is not reachable at bolt://127.0.0.1:{port}" in served.output()
     assert "Traceback" not in served.output()
 
 
-def test_start_up_refuses_a_wrong_password(settings: Settings, tmp_path: Path) -> None:
+def test_start_up_refuses_a_wrong_password(settings: Settings, warm_cli: WarmCLI, tmp_path: Path) -> None:
     uri, (user, _) = connection(settings)
-    served = Served(tmp_path, NEO4J_URI=uri, NEO4J_USER=user, NEO4J_PASSWORD="not-the-password")
+    served = Served(warm_cli, tmp_path, NEO4J_URI=uri, NEO4J_USER=user, NEO4J_PASSWORD="not-the-password")
     assert served.exit_code() == 1
     assert "Neo4j refused the credentials (check NEO4J_USER / NEO4J_PASSWORD)" in served.output()
     assert "not-the-password" not in served.output() and "Traceback" not in served.output()
 
 
-def test_start_up_refuses_a_schema_older_than_the_code(driver: Driver, tmp_path: Path) -> None:
+def test_start_up_refuses_a_schema_older_than_the_code(
+    driver: Driver, warm_cli: WarmCLI, tmp_path: Path
+) -> None:
     with schema_version_set_to(driver, SCHEMA_VERSION - 1):
-        served = Served(tmp_path)
+        served = Served(warm_cli, tmp_path)
         assert served.exit_code() == 1
     expected = f"the database schema is v{SCHEMA_VERSION - 1}, this code needs v{SCHEMA_VERSION}"
     assert expected in served.output() and "cairn db migrate" in served.output()
@@ -191,7 +190,7 @@ def test_start_up_refuses_a_schema_older_than_the_code(driver: Driver, tmp_path:
 
 
 def test_sigterm_finishes_the_request_in_flight_then_exits(
-    driver: Driver, registry: PolicyRegistry, tmp_path: Path
+    driver: Driver, registry: PolicyRegistry, warm_cli: WarmCLI, tmp_path: Path
 ) -> None:
     """The request is held in flight deterministically: this test holds the routing lock, so
     the server's packet transaction waits on it until the test lets go, after the SIGTERM."""
@@ -203,7 +202,7 @@ def test_sigterm_finishes_the_request_in_flight_then_exits(
     }
     writer = headers_for(registry, "writer")
     replies: list[httpx.Response] = []
-    with serving(tmp_path) as served, driver.session() as session:
+    with serving(warm_cli, tmp_path) as served, driver.session() as session:
         holder = session.begin_transaction()
         holder.run("MERGE (l:CairnLock {id: $id}) SET l.seq = coalesce(l.seq, 0) + 1", id=LOCK_ID).consume()
         request = threading.Thread(
@@ -239,12 +238,12 @@ def test_sigterm_finishes_the_request_in_flight_then_exits(
 
 
 def test_an_outage_is_reported_and_readiness_recovers(
-    driver: Driver, settings: Settings, registry: PolicyRegistry, tmp_path: Path
+    driver: Driver, settings: Settings, registry: PolicyRegistry, warm_cli: WarmCLI, tmp_path: Path
 ) -> None:
     if not settings.embedded:
         pytest.skip("stops the embedded server")
     staff = headers_for(registry, "staff")
-    with serving(tmp_path, CAIRN_NEO4J_RETRY_S="2") as served:
+    with serving(warm_cli, tmp_path, CAIRN_NEO4J_RETRY_S="2") as served:
         assert graphql(served.url, NODE, staff).json() == {"data": {"node": None}}
         neo4j_server.stop(settings)
         try:
