@@ -3,12 +3,14 @@
 Three bulk ingests are tried through the real CLI: a fixture set, a file of fact packets and a
 correspondence file. Each writes one unit of work per transaction with ids derived from the
 input, so a killed run leaves whole units behind, never half of one, and a re-run completes the
-set. The runs that are killed (and the one that meets the dead server) are processes of their
-own; the runs nothing interrupts (the reference, the completing re-run, the idempotent one) go
-through the same CLI in this process, whose model is already loaded (a process each would import
-torch and load the model again for nothing the property needs). The strongest check is the last one:
-the graph after several kills and a re-run is the graph an uninterrupted run writes
-(timestamps aside), so no dossier is half-written and no journal entry is missing or doubled.
+set. The runs that are killed (and the ones that meet the dead server) are processes of their
+own, forked from one warm process that has imported the CLI and loaded the model once
+(tests/e2e/warm_cli.py); the runs nothing interrupts (the reference, the completing re-run, the
+idempotent one) go through the same CLI in this process, whose model is already loaded (a
+process each would import torch and load the model again for nothing the property needs). The
+strongest check is the last one: the graph after several kills and a re-run is the graph an
+uninterrupted run writes (timestamps aside), so no dossier is half-written and no journal entry
+is missing or doubled.
 """
 
 from __future__ import annotations
@@ -18,8 +20,6 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +38,7 @@ from cairn.runtime import neo4j_server
 from cairn.runtime.database import sync_driver
 from cairn.runtime.settings import Settings
 from tests.e2e.conftest import wipe
+from tests.e2e.warm_cli import Run, WarmCLI
 
 pytestmark = pytest.mark.restarts
 
@@ -186,13 +187,10 @@ LETTERS_INGEST = Ingest(
 INGESTS = [FIXTURES, PACKETS_INGEST, LETTERS_INGEST]
 
 
-def cli_process(args: list[str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "cairn.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "COLUMNS": "300"},  # one outage line, not one wrapped at 80
-    )
+def cli_process(cli: WarmCLI, args: list[str], work: Path) -> Run:
+    """The command in a process of its own (a fork of the warm CLI), output to a file in ``work``."""
+    work.mkdir(parents=True, exist_ok=True)
+    return cli.run(args, work / f"cli-{time.monotonic_ns()}.out", COLUMNS="300")
 
 
 def run_to_end(args: list[str]) -> str:
@@ -299,7 +297,7 @@ def assert_whole(driver: Driver) -> None:
 
 @pytest.mark.parametrize("ingest", INGESTS, ids=lambda i: i.name)
 def test_sigkilled_ingest_rerun_writes_what_an_uninterrupted_run_writes(
-    ingest: Ingest, driver: Driver, tmp_path: Path
+    ingest: Ingest, driver: Driver, warm_cli: WarmCLI, tmp_path: Path
 ) -> None:
     source = ingest.prepare(tmp_path)
     wipe(driver)
@@ -319,7 +317,7 @@ def test_sigkilled_ingest_rerun_writes_what_an_uninterrupted_run_writes(
         # A random point: past a random share of what is left, then a random extra delay, so
         # the kill lands while embedding, inside a transaction or between two.
         target = done + rng.randint(1, max(1, (ingest.total - done) // 2))
-        proc = cli_process(ingest.args(source, work))
+        proc = cli_process(warm_cli, ingest.args(source, work), tmp_path / "out")
         deadline = time.monotonic() + 600
         while proc.poll() is None and ingest.progress(driver) < target and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -345,13 +343,13 @@ def test_sigkilled_ingest_rerun_writes_what_an_uninterrupted_run_writes(
 
 @pytest.mark.parametrize("ingest", INGESTS, ids=lambda i: i.name)
 def test_neo4j_killed_mid_ingest_is_reported_and_recovered(
-    ingest: Ingest, driver: Driver, settings: Settings, tmp_path: Path
+    ingest: Ingest, driver: Driver, settings: Settings, warm_cli: WarmCLI, tmp_path: Path
 ) -> None:
     if not settings.embedded:
         pytest.skip("kills the embedded server")
     source = ingest.prepare(tmp_path)
     wipe(driver)
-    proc = cli_process(ingest.args(source, tmp_path))
+    proc = cli_process(warm_cli, ingest.args(source, tmp_path), tmp_path / "out")
     while proc.poll() is None and ingest.progress(driver) == 0:
         time.sleep(0.02)
     assert proc.poll() is None, "the ingest finished before the server could be killed"
