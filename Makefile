@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install jars demo serve test fuzz lint bench web-vendor graphiql-vendor clean
+.PHONY: install jars demo serve test test-unit fuzz lint bench web-vendor graphiql-vendor clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -30,9 +30,13 @@ serve: $(STAMP)
 test: $(STAMP) jars
 	$(BIN)/pytest -q
 
+## The tests that need no Neo4j (tests/unit): under a minute, no jars.
+test-unit: $(STAMP)
+	$(BIN)/pytest -q tests/unit
+
 ## The leak properties (hidden ids, texts, fields) with 10,000 examples each; counts in bench/results/fuzz.md.
 fuzz: $(STAMP) jars
-	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider tests/test_policy_properties.py
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider tests/e2e/test_policy_properties.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check cairn tests bench

@@ -40,7 +40,7 @@ NOTES = [
     "- First holdout run: joint 0.98 (intent 1.00, entities 1.00); the one miss was 'recent movements' "
     "not read as a window; `parse_since` now reads 'recent' like 'recently'.",
     "- The issue's 30 paraphrases are not in the repository; its four quoted examples are in the holdout "
-    "and in tests/test_factors_router.py.",
+    "and in tests/e2e/test_factors_router.py.",
     "- A third check, 20 fresh questions written after the holdout reached 1.00 (not in the repository): "
     "joint 0.90; its misses ('what's unblocked?', 'slips to 15%' read as status / why-blocked) added "
     "'unblock', 'picture', 'slip', 'sink' to the what-if pattern and five what-if phrasings in other words "

@@ -1,24 +1,20 @@
-"""Test session wiring: a real Neo4j for the whole run, started here unless one is configured.
+"""What every test shares, with or without Neo4j.
 
-With NEO4J_URI set the tests use that server; otherwise they start the embedded server in
-its own data directory and ports (CAIRN_TEST_* below) and stop it at the end, so a
-developer's demo database is never touched.
+``tests/unit`` needs no Neo4j and no jars; ``tests/e2e`` (its own conftest) runs against a real
+Neo4j. Here: the environment that keeps a test run away from a developer's database and from the
+network, the hypothesis profiles, and one embedding model for the whole session.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import settings as hypothesis_settings
-from neo4j import Driver
-from neo4j.exceptions import ServiceUnavailable, SessionExpired
-from starlette.testclient import TestClient
-from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -28,20 +24,7 @@ if not os.environ.get("NEO4J_URI"):
     os.environ.setdefault("CAIRN_HTTP_PORT", os.environ.get("CAIRN_TEST_HTTP_PORT", "17474"))
 os.environ.setdefault("CAIRN_TRACE_DIR", tempfile.mkdtemp(prefix="cairn-traces-"))
 
-from cairn.ingest.correspondence.demo import load_demo_correspondence
-from cairn.ingest.org_memory import ingest_fixture_dir
-from cairn.policy.passport import headers_for
-from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime import neo4j_server
-from cairn.runtime.database import sync_driver
-from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
-from cairn.schema.checksum import graph_checksum
-from cairn.schema.migrate import migrate
-
-ACME = REPO_ROOT / "fixtures" / "acme"
-
-ROLES = REPO_ROOT / "fixtures" / "policy" / "roles.yaml"
-
+from cairn.runtime.embedder import BATCH_SIZE, DIMENSIONS, Embedder, get_embedder
 
 # `make fuzz` selects this profile (HYPOTHESIS_PROFILE=fuzz, or `pytest --hypothesis-profile
 # fuzz`): the leak properties run CAIRN_FUZZ_EXAMPLES (10,000) examples each instead of 200.
@@ -51,132 +34,29 @@ hypothesis_settings.register_profile(
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
-@pytest.fixture(scope="session")
-def settings() -> Settings:
-    return get_settings()
+class MemoEmbedder(Embedder):
+    """The real model, remembering each text's vector: a text embedded once in the session is
+    not embedded again, so reloading a demo after a wipe costs no model time."""
+
+    def __init__(self, inner: Embedder) -> None:  # the wrapped model is already loaded
+        self.name = inner.name
+        self._inner = inner
+        self._seen: dict[str, Any] = {}
+
+    def embed(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> Any:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._seen]
+        if missing:
+            self._seen.update(zip(missing, self._inner.embed(missing, batch_size), strict=True))
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        return np.array([self._seen[t] for t in texts], dtype=np.float32)
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        return self._inner.token_counts(texts)
 
 
 @pytest.fixture(scope="session")
-def neo4j_running(settings: Settings) -> Iterator[Settings]:
-    started = False
-    if settings.embedded and not neo4j_server.status(settings).running:
-        neo4j_server.start(settings)
-        started = True
-    yield settings
-    if started:
-        neo4j_server.stop(settings)
-
-
-@pytest.fixture(scope="session")
-def driver(neo4j_running: Settings) -> Iterator[Driver]:
-    drv = sync_driver(neo4j_running)
-    migrate(drv)
-    yield drv
-    drv.close()
-
-
-@retry(
-    retry=retry_if_exception_type((ServiceUnavailable, SessionExpired)),
-    stop=stop_after_attempt(5),
-    wait=wait_fixed(0.5),
-    reraise=True,
-)
-def wipe(driver: Driver) -> None:
-    """Delete every Cairn node (the schema and its version node stay).
-
-    Retried: after a test restarts the server, pooled connections fail once each."""
-    with driver.session() as session:
-        session.run("MATCH (n:Entity) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS").consume()
-
-
-# Modules that stop, kill or restore the server run last, so no other module meets a pool of
-# connections to a server that has since restarted.
-RESTARTING_MODULES = (
-    "test_service_lifecycle",
-    "test_neo4j_lifecycle",
-    "test_backup_restore",
-    "test_crash_safety",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(
-        key=lambda item: (
-            item.module.__name__.rsplit(".", 1)[-1] in RESTARTING_MODULES if item.module else False
-        )
-    )
-
-
-@pytest.fixture
-def empty_db(driver: Driver) -> Driver:
-    wipe(driver)
-    return driver
-
-
-# What the last load of the demo org left: the node count and graph_checksum (every node,
-# relationship and property, its load times included), so an unchanged graph is not reloaded.
-_ACME_LOADED: dict[str, Any] = {}
-
-
-def load_acme(driver: Driver) -> Driver:
-    """The graph exactly as a fresh load of the demo org writes it. The load (parse, validate,
-    embed, write: seconds) is repeated only when the graph differs from what the last load
-    left, so the modules and tests that only read it share one load."""
-    if _ACME_LOADED:
-        count = driver.execute_query("MATCH (n) RETURN count(n) AS c")[0][0]["c"]
-        if count == _ACME_LOADED["count"] and graph_checksum(driver) == _ACME_LOADED["sum"]:
-            return driver
-    wipe(driver)
-    ingest_fixture_dir(driver, ACME)
-    _ACME_LOADED["count"] = driver.execute_query("MATCH (n) RETURN count(n) AS c")[0][0]["c"]
-    _ACME_LOADED["sum"] = graph_checksum(driver)
-    return driver
-
-
-@pytest.fixture
-def acme_db(driver: Driver) -> Driver:
-    """The demo org as freshly loaded (tests may read it; tests that write use their own data,
-    or change it and the next user gets a reload)."""
-    return load_acme(driver)
-
-
-@pytest.fixture
-def acme_dir() -> Path:
-    return ACME
-
-
-# --- Shared by the API and adversarial modules: data loaded once per module, the policy
-# registry, a GraphQL call and a development passport. A module may still define a fixture of
-# the same name to load something else.
-
-
-@pytest.fixture(scope="module")
-def acme(driver: Driver) -> Driver:
-    """The demo org, loaded once for the module (its tests read it; writers clean up)."""
-    return load_acme(driver)
-
-
-@pytest.fixture(scope="module")
-def letters(driver: Driver, settings: Settings) -> Driver:
-    """The demo correspondence, loaded once for the module."""
-    wipe(driver)
-    load_demo_correspondence(driver, settings)
-    return driver
-
-
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
-
-
-def gql(client: TestClient, query: str, headers: dict[str, str], **variables: Any) -> dict[str, Any]:
-    """POST a GraphQL request; the transport must answer 200 (errors travel in the body)."""
-    resp = client.post("/graphql", json={"query": query, "variables": variables}, headers=headers)
-    assert resp.status_code == 200, resp.text
-    body: dict[str, Any] = resp.json()
-    return body
-
-
-def passport(registry: PolicyRegistry, role: str, **extra: str) -> dict[str, str]:
-    """The development passport of ``role``, with ``extra`` headers (narrowing) on top."""
-    return {**headers_for(registry, role), **extra}
+def embedder() -> Embedder:
+    """One model for the session (the process-wide one the service code also uses), with a
+    memory of the texts it has embedded."""
+    return MemoEmbedder(get_embedder())

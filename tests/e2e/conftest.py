@@ -1,0 +1,184 @@
+"""End-to-end wiring: a real Neo4j for the whole run, started here unless one is configured.
+
+With NEO4J_URI set the tests use that server; otherwise they start the embedded server in
+its own data directory and ports (CAIRN_TEST_*, read in tests/conftest.py) and stop it at the
+end, so a developer's demo database is never touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from neo4j import Driver
+from neo4j.exceptions import ServiceUnavailable, SessionExpired
+from starlette.testclient import TestClient
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
+
+from cairn.ingest.correspondence.demo import load_demo_correspondence
+from cairn.ingest.factors import DEMO_DIR as FACTORS_DEMO
+from cairn.ingest.factors import ingest_factor_dir
+from cairn.ingest.org_memory import ingest_fixture_dir
+from cairn.policy.passport import headers_for
+from cairn.policy.profiles import PolicyRegistry
+from cairn.runtime import neo4j_server
+from cairn.runtime.database import sync_driver
+from cairn.runtime.embedder import Embedder
+from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
+from cairn.schema.checksum import graph_checksum
+from cairn.schema.migrate import migrate
+from tests.e2e.warm_cli import WarmCLI
+
+ACME = REPO_ROOT / "fixtures" / "acme"
+
+ROLES = REPO_ROOT / "fixtures" / "policy" / "roles.yaml"
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    return get_settings()
+
+
+@pytest.fixture(scope="session")
+def neo4j_running(settings: Settings) -> Iterator[Settings]:
+    started = False
+    if settings.embedded and not neo4j_server.status(settings).running:
+        neo4j_server.start(settings)
+        started = True
+    yield settings
+    if started:
+        neo4j_server.stop(settings)
+
+
+@pytest.fixture(scope="session")
+def driver(neo4j_running: Settings) -> Iterator[Driver]:
+    drv = sync_driver(neo4j_running)
+    migrate(drv)
+    yield drv
+    drv.close()
+
+
+@retry(
+    retry=retry_if_exception_type((ServiceUnavailable, SessionExpired)),
+    stop=stop_after_attempt(5),
+    wait=wait_fixed(0.5),
+    reraise=True,
+)
+def wipe(driver: Driver) -> None:
+    """Delete every Cairn node (the schema and its version node stay).
+
+    Retried: after a test restarts the server, pooled connections fail once each."""
+    with driver.session() as session:
+        session.run("MATCH (n:Entity) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS").consume()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``restarts`` (their modules stop, kill or restore the server) run last, so no
+    other module meets a pool of connections to a server that has since restarted."""
+    items.sort(key=lambda item: item.get_closest_marker("restarts") is not None)
+
+
+@pytest.fixture(scope="session")
+def warm_cli() -> Iterator[WarmCLI]:
+    """One process that has imported the CLI and loaded the model, forking a child per command
+    (tests/e2e/warm_cli.py): for the tests that need CLI processes of their own."""
+    cli = WarmCLI()
+    yield cli
+    cli.close()
+
+
+@pytest.fixture
+def empty_db(driver: Driver) -> Driver:
+    wipe(driver)
+    return driver
+
+
+# What the last load of the demo org left: the node count and graph_checksum (every node,
+# relationship and property, its load times included), so an unchanged graph is not reloaded.
+_ACME_LOADED: dict[str, Any] = {}
+
+
+def load_acme(driver: Driver) -> Driver:
+    """The graph exactly as a fresh load of the demo org writes it. The load (parse, validate,
+    embed, write: seconds) is repeated only when the graph differs from what the last load
+    left, so the modules and tests that only read it share one load."""
+    if _ACME_LOADED:
+        count = driver.execute_query("MATCH (n) RETURN count(n) AS c")[0][0]["c"]
+        if count == _ACME_LOADED["count"] and graph_checksum(driver) == _ACME_LOADED["sum"]:
+            return driver
+    wipe(driver)
+    ingest_fixture_dir(driver, ACME)
+    _ACME_LOADED["count"] = driver.execute_query("MATCH (n) RETURN count(n) AS c")[0][0]["c"]
+    _ACME_LOADED["sum"] = graph_checksum(driver)
+    return driver
+
+
+# The same for the AI-readiness demo domain (fixtures/factors): what its last load left.
+_FACTORS_LOADED: dict[str, Any] = {}
+
+
+def load_factors(driver: Driver, embedder: Embedder) -> Driver:
+    """The graph exactly as a fresh load of the demo factors writes it (what ``load_demo_factors``
+    loads, embedded by the session's model). Reloaded only when the graph differs from what the
+    last load left: modules that only read it share one load, and a module after one that wrote
+    gets a fresh one."""
+    if _FACTORS_LOADED:
+        count = driver.execute_query("MATCH (n) RETURN count(n) AS c")[0][0]["c"]
+        if count == _FACTORS_LOADED["count"] and graph_checksum(driver) == _FACTORS_LOADED["sum"]:
+            return driver
+    wipe(driver)
+    ingest_factor_dir(driver, FACTORS_DEMO, embedder=embedder)
+    _FACTORS_LOADED["count"] = driver.execute_query("MATCH (n) RETURN count(n) AS c")[0][0]["c"]
+    _FACTORS_LOADED["sum"] = graph_checksum(driver)
+    return driver
+
+
+@pytest.fixture
+def acme_db(driver: Driver) -> Driver:
+    """The demo org as freshly loaded (tests may read it; tests that write use their own data,
+    or change it and the next user gets a reload)."""
+    return load_acme(driver)
+
+
+@pytest.fixture
+def acme_dir() -> Path:
+    return ACME
+
+
+# --- Shared by the API and adversarial modules: data loaded once per module, the policy
+# registry, a GraphQL call and a development passport. A module may still define a fixture of
+# the same name to load something else.
+
+
+@pytest.fixture(scope="module")
+def acme(driver: Driver) -> Driver:
+    """The demo org, loaded once for the module (its tests read it; writers clean up)."""
+    return load_acme(driver)
+
+
+@pytest.fixture(scope="module")
+def letters(driver: Driver, settings: Settings) -> Driver:
+    """The demo correspondence, loaded once for the module."""
+    wipe(driver)
+    load_demo_correspondence(driver, settings)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def registry(settings: Settings) -> PolicyRegistry:
+    return PolicyRegistry.load(settings.policy_file)
+
+
+def gql(client: TestClient, query: str, headers: dict[str, str], **variables: Any) -> dict[str, Any]:
+    """POST a GraphQL request; the transport must answer 200 (errors travel in the body)."""
+    resp = client.post("/graphql", json={"query": query, "variables": variables}, headers=headers)
+    assert resp.status_code == 200, resp.text
+    body: dict[str, Any] = resp.json()
+    return body
+
+
+def passport(registry: PolicyRegistry, role: str, **extra: str) -> dict[str, str]:
+    """The development passport of ``role``, with ``extra`` headers (narrowing) on top."""
+    return {**headers_for(registry, role), **extra}

@@ -1,0 +1,484 @@
+"""The dossier governor against the real Neo4j and the real embedding model.
+
+Note 000's Phase 1 and Phase 3 checkpoints (create, append, the vague-fact vote, history),
+plus what the issue adds: one transaction per packet, duplicates skipped and journalled,
+bad packets refused with nothing written, 8 concurrent packets on one topic making one
+dossier, access-separated routing and the optional adjudicator.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from neo4j import Driver
+from neo4j.exceptions import ConstraintError
+
+from cairn.memory.dossiers.adjudicator import LLMAdjudicator, parse_adjudication
+from cairn.memory.dossiers.governor import (
+    DEDUP_COSINE,
+    find_candidate_dossiers,
+    ingest_packets,
+    process_fact_packet,
+)
+from cairn.memory.dossiers.journal import entry_id
+from cairn.memory.dossiers.models import FactPacket, InputError, parse_packet
+from cairn.memory.dossiers.retriever import get_dossier_history
+from cairn.memory.dossiers.summary import summary_of
+from cairn.memory.dossiers.voting import Candidate, Decision, Hit, decide, run_vote, tally
+from cairn.policy.scope import Scope
+from cairn.runtime.embedder import Embedder
+from cairn.runtime.llm import LLMClient
+from cairn.runtime.settings import Settings
+from tests.llm_server import StubLLMServer
+
+RESTRICTED = {
+    "domain": "acme/assistant",
+    "sensitivity": "high",
+    "namespaces": ["confidential"],
+    "roles_allowed": ["director", "exec", "writer"],
+}
+
+
+def packet(label: str, facts: Sequence[Any], block: str = "block_001", **extra: Any) -> dict[str, Any]:
+    return {"cluster_label": label, "facts": list(facts), "source_block_id": block, **extra}
+
+
+def count(driver: Driver, label: str) -> int:
+    records, _, _ = driver.execute_query(f"MATCH (n:{label}) RETURN count(n) AS n")
+    return int(records[0]["n"])
+
+
+def facts_of(driver: Driver, dossier_id: str) -> list[str]:
+    records, _, _ = driver.execute_query(
+        "MATCH (:Dossier {id: $id})-[:HAS_FACT]->(f:Fact) RETURN f.text AS text ORDER BY f.added_at, f.id",
+        id=dossier_id,
+    )
+    return [r["text"] for r in records]
+
+
+VEGETARIAN = packet("Vegetarian Diet", ["User is strictly vegetarian", "User avoids meat"])
+
+
+# --- note 000 Phase 1 and Phase 3 checkpoints ----------------------------------------------------
+
+
+def test_fact_search_finds_the_dossier_for_a_related_query(empty_db: Driver, embedder: Embedder) -> None:
+    dossier_id = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder).dossier_id
+    results = find_candidate_dossiers(empty_db, ["dietary preferences"], embedder=embedder)
+    assert len(results) > 0
+    assert results[0].dossier_id == dossier_id
+
+
+def test_create_append_and_the_vague_fact_vote(empty_db: Driver, embedder: Embedder) -> None:
+    first = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder)
+    assert first.action == "created"
+    dossier_id = first.dossier_id
+
+    second = process_fact_packet(
+        empty_db,
+        packet("Vegetarian Diet", ["User prefers plant-based proteins"], "block_002"),
+        embedder=embedder,
+    )
+    assert second.action == "appended"
+    assert second.dossier_id == dossier_id
+
+    vague = ["It is healthy", "User avoids all animal products", "Plant-based diet has benefits"]
+    third = process_fact_packet(
+        empty_db, packet("Dietary Preferences", vague, "block_003"), embedder=embedder
+    )
+    assert third.dossier_id == dossier_id
+    assert third.candidates[0].dossier_id == dossier_id
+    assert third.candidates[0].hits >= 2
+
+    candidates = find_candidate_dossiers(empty_db, vague, top_k=5, embedder=embedder)
+    assert candidates[0].dossier_id == dossier_id
+    assert candidates[0].hits >= 2
+
+    history = get_dossier_history(empty_db, Scope.system(), dossier_id)
+    assert len(history) >= 2
+    ops = [e["op"] for e in history]
+    assert ops[0] == "created"
+    assert ops[-1] == "fact_added"
+    assert "summary_updated" in ops
+    assert count(empty_db, "Dossier") == 1
+    assert len(facts_of(empty_db, dossier_id)) == 6
+
+
+def test_unrelated_packet_creates_its_own_dossier(empty_db: Driver, embedder: Embedder) -> None:
+    veg = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder).dossier_id
+    ui = process_fact_packet(
+        empty_db,
+        packet("Dark Mode", ["User prefers dark mode", "User uses a large monitor"]),
+        embedder=embedder,
+    )
+    assert ui.action == "created"
+    assert ui.dossier_id != veg
+    assert ui.decision is not None and ui.decision.action == "create"
+
+
+def test_a_minority_of_matching_facts_does_not_pull_the_packet_along(
+    empty_db: Driver, embedder: Embedder
+) -> None:
+    # Changed with issue 16: a mixed packet is clustered and each cluster routed, so the one
+    # diet fact joins the diet dossier and the two unrelated facts make a dossier of their own
+    # (before, the whole packet was created apart because only 1 of 3 facts voted).
+    veg = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder).dossier_id
+    mixed = packet("Mixed", ["User eats no meat", "User prefers dark mode", "User works remotely"], "b9")
+    result = process_fact_packet(empty_db, mixed, embedder=embedder)
+    where = {p.dossier_id: p for p in result.placements}
+    assert set(where) - {veg}, result.placements
+    assert where[veg].action == "appended"
+    assert facts_of(empty_db, veg)[-1] == "User eats no meat"
+    (other,) = [p for p in result.placements if p.dossier_id != veg]
+    assert other.action == "created"
+    assert len(other.added) == 2
+    assert (result.action, result.dossier_id) == ("created", other.dossier_id)  # most facts
+
+
+def test_summary_is_extractive_and_deterministic(empty_db: Driver, embedder: Embedder) -> None:
+    dossier_id = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder).dossier_id
+    more = [
+        "User prefers plant-based proteins",
+        "User avoids eggs and dairy",
+        "User cooks lentil curry weekly",
+    ]
+    process_fact_packet(empty_db, packet("Veg", more, "block_002"), embedder=embedder)
+    records, _, _ = empty_db.execute_query("MATCH (d:Dossier {id: $id}) RETURN d.summary AS s", id=dossier_id)
+    summary = records[0]["s"]
+    sentences = [s.strip() + "." for s in summary.split(".") if s.strip()]
+    stored = facts_of(empty_db, dossier_id)
+    assert len(sentences) == 3
+    assert all(s.rstrip(".") in stored for s in sentences)
+    # the summary chosen inside Neo4j is the one the numpy twin chooses from the stored facts
+    rows, _, _ = empty_db.execute_query(
+        "MATCH (:Dossier {id: $id})-[:HAS_FACT]->(f) RETURN f.text AS text, f.embedding AS embedding "
+        "ORDER BY f.added_at, f.id",
+        id=dossier_id,
+    )
+    assert summary_of([r.data() for r in rows]) == summary
+
+
+def stored_vectors(driver: Driver, dossier_id: str) -> tuple[list[float] | None, list[list[float]]]:
+    """The dossier's stored centroid sum and its facts' vectors."""
+    records, _, _ = driver.execute_query(
+        "MATCH (d:Dossier {id: $id})-[:HAS_FACT]->(f:Fact) "
+        "RETURN d.centroid_sum AS centroid, collect(f.embedding) AS vectors",
+        id=dossier_id,
+    )
+    return records[0]["centroid"], records[0]["vectors"]
+
+
+def test_a_dossier_without_a_stored_centroid_is_summed_from_its_facts(
+    empty_db: Driver, embedder: Embedder
+) -> None:
+    """A dossier written before centroid sums were kept: the vote sums its fact vectors
+    (docs/design.md §Dossier queries); an append then stores the sum of all, advanced in Python."""
+    dossier_id = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder).dossier_id
+    centroid, vectors = stored_vectors(empty_db, dossier_id)
+    assert centroid == pytest.approx(np.sum(vectors, axis=0).tolist(), abs=1e-9)
+    empty_db.execute_query("MATCH (d:Dossier {id: $id}) REMOVE d.centroid_sum", id=dossier_id)
+    more = parse_packet(packet("Vegetarian Diet", ["User prefers plant-based proteins"], "block_002"))
+    query = embedder.embed([f.text for f in more.facts])
+    with empty_db.session() as session:
+        vote = session.execute_read(run_vote, query, more.access)
+    summed = vote.dossiers[dossier_id].centroid_sum
+    assert summed is not None and summed.tolist() == pytest.approx(np.sum(vectors, axis=0).tolist(), abs=1e-9)
+    assert process_fact_packet(empty_db, more, embedder=embedder).dossier_id == dossier_id
+    centroid, vectors = stored_vectors(empty_db, dossier_id)
+    assert len(vectors) == 3
+    assert centroid == pytest.approx(np.sum(vectors, axis=0).tolist(), abs=1e-9)
+
+
+# --- one transaction per packet, idempotency, duplicates -----------------------------------------
+
+
+def test_a_packet_that_fails_mid_way_leaves_nothing(empty_db: Driver, embedder: Embedder) -> None:
+    doomed = parse_packet(packet("Vegetarian Diet", ["User is strictly vegetarian", "User avoids meat"]))
+    # An existing node holding the id the packet's first journal entry will take: the dossier
+    # and both facts are written first, then the journal write fails on the uniqueness constraint.
+    empty_db.execute_query(
+        "CREATE (:Entity:Block {id: $id, block_id: 'clash', domain: 'acme/assistant', sensitivity: 'low'})",
+        id=entry_id(doomed.key, 0),
+    )
+    with pytest.raises(ConstraintError):
+        process_fact_packet(empty_db, doomed, embedder=embedder)
+    assert count(empty_db, "Dossier") == 0
+    assert count(empty_db, "Fact") == 0
+    assert count(empty_db, "JournalEntry") == 0
+
+
+def test_the_same_packet_twice_is_applied_once(empty_db: Driver, embedder: Embedder) -> None:
+    first = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder)
+    again = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder)
+    assert again.action == "already_applied"
+    assert again.dossier_id == first.dossier_id
+    assert count(empty_db, "Fact") == 2
+    assert count(empty_db, "JournalEntry") == 1
+
+
+def test_near_duplicate_facts_are_skipped_and_journalled(empty_db: Driver, embedder: Embedder) -> None:
+    dossier_id = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder).dossier_id
+    result = process_fact_packet(
+        empty_db,
+        packet(
+            "Vegetarian Diet", ["The user is strictly vegetarian", "User avoids eggs and dairy"], "block_002"
+        ),
+        embedder=embedder,
+    )
+    assert result.dossier_id == dossier_id
+    assert [s.text for s in result.skipped] == ["The user is strictly vegetarian"]
+    assert result.skipped[0].similarity >= DEDUP_COSINE
+    assert len(result.added) == 1
+    assert facts_of(empty_db, dossier_id).count("The user is strictly vegetarian") == 0
+    skips = [
+        e for e in get_dossier_history(empty_db, Scope.system(), dossier_id) if e["op"] == "fact_skipped"
+    ]
+    assert len(skips) == 1
+    assert skips[0]["excerpt"] == "The user is strictly vegetarian"
+    assert skips[0]["details"]["duplicate_of"] == result.skipped[0].duplicate_of
+
+
+def test_duplicates_within_one_packet_are_stored_once(empty_db: Driver, embedder: Embedder) -> None:
+    result = process_fact_packet(
+        empty_db,
+        packet("Veg", ["User is vegetarian", "User is a vegetarian", "User avoids meat"]),
+        embedder=embedder,
+    )
+    assert result.action == "created"
+    assert len(result.added) == 2
+    assert [s.text for s in result.skipped] == ["User is a vegetarian"]
+
+
+# --- bad input -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "where"),
+    [
+        (packet("Veg", []), "facts"),
+        ({"cluster_label": "Veg", "facts": ["User is vegetarian"]}, "source_block_id"),
+        (packet("Veg", ["User is vegetarian"], block=""), "source_block_id"),
+        (packet("Veg", ["User is vegetarian", 42]), "facts"),
+        (packet("Veg", ["User is vegetarian", None]), "facts"),
+        (packet("Veg", [{"text": 3}]), "facts[0].text"),
+        (packet("Veg", ["   "]), "facts[0].text"),
+        (packet("", ["User is vegetarian"]), "cluster_label"),
+        (packet("Veg", ["x"], access={"sensitivity": "secret"}), "access.sensitivity"),
+        (packet("Veg", ["x"], surprise=1), "surprise"),
+        (["not", "an", "object"], ""),
+    ],
+)
+def test_bad_packets_are_refused_and_nothing_is_written(
+    empty_db: Driver, embedder: Embedder, raw: Any, where: str
+) -> None:
+    with pytest.raises(InputError) as info:
+        process_fact_packet(empty_db, raw, embedder=embedder)
+    assert any(p.where == where for p in info.value.problems), info.value.problems
+    assert count(empty_db, "Entity") == 0
+
+
+def test_a_bad_packet_in_a_batch_is_named_by_position(empty_db: Driver) -> None:
+    good = VEGETARIAN
+    with pytest.raises(InputError) as info:
+        [parse_packet(p, f"line {i}: ") for i, p in enumerate([good, packet("x", [1])], start=1)]
+    assert info.value.problems[0].where == "line 2: facts"
+
+
+# --- concurrency and access ----------------------------------------------------------------------
+
+SAME_TOPIC = [
+    ["User is strictly vegetarian", "User avoids meat"],
+    ["User is a vegetarian", "User does not eat meat"],
+    ["User eats no meat", "User follows a vegetarian diet"],
+    ["User never eats meat or fish", "User is vegetarian"],
+    ["User prefers vegetarian food", "User avoids meat products"],
+    ["User has been vegetarian for years", "User refuses to eat meat"],
+    ["User keeps a vegetarian diet", "User avoids beef and pork"],
+    ["User only eats vegetarian meals", "User skips meat dishes"],
+]
+
+
+def test_eight_concurrent_packets_on_one_topic_make_one_dossier(empty_db: Driver, embedder: Embedder) -> None:
+    packets = [parse_packet(packet("Vegetarian", f, f"block_c{i}")) for i, f in enumerate(SAME_TOPIC)]
+    vectors = [embedder.embed([f.text for f in p.facts]) for p in packets]
+    barrier = threading.Barrier(len(packets))
+    results: list[Any] = [None] * len(packets)
+    errors: list[BaseException] = []
+
+    def route(i: int) -> None:
+        try:
+            barrier.wait()
+            results[i] = process_fact_packet(empty_db, packets[i], embedder=embedder, vectors=vectors[i])
+        except BaseException as exc:  # surfaced by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=route, args=(i,)) for i in range(len(packets))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    assert count(empty_db, "Dossier") == 1
+    assert len({r.dossier_id for r in results}) == 1
+    assert sorted(r.action for r in results).count("created") == 1
+    journal = get_dossier_history(empty_db, Scope.system(), results[0].dossier_id)
+    assert [e["op"] for e in journal].count("created") == 1
+
+
+def test_restricted_packets_never_join_a_public_dossier(empty_db: Driver, embedder: Embedder) -> None:
+    public = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder)
+    secret = process_fact_packet(
+        empty_db,
+        packet(
+            "Vegetarian Diet", ["User is strictly vegetarian", "User avoids meat"], "b2", access=RESTRICTED
+        ),
+        embedder=embedder,
+    )
+    assert secret.action == "created"
+    assert secret.dossier_id != public.dossier_id
+    records, _, _ = empty_db.execute_query(
+        "MATCH (d:Dossier {id: $id})-[:HAS_FACT]->(f:Fact) "
+        "RETURN collect(DISTINCT f.sensitivity) AS fs, d.sensitivity AS ds",
+        id=secret.dossier_id,
+    )
+    assert records[0]["ds"] == "high"
+    assert records[0]["fs"] == ["high"]
+    journal_access, _, _ = empty_db.execute_query(
+        "MATCH (j:JournalEntry)-[:ABOUT]->(:Dossier {id: $id}) RETURN collect(DISTINCT j.roles_allowed) AS r",
+        id=secret.dossier_id,
+    )
+    assert journal_access[0]["r"] == [sorted(RESTRICTED["roles_allowed"])]
+
+
+def test_archived_dossiers_receive_no_packets(empty_db: Driver, embedder: Embedder) -> None:
+    first = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder)
+    empty_db.execute_query("MATCH (d:Dossier {id: $id}) SET d.status = 'archived'", id=first.dossier_id)
+    result = process_fact_packet(
+        empty_db, packet("Veg", ["User avoids eggs and dairy"], "b2"), embedder=embedder
+    )
+    assert result.action == "created"
+
+
+def test_batch_ingest_routes_in_order(empty_db: Driver, embedder: Embedder) -> None:
+    packets = [
+        parse_packet(VEGETARIAN),
+        parse_packet(packet("Veg", ["User prefers plant-based proteins"], "b2")),
+        parse_packet(
+            packet("Running", ["User runs three times a week", "User trains for a half marathon"], "b3")
+        ),
+    ]
+    done: list[int] = []
+    results = ingest_packets(empty_db, packets, embedder=embedder, progress=done.append)
+    assert [r.action for r in results] == ["created", "appended", "created"]
+    assert sum(done) == 5
+    assert count(empty_db, "Dossier") == 2
+
+
+# --- the adjudicator ----------------------------------------------------------------------------
+
+
+class _AlwaysCreate:
+    """An adjudicator with a fixed opinion, to show a verdict overrides the rule and is journalled."""
+
+    name = "always-create"
+
+    def decide(self, packet: FactPacket, candidates: Sequence[Candidate], proposal: Decision) -> Decision:
+        return Decision("create", None, "fixed opinion", decided_by=self.name)
+
+
+def test_an_adjudicator_verdict_overrides_the_rule(empty_db: Driver, embedder: Embedder) -> None:
+    process_fact_packet(empty_db, VEGETARIAN, embedder=embedder)
+    result = process_fact_packet(
+        empty_db,
+        packet("Veg", ["User avoids eggs and dairy"], "b2"),
+        embedder=embedder,
+        adjudicator=_AlwaysCreate(),
+    )
+    assert result.action == "created"
+    history = get_dossier_history(empty_db, Scope.system(), result.dossier_id)
+    assert history[0]["details"]["decision"]["decided_by"] == "always-create"
+
+
+def test_llm_adjudicator_falls_back_to_the_rule(
+    empty_db: Driver, embedder: Embedder, settings: Settings
+) -> None:
+    first = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder)
+    with StubLLMServer() as stub:
+        llm = LLMAdjudicator(LLMClient(settings.model_copy(update={"llm_base_url": stub.url})))
+        result = process_fact_packet(
+            empty_db, packet("Veg", ["User avoids eggs and dairy"], "b2"), embedder=embedder, adjudicator=llm
+        )
+        assert len(stub.requests) == 1
+        assert "User avoids eggs and dairy" in stub.requests[0]["messages"][-1]["content"]
+    assert result.dossier_id == first.dossier_id
+    assert result.decision is not None
+    assert result.decision.decided_by == "rule"
+    assert "no usable decision" in result.decision.reason
+    with StubLLMServer(fail_with=503) as down:
+        llm = LLMAdjudicator(LLMClient(settings.model_copy(update={"llm_base_url": down.url})))
+        result = process_fact_packet(
+            empty_db,
+            packet("Veg", ["User prefers plant-based proteins"], "b3"),
+            embedder=embedder,
+            adjudicator=llm,
+        )
+    assert result.action == "appended"
+    assert result.decision is not None and "503" in result.decision.reason
+
+
+def test_adjudication_answers_are_parsed_strictly() -> None:
+    cands = [Candidate("dos-a", "A", 2, 1.2, 2, 0.7)]
+    proposal = decide(cands, 2)
+    assert parse_adjudication('{"action": "create"}', cands, proposal).action == "create"
+    chosen = parse_adjudication('Sure: {"action": "append", "target_dossier_id": "dos-a"}', cands, proposal)
+    assert (chosen.action, chosen.target, chosen.decided_by) == ("append", "dos-a", "llm")
+    stranger = parse_adjudication('{"action": "append", "target_dossier_id": "dos-zzz"}', cands, proposal)
+    assert (stranger.target, stranger.decided_by) == ("dos-a", "rule")
+    assert "not a candidate" in stranger.reason
+
+
+# --- the vote and the rule (pure) ----------------------------------------------------------------
+
+hit_lists = st.lists(
+    st.builds(
+        Hit,
+        fact_index=st.integers(0, 4),
+        dossier_id=st.sampled_from(["dos-a", "dos-b", "dos-c"]),
+        fact_id=st.text("abcdef", min_size=1, max_size=3),
+        score=st.floats(0.4, 1.0),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=150)
+@given(hits=hit_lists, seed=st.randoms())
+def test_tally_ranks_by_hits_then_score_sum_whatever_the_order(hits: list[Hit], seed: Any) -> None:
+    ranked = tally(hits, {})
+    shuffled = list(hits)
+    seed.shuffle(shuffled)
+    again = tally(shuffled, {})
+    assert [c.dossier_id for c in ranked] == [c.dossier_id for c in again]
+    keys = [(-c.hits, -round(c.score_sum, 6), c.dossier_id) for c in ranked]
+    assert keys == sorted(keys)
+    assert sum(c.hits for c in ranked) == len(hits)
+    for c in ranked:
+        assert c.supporters == len({h.fact_index for h in hits if h.dossier_id == c.dossier_id})
+
+
+@settings(max_examples=150)
+@given(hits=hit_lists, n_facts=st.integers(1, 5))
+def test_rule_appends_exactly_on_a_strict_majority_of_facts(hits: list[Hit], n_facts: int) -> None:
+    hits = [h for h in hits if h.fact_index < n_facts]
+    candidates = tally(hits, {})
+    decision = decide(candidates, n_facts)
+    if candidates and candidates[0].supporters * 2 > n_facts:
+        assert (decision.action, decision.target) == ("append", candidates[0].dossier_id)
+    else:
+        assert (decision.action, decision.target) == ("create", None)

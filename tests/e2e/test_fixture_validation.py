@@ -1,0 +1,167 @@
+"""Issue 14, validation in one pass: one run reports every problem; dates name the format;
+relations come from the catalog; unreadable records and causes after effects are warned about;
+the CLI reports nodes and edges created / unchanged and the graph checksum."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from neo4j import Driver
+from typer.testing import CliRunner
+
+from cairn.cli import app
+from cairn.ingest.fixtures import FixtureError, chronology_warnings, load_fixture_dir
+from cairn.ingest.org_memory import ingest_fixture_dir
+from cairn.policy.profiles import PolicyRegistry
+from cairn.runtime.settings import Settings
+from cairn.schema.catalog import CAUSAL_RELATIONS
+from cairn.schema.checksum import graph_checksum
+from tests.e2e.conftest import ACME
+
+DESCOPE = "acme-corp-descope-onprem-2024"
+UNIFY = "acme-corp-unify-cloud-platform-2022"
+
+
+def edit(path: Path, **changes: Any) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data.update(changes)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def acme_copy(tmp_path: Path) -> Path:
+    root = tmp_path / "acme"
+    shutil.copytree(ACME, root)
+    return root
+
+
+def small_set(tmp_path: Path, **over: Any) -> Path:
+    """Two decisions, the later based on the earlier; ``over`` changes the later one."""
+    root = tmp_path / "small"
+    (root / "decisions").mkdir(parents=True)
+    base = {
+        "timestamp": "2024-01-01T00:00:00Z",
+        "domain": "acme/product",
+        "importance": 0.5,
+        "sensitivity": "low",
+        "namespaces": ["internal"],
+        "roles_allowed": ["staff", "director"],
+        "option": "test decision",
+        "decision_maker": "Test",
+    }
+    (root / "decisions" / "d-early.json").write_text(json.dumps({**base, "id": "d-early"}))
+    later = {**base, "id": "d-late", "timestamp": "2024-06-01T00:00:00Z", "based_on": ["d-early"], **over}
+    (root / "decisions" / "d-late.json").write_text(json.dumps(later))
+    return root
+
+
+def problems_of(root: Path) -> list[str]:
+    with pytest.raises(FixtureError) as info:
+        load_fixture_dir(root)
+    return [str(p) for p in info.value.problems]
+
+
+def test_record_reference_and_cycle_problems_come_in_one_report(tmp_path: Path) -> None:
+    root = acme_copy(tmp_path)
+    edit(root / "decisions" / "acme-prod-ai-assistant-beta-2023.json", importance="high")  # record
+    edit(root / "transitions" / "trans-acme-a1-to-a2.json", to="acme-no-such-decision")  # reference
+    corp = {"relation": "causal", "domain": "acme/corporate"}
+    back = {"id": "back", "from": DESCOPE, "to": UNIFY, **corp}  # closes unify -> descope
+    (root / "transitions" / "back.json").write_text(json.dumps(back))
+    loop = {"id": "self", "from": UNIFY, "to": UNIFY, **corp}
+    (root / "transitions" / "self.json").write_text(json.dumps(loop))
+    text = "\n".join(problems_of(root))
+    assert "field 'importance'" in text
+    assert "refers to 'acme-no-such-decision', which does not exist" in text
+    assert "cannot point at its own source" in text
+    assert "causal edges form a cycle" in text
+
+
+def test_a_broken_record_is_not_reported_again_as_a_missing_reference(tmp_path: Path) -> None:
+    root = acme_copy(tmp_path)
+    edit(root / "decisions" / f"{DESCOPE}.json", importance="high")
+    problems = problems_of(root)
+    assert len(problems) == 1 and "importance" in problems[0]
+
+
+@pytest.mark.parametrize("value", ["2024-13-45", "yesterday", "2024-03-01T09:30:00", "20240301"])
+def test_a_bad_date_names_the_expected_format(tmp_path: Path, value: str) -> None:
+    problems = problems_of(small_set(tmp_path, timestamp=value))
+    assert len(problems) == 1, problems
+    assert "field 'timestamp'" in problems[0]
+    assert "ISO-8601" in problems[0] and "2024-03-01T09:30:00Z" in problems[0]
+    assert json.dumps(value) in problems[0]
+
+
+def test_a_relation_outside_the_catalog_is_refused(tmp_path: Path) -> None:
+    root = acme_copy(tmp_path)
+    edit(root / "transitions" / "trans-acme-a1-to-a2.json", relation="vibes")
+    [problem] = problems_of(root)
+    assert "field 'relation'" in problem and "unknown relation 'vibes'" in problem
+    assert all(name in problem for name in CAUSAL_RELATIONS)
+
+
+@pytest.mark.parametrize("relation", ["replaces", "requires"])
+def test_catalogued_relations_are_accepted(tmp_path: Path, relation: str) -> None:
+    root = acme_copy(tmp_path)
+    edit(root / "transitions" / "trans-acme-a1-to-a2.json", relation=relation)
+    load_fixture_dir(root)
+
+
+def test_a_cause_dated_after_its_effect_is_warned(tmp_path: Path) -> None:
+    fs = load_fixture_dir(small_set(tmp_path, timestamp="2023-01-01T00:00:00Z"))
+    [warning] = chronology_warnings(fs)
+    assert "cause 'd-early'" in str(warning) and "after its effect 'd-late'" in str(warning)
+    assert chronology_warnings(load_fixture_dir(small_set(tmp_path / "ok"))) == []
+
+
+@pytest.mark.parametrize(
+    "over,reason",
+    [
+        ({"roles_allowed": ["ghost"]}, "unknown role(s) ghost"),
+        ({"namespaces": ["nowhere"]}, "namespace(s) nowhere held by no role"),
+        ({"domain": "other/place"}, "domain 'other/place' granted to no role"),
+        ({"roles_allowed": ["staff"], "sensitivity": "high"}, "no role meets"),
+    ],
+)
+def test_records_no_role_can_read_are_warned_or_refused(
+    empty_db: Driver, settings: Settings, tmp_path: Path, over: dict[str, Any], reason: str
+) -> None:
+    registry = PolicyRegistry.load(settings.policy_file)
+    root = small_set(tmp_path, **over)
+    before = graph_checksum(empty_db)
+    with pytest.raises(FixtureError) as info:
+        ingest_fixture_dir(empty_db, root, registry=registry, refuse_warnings=True)
+    assert graph_checksum(empty_db) == before
+    [problem] = info.value.problems
+    assert problem.record_id == "d-late" and "no role in the policy file can read it" in problem.message
+    assert reason in problem.message
+
+
+def test_cli_summary_counts_created_and_unchanged_and_prints_the_checksum(
+    empty_db: Driver, tmp_path: Path
+) -> None:
+    root = small_set(tmp_path, roles_allowed=["ghost"])
+    first = CliRunner().invoke(app, ["ingest", "fixtures", str(root)])
+    assert first.exit_code == 0, first.output
+    out = " ".join(first.output.split())
+    assert "nodes: 2 created, 0 updated, 0 unchanged; edges: 1 created, 0 updated, 0 unchanged" in out
+    assert "no role in the policy file can read it" in out
+    checksum = graph_checksum(empty_db)
+    assert f"graph checksum {checksum}" in out
+
+    again = CliRunner().invoke(app, ["ingest", "fixtures", str(root)])
+    out = " ".join(again.output.split())
+    assert "nodes: 0 created, 0 updated, 2 unchanged; edges: 0 created, 0 updated, 1 unchanged" in out
+    assert f"graph checksum {checksum}" in out
+
+    edit(root / "decisions" / "d-late.json", option="changed")
+    changed = CliRunner().invoke(app, ["ingest", "fixtures", str(root)])
+    assert "nodes: 0 created, 1 updated, 1 unchanged" in " ".join(changed.output.split())
+
+    strict = CliRunner().invoke(app, ["ingest", "fixtures", "--strict", str(root)])
+    assert strict.exit_code == 2
+    assert "no role in the policy file can read it" in " ".join(strict.output.split())

@@ -1,0 +1,159 @@
+"""A warm CLI for the tests that need CLI processes of their own (the crash tests kill them, the
+service tests start and stop `cairn serve`): one process imports the CLI and loads the model
+once, then forks a fresh child for every command. Each child is a process of its own (its own
+connections; killed or signalled like any other) that does not import torch and load the model
+again. The parent never connects to Neo4j and never runs the model, so a child starts clean.
+
+Protocol, one line each way on the server's stdin/stdout, fields separated by NUL:
+  run OUT ENV ARG...  -> the child's pid (stdout and stderr to the file OUT; ENV: JSON, set first)
+  poll PID            -> its exit status (negative: the signal that ended it), or "running"
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+# --- the server (python -m tests.e2e.warm_cli) ------------------------------------------------------
+
+
+def _child(out: str, env: dict[str, str], args: list[str]) -> None:
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.environ.update(env)
+    from cairn.cli import main
+    from cairn.runtime.settings import get_settings
+
+    get_settings.cache_clear()  # read again, with this command's environment
+    sys.argv = ["cairn", *args]
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _status(raw: int) -> int:
+    return -os.WTERMSIG(raw) if os.WIFSIGNALED(raw) else os.WEXITSTATUS(raw)
+
+
+def serve() -> None:
+    import cairn.cli  # noqa: F401 (everything a command imports)
+    from cairn.runtime.embedder import get_embedder
+
+    get_embedder()  # loaded, not run: the children run it
+    done: dict[int, int] = {}
+    print("ready", flush=True)
+    for line in sys.stdin:
+        verb, *rest = line.rstrip("\n").split("\0")
+        if verb == "run":
+            sys.stdout.flush()
+            pid = os.fork()
+            if pid == 0:
+                _child(rest[0], json.loads(rest[1]), rest[2:])
+            reply = str(pid)
+        elif verb == "poll":
+            pid = int(rest[0])
+            if pid not in done:
+                got, raw = os.waitpid(pid, os.WNOHANG)
+                if got:
+                    done[pid] = _status(raw)
+            reply = str(done[pid]) if pid in done else "running"
+        else:
+            reply = f"unknown verb {verb!r}"
+        print(reply, flush=True)
+
+
+# --- the client, in the test process -----------------------------------------------------------
+
+
+class WarmCLI:
+    """The server process, started once (a session fixture in tests/e2e/conftest.py)."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.e2e.warm_cli"],
+            cwd=REPO_ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "TOKENIZERS_PARALLELISM": "false"},  # no tokenizer threads before a fork
+        )
+        assert self.ask() == "ready"
+
+    def ask(self, *parts: str) -> str:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        if parts:
+            self.proc.stdin.write("\0".join(parts) + "\n")
+            self.proc.stdin.flush()
+        return self.proc.stdout.readline().strip()
+
+    def run(self, args: list[str], out: Path, **env: str) -> Run:
+        """``cairn ARGS`` in a new child, with ``env`` on top of the test's environment."""
+        return Run(self, int(self.ask("run", str(out), json.dumps(env), *args)), out)
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+class Run:
+    """A command running in a child of the warm CLI: what the tests use of a Popen."""
+
+    def __init__(self, cli: WarmCLI, pid: int, out: Path) -> None:
+        self.cli, self.pid, self.out = cli, pid, out
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            got = self.cli.ask("poll", str(self.pid))
+            self.returncode = None if got == "running" else int(got)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0)
+            time.sleep(0.05)
+        assert self.returncode is not None
+        return self.returncode
+
+    def communicate(self, timeout: float | None = None) -> tuple[bytes, None]:
+        self.wait(timeout)
+        return self.out.read_bytes(), None
+
+
+if __name__ == "__main__":
+    serve()
