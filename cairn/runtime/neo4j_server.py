@@ -195,15 +195,17 @@ def _read_pid(settings: Settings) -> int | None:
     return pid
 
 
+# The running server's version and edition, for `cairn neo4j status`.
+SERVER_VERSION = "CALL dbms.components() YIELD versions, edition RETURN versions[0] + ' ' + edition AS v"
+
+
 def _server_version(settings: Settings) -> str | None:
     try:
         with GraphDatabase.driver(
             bolt_uri(settings), auth=("neo4j", password(settings)), connection_timeout=2
         ) as driver:
             with driver.session() as session:  # auto-commit: no retry loop while starting
-                record = session.run(
-                    "CALL dbms.components() YIELD versions, edition RETURN versions[0] + ' ' + edition AS v"
-                ).single(strict=True)
+                record = session.run(SERVER_VERSION).single(strict=True)
             return str(record["v"])
     except (ServiceUnavailable, OSError):
         return None

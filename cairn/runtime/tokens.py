@@ -11,7 +11,7 @@ the same by construction: the BERT normalizer only lower-cases such text and the
 pre-tokenizer splits it into runs of letters and digits and single punctuation marks; only the
 WordPiece step, per word, is left to the tokenizer's own model, and its count is remembered
 per word (words recur across lines and asks). Anything else (accents, CJK, control
-characters, "[MASK]") goes through the whole pipeline. tests/test_tokens.py holds the two
+characters, "[MASK]") goes through the whole pipeline. tests/unit/test_tokens.py holds the two
 paths equal.
 """
 

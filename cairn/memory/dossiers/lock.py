@@ -11,7 +11,7 @@ of a transaction's commit, before that transaction's locks are released, and rea
 read-committed; so once this transaction holds the lock, the index already contains every
 fact of every transaction that held it before. (Only writes made earlier in the *same*
 transaction are invisible to the index, and the vote runs before this transaction writes
-anything but the lock.) tests/test_dossiers_governor.py routes 8 packets at once and
+anything but the lock.) tests/e2e/test_dossiers_governor.py routes 8 packets at once and
 checks one dossier results; without the lock that test fails.
 
 The node has no ``Entity`` label: it is machinery, not data, carries no access fields and is

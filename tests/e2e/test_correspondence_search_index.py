@@ -20,7 +20,7 @@ from cairn.graph.correspondence import SEARCH_EXACT
 from cairn.memory.correspondence import Filters, Reader, semantic_search
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
-from tests.conftest import wipe
+from tests.e2e.conftest import wipe
 
 SECTIONS = 600
 TOPICS = 8
