@@ -18,10 +18,16 @@ from hypothesis import settings as hypothesis_settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-if not os.environ.get("NEO4J_URI"):
-    os.environ.setdefault("CAIRN_DATA_DIR", os.environ.get("CAIRN_TEST_DATA_DIR", "/tmp/cairn-test-data"))
-    os.environ.setdefault("CAIRN_BOLT_PORT", os.environ.get("CAIRN_TEST_BOLT_PORT", "17687"))
-    os.environ.setdefault("CAIRN_HTTP_PORT", os.environ.get("CAIRN_TEST_HTTP_PORT", "17474"))
+# The tests wipe their database, so they never take a developer's own database settings from the
+# environment (CAIRN_DATA_DIR, the ports, NEO4J_URI): only the CAIRN_TEST_* ones. An external
+# server for the tests is named by CAIRN_TEST_NEO4J_URI (its NEO4J_USER / NEO4J_PASSWORD apply).
+os.environ.pop("NEO4J_URI", None)
+if os.environ.get("CAIRN_TEST_NEO4J_URI"):
+    os.environ["NEO4J_URI"] = os.environ["CAIRN_TEST_NEO4J_URI"]
+else:
+    os.environ["CAIRN_DATA_DIR"] = os.environ.get("CAIRN_TEST_DATA_DIR", "/tmp/cairn-test-data")
+    os.environ["CAIRN_BOLT_PORT"] = os.environ.get("CAIRN_TEST_BOLT_PORT", "17687")
+    os.environ["CAIRN_HTTP_PORT"] = os.environ.get("CAIRN_TEST_HTTP_PORT", "17474")
 os.environ.setdefault("CAIRN_TRACE_DIR", tempfile.mkdtemp(prefix="cairn-traces-"))
 
 from cairn.runtime.embedder import BATCH_SIZE, DIMENSIONS, Embedder, get_embedder
