@@ -29,20 +29,20 @@ from bench.common import pct, running_neo4j, summary, use_bench_neo4j, wipe_grap
 
 use_bench_neo4j("ask", 17710, 17510)
 
-import httpx  # noqa: E402
-import uvicorn  # noqa: E402
-from neo4j import Driver  # noqa: E402
+import httpx
+import uvicorn
+from neo4j import Driver
 
-from cairn.app import create_app  # noqa: E402
-from cairn.memory import trace as bundles  # noqa: E402
-from cairn.memory.ask import AskService  # noqa: E402
-from cairn.policy.passport import headers_for, verify  # noqa: E402
-from cairn.policy.profiles import PolicyRegistry  # noqa: E402
-from cairn.runtime.database import sync_driver  # noqa: E402
-from cairn.runtime.llm import LLMClient  # noqa: E402
-from cairn.runtime.logging import configure_logging  # noqa: E402
-from cairn.runtime.settings import Settings  # noqa: E402
-from cairn.schema.migrate import migrate  # noqa: E402
+from cairn.app import create_app
+from cairn.memory import trace as bundles
+from cairn.memory.ask import AskService
+from cairn.policy.passport import headers_for, verify
+from cairn.policy.profiles import PolicyRegistry
+from cairn.runtime.database import sync_driver
+from cairn.runtime.llm import LLMClient
+from cairn.runtime.logging import configure_logging
+from cairn.runtime.settings import Settings
+from cairn.schema.migrate import migrate
 
 SIZES = tuple(int(n) for n in os.environ.get("BENCH_ASK_SIZES", "1000,10000,100000").split(","))
 ASKS = int(os.environ.get("BENCH_ASK_N", "150"))

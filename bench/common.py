@@ -21,11 +21,19 @@ def wipe_graph(driver: Any) -> None:
 
 
 def use_bench_neo4j(name: str, bolt: int, http: int) -> None:
-    """Point settings at a benchmark-only embedded Neo4j (own data dir and ports)."""
-    if not os.environ.get("NEO4J_URI"):
-        os.environ.setdefault("CAIRN_DATA_DIR", f"/tmp/cairn-bench-{name}")
-        os.environ.setdefault("CAIRN_BOLT_PORT", str(bolt))
-        os.environ.setdefault("CAIRN_HTTP_PORT", str(http))
+    """Point settings at a benchmark-only embedded Neo4j (own data dir and ports).
+
+    A bench wipes its graph, so it never takes a user's database settings (CAIRN_DATA_DIR, the
+    ports, NEO4J_URI) from the environment: only CAIRN_BENCH_DATA_DIR, CAIRN_BENCH_BOLT_PORT,
+    CAIRN_BENCH_HTTP_PORT, or an external server named by CAIRN_BENCH_NEO4J_URI.
+    """
+    os.environ.pop("NEO4J_URI", None)
+    if os.environ.get("CAIRN_BENCH_NEO4J_URI"):
+        os.environ["NEO4J_URI"] = os.environ["CAIRN_BENCH_NEO4J_URI"]
+    else:
+        os.environ["CAIRN_DATA_DIR"] = os.environ.get("CAIRN_BENCH_DATA_DIR", f"/tmp/cairn-bench-{name}")
+        os.environ["CAIRN_BOLT_PORT"] = os.environ.get("CAIRN_BENCH_BOLT_PORT", str(bolt))
+        os.environ["CAIRN_HTTP_PORT"] = os.environ.get("CAIRN_BENCH_HTTP_PORT", str(http))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("CAIRN_LOG_LEVEL", "WARNING")
 

@@ -41,15 +41,15 @@ from bench.common import running_neo4j, summary, use_bench_neo4j, write_results
 
 use_bench_neo4j("correspondence-search", 17714, 17514)
 
-import numpy as np  # noqa: E402
-from neo4j import Driver  # noqa: E402
+import numpy as np
+from neo4j import Driver
 
-from cairn.graph.correspondence import SEARCH_EXACT  # noqa: E402
-from cairn.memory import correspondence as corr  # noqa: E402
-from cairn.policy.profiles import PolicyRegistry  # noqa: E402
-from cairn.policy.scope import Scope  # noqa: E402
-from cairn.runtime.database import sync_driver  # noqa: E402
-from cairn.schema import migrate as schema  # noqa: E402
+from cairn.graph.correspondence import SEARCH_EXACT
+from cairn.memory import correspondence as corr
+from cairn.policy.profiles import PolicyRegistry
+from cairn.policy.scope import Scope
+from cairn.runtime.database import sync_driver
+from cairn.schema import migrate as schema
 
 NAME = "correspondence_search"
 SIZES = (5_000,)

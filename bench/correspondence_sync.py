@@ -31,18 +31,18 @@ from bench.common import running_neo4j, summary, use_bench_neo4j, write_results
 
 use_bench_neo4j("correspondence", 17713, 17513)
 
-import numpy as np  # noqa: E402
-from neo4j import Driver  # noqa: E402
+import numpy as np
+from neo4j import Driver
 
-from cairn.ingest.correspondence.parser import parse_bytes  # noqa: E402
-from cairn.ingest.correspondence.sync import sync_file  # noqa: E402
-from cairn.memory.correspondence import Filters, Reader, semantic_search  # noqa: E402
-from cairn.policy.profiles import PolicyRegistry  # noqa: E402
-from cairn.policy.scope import Scope  # noqa: E402
-from cairn.runtime.database import sync_driver  # noqa: E402
-from cairn.runtime.embedder import BATCH_SIZE, MAX_TOKENS, Embedder, get_embedder  # noqa: E402
-from cairn.schema.migrate import migrate  # noqa: E402
-from cairn.schema.nodes import vector_index_name  # noqa: E402
+from cairn.ingest.correspondence.parser import parse_bytes
+from cairn.ingest.correspondence.sync import sync_file
+from cairn.memory.correspondence import Filters, Reader, semantic_search
+from cairn.policy.profiles import PolicyRegistry
+from cairn.policy.scope import Scope
+from cairn.runtime.database import sync_driver
+from cairn.runtime.embedder import BATCH_SIZE, MAX_TOKENS, Embedder, get_embedder
+from cairn.schema.migrate import migrate
+from cairn.schema.nodes import vector_index_name
 
 NAME = "correspondence_sync"
 SECTIONS = 5_000

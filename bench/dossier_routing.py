@@ -32,16 +32,14 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-os.environ.setdefault("CAIRN_DATA_DIR", os.environ.get("CAIRN_TEST_DATA_DIR", "/tmp/cairn-test-dossiers"))
-os.environ.setdefault("CAIRN_BOLT_PORT", os.environ.get("CAIRN_TEST_BOLT_PORT", "17701"))
-os.environ.setdefault("CAIRN_HTTP_PORT", os.environ.get("CAIRN_TEST_HTTP_PORT", "17501"))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from bench.common import running_neo4j, summary, use_bench_neo4j, wipe_graph, write_results
+
+use_bench_neo4j("dossiers", 17701, 17501)
 
 import numpy as np  # settings above must be in place first
 from neo4j import Driver
 from numpy.typing import NDArray
 
-from bench.common import running_neo4j, summary, wipe_graph, write_results
 from cairn.graph.dossiers import FACT_VECTOR_INDEX
 from cairn.memory.dossiers.governor import ingest_packets, preview_route, read_vote
 from cairn.memory.dossiers.models import FactPacket, parse_packet

@@ -16,12 +16,9 @@ import time
 from collections import Counter
 from typing import Any
 
-from bench.common import running_neo4j, wipe_graph, write_results
+from bench.common import running_neo4j, use_bench_neo4j, wipe_graph, write_results
 
-os.environ.setdefault("CAIRN_DATA_DIR", os.environ.get("CAIRN_TEST_DATA_DIR", "/tmp/cairn-bench-router"))
-os.environ.setdefault("CAIRN_BOLT_PORT", os.environ.get("CAIRN_TEST_BOLT_PORT", "17716"))
-os.environ.setdefault("CAIRN_HTTP_PORT", os.environ.get("CAIRN_TEST_HTTP_PORT", "17516"))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+use_bench_neo4j("router", 17716, 17516)
 
 from cairn.ingest.factors import load_demo_factors  # settings above must be in place first
 from cairn.memory.factors.evaluation import RouterReport, evaluate

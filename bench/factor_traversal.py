@@ -20,7 +20,6 @@ Neo4j: CAIRN_TEST_* or the defaults below).
 
 from __future__ import annotations
 
-import os
 import random
 import sys
 import time
@@ -28,12 +27,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from bench.common import running_neo4j, summary, wipe_graph, write_results
+from bench.common import running_neo4j, summary, use_bench_neo4j, wipe_graph, write_results
 
-os.environ.setdefault("CAIRN_DATA_DIR", os.environ.get("CAIRN_TEST_DATA_DIR", "/tmp/cairn-test-factors"))
-os.environ.setdefault("CAIRN_BOLT_PORT", os.environ.get("CAIRN_TEST_BOLT_PORT", "17702"))
-os.environ.setdefault("CAIRN_HTTP_PORT", os.environ.get("CAIRN_TEST_HTTP_PORT", "17502"))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+use_bench_neo4j("factors", 17702, 17502)
 
 from neo4j import Driver  # settings above must be in place first
 

@@ -26,12 +26,12 @@ from bench.common import pct, running_neo4j, use_bench_neo4j, wipe_graph, write_
 
 use_bench_neo4j("load", 17711, 17511)
 
-import httpx  # noqa: E402
+import httpx
 
-from cairn.policy.passport import headers_for  # noqa: E402
-from cairn.policy.profiles import PolicyRegistry  # noqa: E402
-from cairn.runtime.database import sync_driver  # noqa: E402
-from cairn.runtime.settings import REPO_ROOT, Settings  # noqa: E402
+from cairn.policy.passport import headers_for
+from cairn.policy.profiles import PolicyRegistry
+from cairn.runtime.database import sync_driver
+from cairn.runtime.settings import REPO_ROOT, Settings
 
 PORT = 18112
 RSS_SAMPLE_S = 30.0

@@ -38,14 +38,14 @@ from bench.common import running_neo4j, use_bench_neo4j, wipe_graph, write_resul
 
 use_bench_neo4j("locomo", 17795, 17595)
 
-from cairn.memory.dossiers.facts import FactRetriever, FusionConfig  # noqa: E402
-from cairn.memory.dossiers.governor import ingest_packets  # noqa: E402
-from cairn.memory.dossiers.models import FactPacket  # noqa: E402
-from cairn.policy.profiles import PolicyRegistry  # noqa: E402
-from cairn.policy.scope import Scope  # noqa: E402
-from cairn.runtime.database import sync_driver  # noqa: E402
-from cairn.runtime.embedder import Embedder, get_embedder  # noqa: E402
-from cairn.schema.migrate import migrate  # noqa: E402
+from cairn.memory.dossiers.facts import FactRetriever, FusionConfig
+from cairn.memory.dossiers.governor import ingest_packets
+from cairn.memory.dossiers.models import FactPacket
+from cairn.policy.profiles import PolicyRegistry
+from cairn.policy.scope import Scope
+from cairn.runtime.database import sync_driver
+from cairn.runtime.embedder import Embedder, get_embedder
+from cairn.schema.migrate import migrate
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 KS = (5, 10, 25)

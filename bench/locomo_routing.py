@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -30,14 +29,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("CAIRN_DATA_DIR", os.environ.get("CAIRN_TEST_DATA_DIR", "/tmp/cairn-test-dossiers"))
-os.environ.setdefault("CAIRN_BOLT_PORT", os.environ.get("CAIRN_TEST_BOLT_PORT", "17701"))
-os.environ.setdefault("CAIRN_HTTP_PORT", os.environ.get("CAIRN_TEST_HTTP_PORT", "17501"))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from bench.common import running_neo4j, use_bench_neo4j, wipe_graph, write_results
+
+use_bench_neo4j("locomo-routing", 17703, 17503)
 
 from neo4j import Driver  # settings above must be in place first
 
-from bench.common import running_neo4j, wipe_graph, write_results
 from cairn.graph.dossiers import FACT_DISTRIBUTION
 from cairn.memory.dossiers.gardener import split_incoherent_dossiers
 from cairn.memory.dossiers.governor import EMBED_CHUNK, ingest_packets
