@@ -1,8 +1,8 @@
 """End-to-end wiring: a real Neo4j for the whole run, started here unless one is configured.
 
 With CAIRN_TEST_NEO4J_URI set the tests use that server (never NEO4J_URI: they wipe it);
-otherwise they start the embedded server in its own data directory and ports (CAIRN_TEST_*, read in tests/conftest.py) and stop it at the
-end, so a developer's demo database is never touched.
+otherwise they start the embedded server in its own data directory and ports (CAIRN_TEST_*,
+read in tests/conftest.py) and stop it at the end, so a developer's demo database is never touched.
 """
 
 from __future__ import annotations
