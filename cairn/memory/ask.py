@@ -4,7 +4,7 @@ docs/design.md §Answer pipeline.
 
 The caller's scope is applied at the source (the Pre-Selector), so every later stage
 works on sanitised candidates only. This module assembles the audit meta of docs/design.md §Audit meta
-and the trace bundle of §12. Two metas exist: the audit meta (withheld ids, on disk,
+and the trace bundle of §Trace bundles. Two metas exist: the audit meta (withheld ids, on disk,
 only in ``bundle_full``) and the caller's meta, where withheld ids are replaced by
 per-request placeholders so that no hidden id ever reaches a caller.
 """
@@ -22,8 +22,8 @@ import structlog
 from neo4j import Driver
 
 from cairn.memory import trace as bundles
-from cairn.memory.budget import Budget, clip
-from cairn.memory.selector import RANKING_POLICY, select
+from cairn.memory.budget import Budget, GateResult, clip
+from cairn.memory.selector import RANKING_POLICY, Selection, select
 from cairn.memory.templater import (
     Envelope,
     compose,
@@ -154,28 +154,28 @@ class AskService:
         evidence = [cs.anchor, *cs.nodes]
         # Encoded once: fingerprinted here, stored from the same bytes.
         canonical = bundles.pack_evidence(evidence)
-        audit = self._meta(
-            caller,
-            anchor_id,
-            intent,
-            mode,
-            budget,
-            cs,
-            ptrace,
-            selection,
-            gate,
-            included,
-            prompt_excluded,
-            canonical,
-            envelope.cited_ids,
-            response,
-            prompt,
-            lat,
-            started,
-            fallback_reason,
-            answer_problems,
-            llm_warnings,
+        run = AskRun(
+            caller=caller,
+            anchor_id=anchor_id,
+            intent=intent,
+            mode=mode,
+            budget=budget,
+            cs=cs,
+            ptrace=ptrace,
+            selection=selection,
+            gate=gate,
+            included=included,
+            prompt_excluded=prompt_excluded,
+            canonical=canonical,
+            response=response,
+            prompt=prompt,
+            lat=lat,
+            started=started,
+            fallback_reason=fallback_reason,
+            answer_problems=answer_problems,
+            llm_warnings=llm_warnings,
         )
+        audit = audit_meta(run, self.llm.model if self.llm.configured else None)
         envelope_json = {
             "text": envelope.text,
             "permissions_note": envelope.permissions_note,
@@ -243,143 +243,184 @@ class AskService:
         }
         return response, {"model": result.model, "raw": result.raw}, None
 
-    def _meta(
-        self,
-        caller: Caller,
-        anchor_id: str,
-        intent: str,
-        mode: Mode,
-        budget: Budget,
-        cs: CandidateSet,
-        ptrace: PolicyTrace,
-        selection: Any,
-        gate: Any,
-        included: list[str],
-        prompt_excluded: list[dict[str, str]],
-        canonical: bytes,
-        cited: list[str],
-        response: dict[str, Any],
-        prompt: str,
-        lat: dict[str, float],
-        started: float,
-        fallback_reason: str | None,
-        answer_problems: list[str],
-        llm_warnings: list[str],
-    ) -> dict[str, Any]:
-        pool = [cs.anchor, *cs.nodes]
-        nodes = cs.by_id()
-        prompt_nodes = [nodes[i] for i in included]
-        llm_mode = "off" if mode == "ask" else "auto"
-        meta: dict[str, Any] = {
-            "request": {
-                "intent": intent,
-                "anchor_id": anchor_id,
-                "request_id": caller.request_id,
-                "trace_id": caller.trace_id,
-                "ts_utc": datetime.now(UTC).isoformat(),
+
+@dataclass(frozen=True)
+class AskRun:
+    """What one ask's stages produced: the audit meta is built from it, section by section."""
+
+    caller: Caller
+    anchor_id: str
+    intent: str
+    mode: Mode
+    budget: Budget
+    cs: CandidateSet
+    ptrace: PolicyTrace
+    selection: Selection
+    gate: GateResult
+    included: list[str]  # the anchor and the ids the gate kept, in prompt order
+    prompt_excluded: list[dict[str, str]]
+    canonical: bytes  # the evidence as stored (trace.pack_evidence)
+    response: dict[str, Any]
+    prompt: str
+    lat: dict[str, float]
+    started: float
+    fallback_reason: str | None
+    answer_problems: list[str]  # the answer checks' findings: errors
+    llm_warnings: list[str]  # causes an LLM completion left unnamed: warnings
+
+    @property
+    def pool(self) -> list[CandidateNode]:
+        return [self.cs.anchor, *self.cs.nodes]
+
+
+def audit_meta(run: AskRun, llm_model: str | None) -> dict[str, Any]:
+    """The audit meta of docs/design.md §Audit meta, in META_SHAPE's section order."""
+    meta: dict[str, Any] = {
+        "request": _request(run),
+        "actor": _actor(run.caller),
+        "policy": _policy(run, llm_model),
+        "budgets": _budgets(run.budget),
+        "fingerprints": _fingerprints(run),
+        "policy_trace": _policy_trace(run.ptrace),
+        "evidence_counts": _evidence_counts(run),
+        "evidence_sets": _evidence_sets(run),
+        "selection_metrics": {
+            "ranking_policy": RANKING_POLICY,
+            "scores": {s.id: {**s.signals, "score": s.score} for s in run.selection.ranked},
+        },
+        "truncation_metrics": {
+            "passes": run.gate.passes,
+            "selector_truncation": bool(run.selection.duplicates),
+            "prompt_selector_truncation": run.gate.truncated,
+        },
+        "response": {  # prompt_tokens: the prompt is the lines the gate summed
+            **{k: v for k, v in run.response.items() if not k.startswith("_")},
+            "prompt_tokens": run.gate.prompt_tokens,
+        },
+        "runtime": _runtime(run),
+        "validator": {"error_count": 0, "warnings": []},
+        "downloads": _downloads(run.caller),
+    }
+    contract = validate_meta(meta)
+    meta["validator"] = {
+        "error_count": contract["error_count"] + len(run.answer_problems),
+        "warnings": [*contract["warnings"], *run.answer_problems, *run.llm_warnings],
+    }
+    return meta
+
+
+def _request(run: AskRun) -> dict[str, Any]:
+    return {
+        "intent": run.intent,
+        "anchor_id": run.anchor_id,
+        "request_id": run.caller.request_id,
+        "trace_id": run.caller.trace_id,
+        "ts_utc": datetime.now(UTC).isoformat(),
+    }
+
+
+def _actor(caller: Caller) -> dict[str, Any]:
+    return {
+        "user_id": caller.user_id,
+        "role": caller.role,
+        "namespaces": list(caller.namespaces),
+        "policy_version": caller.policy_version,
+        "policy_key": caller.profile.policy_key,
+    }
+
+
+def _policy(run: AskRun, llm_model: str | None) -> dict[str, Any]:
+    return {
+        "policy_id": POLICY_ID,
+        "prompt_id": PROMPT_ID,
+        "selector_policy_id": RANKING_POLICY,
+        "allowed_ids_policy": {"mode": "include_all", "cap_k": None, "cap_basis": None, "cap_reason": None},
+        "edge_allowlist": sorted({r.type for r in run.caller.scope.edges}),
+        "llm": {"mode": "off" if run.mode == "ask" else "auto", "model": llm_model},
+        "env": {"cite_all_ids": False, "load_shed": False},
+    }
+
+
+def _budgets(budget: Budget) -> dict[str, Any]:
+    return {
+        "context_window": budget.context_window,
+        "desired_completion_tokens": budget.desired_completion_tokens,
+        "guard_tokens": budget.guard_tokens,
+        "overhead_tokens": budget.overhead_tokens,
+    }
+
+
+def _fingerprints(run: AskRun) -> dict[str, Any]:
+    return {
+        "prompt_fp": _sha(run.prompt),
+        "bundle_fp": "sha256:" + hashlib.sha256(run.canonical).hexdigest(),
+        "snapshot_etag": _sha([(n.id, n.fields.get("timestamp")) for n in run.pool]),
+    }
+
+
+def _policy_trace(ptrace: PolicyTrace) -> dict[str, Any]:
+    return {
+        "withheld_ids": list(ptrace.withheld_ids),
+        "reasons_by_id": dict(ptrace.reasons_by_id),
+        "counts": {"hidden_vertices": ptrace.hidden_vertices, "hidden_edges": ptrace.hidden_edges},
+        "edge_types_used": list(ptrace.edge_types_used),
+    }
+
+
+def _evidence_counts(run: AskRun) -> dict[str, Any]:
+    cs, nodes = run.cs, run.cs.by_id()
+    return {
+        "pool": {
+            "anchor": 1,
+            "events": sum(1 for n in cs.nodes if n.label == "Event"),
+            "transitions": sum(1 for e in cs.edges if e.type == "CAUSAL_PRECEDES"),
+            "neighbors": len(cs.nodes),
+            "total": len(run.pool),
+        },
+        "prompt_included": _counts([nodes[i] for i in run.included]),
+        "payload_serialized": _counts(run.pool),
+    }
+
+
+def _evidence_sets(run: AskRun) -> dict[str, Any]:
+    pool_ids = [n.id for n in run.pool]
+    return {
+        "pool_ids": pool_ids,
+        "prompt_included_ids": run.included,
+        "prompt_excluded_ids": run.prompt_excluded,
+        "payload_included_ids": list(pool_ids),
+        "payload_excluded_ids": [{"id": i, "reason": r} for i, r in run.ptrace.reasons_by_id.items()],
+    }
+
+
+def _runtime(run: AskRun) -> dict[str, Any]:
+    return {
+        "latency_ms_total": _ms(run.started),
+        "stage_latencies_ms": run.lat,
+        "fallback_used": run.fallback_reason is not None,
+        "fallback_reason": run.fallback_reason,
+        "retries": 0,
+    }
+
+
+def _downloads(caller: Caller) -> dict[str, Any]:
+    full = caller.profile.can_download_full
+    return {
+        "artifacts": [
+            {
+                "name": "bundle_view",
+                "allowed": True,
+                "reason": None,
+                "href": f"/bundles/{caller.request_id}/bundle_view",
             },
-            "actor": {
-                "user_id": caller.user_id,
-                "role": caller.role,
-                "namespaces": list(caller.namespaces),
-                "policy_version": caller.policy_version,
-                "policy_key": caller.profile.policy_key,
+            {
+                "name": "bundle_full",
+                "allowed": full,
+                "reason": None if full else "policy:bundle_full_not_permitted",
+                "href": f"/bundles/{caller.request_id}/bundle_full" if full else None,
             },
-            "policy": {
-                "policy_id": POLICY_ID,
-                "prompt_id": PROMPT_ID,
-                "selector_policy_id": RANKING_POLICY,
-                "allowed_ids_policy": {
-                    "mode": "include_all",
-                    "cap_k": None,
-                    "cap_basis": None,
-                    "cap_reason": None,
-                },
-                "edge_allowlist": sorted({r.type for r in caller.scope.edges}),
-                "llm": {"mode": llm_mode, "model": self.llm.model if self.llm.configured else None},
-                "env": {"cite_all_ids": False, "load_shed": False},
-            },
-            "budgets": {
-                "context_window": budget.context_window,
-                "desired_completion_tokens": budget.desired_completion_tokens,
-                "guard_tokens": budget.guard_tokens,
-                "overhead_tokens": budget.overhead_tokens,
-            },
-            "fingerprints": {
-                "prompt_fp": _sha(prompt),
-                "bundle_fp": "sha256:" + hashlib.sha256(canonical).hexdigest(),
-                "snapshot_etag": _sha([(n.id, n.fields.get("timestamp")) for n in pool]),
-            },
-            "policy_trace": {
-                "withheld_ids": list(ptrace.withheld_ids),
-                "reasons_by_id": dict(ptrace.reasons_by_id),
-                "counts": {"hidden_vertices": ptrace.hidden_vertices, "hidden_edges": ptrace.hidden_edges},
-                "edge_types_used": list(ptrace.edge_types_used),
-            },
-            "evidence_counts": {
-                "pool": {
-                    "anchor": 1,
-                    "events": sum(1 for n in cs.nodes if n.label == "Event"),
-                    "transitions": sum(1 for e in cs.edges if e.type == "CAUSAL_PRECEDES"),
-                    "neighbors": len(cs.nodes),
-                    "total": len(pool),
-                },
-                "prompt_included": _counts(prompt_nodes),
-                "payload_serialized": _counts(pool),
-            },
-            "evidence_sets": {
-                "pool_ids": [n.id for n in pool],
-                "prompt_included_ids": included,
-                "prompt_excluded_ids": prompt_excluded,
-                "payload_included_ids": [n.id for n in pool],
-                "payload_excluded_ids": [{"id": i, "reason": r} for i, r in ptrace.reasons_by_id.items()],
-            },
-            "selection_metrics": {
-                "ranking_policy": RANKING_POLICY,
-                "scores": {s.id: {**s.signals, "score": s.score} for s in selection.ranked},
-            },
-            "truncation_metrics": {
-                "passes": gate.passes,
-                "selector_truncation": bool(selection.duplicates),
-                "prompt_selector_truncation": gate.truncated,
-            },
-            "response": {k: v for k, v in response.items() if not k.startswith("_")},
-            "runtime": {
-                "latency_ms_total": _ms(started),
-                "stage_latencies_ms": lat,
-                "fallback_used": fallback_reason is not None,
-                "fallback_reason": fallback_reason,
-                "retries": 0,
-            },
-            "validator": {"error_count": 0, "warnings": []},
-            "downloads": {
-                "artifacts": [
-                    {
-                        "name": "bundle_view",
-                        "allowed": True,
-                        "reason": None,
-                        "href": f"/bundles/{caller.request_id}/bundle_view",
-                    },
-                    {
-                        "name": "bundle_full",
-                        "allowed": caller.profile.can_download_full,
-                        "reason": None
-                        if caller.profile.can_download_full
-                        else "policy:bundle_full_not_permitted",
-                        "href": f"/bundles/{caller.request_id}/bundle_full"
-                        if caller.profile.can_download_full
-                        else None,
-                    },
-                ]
-            },
-        }
-        meta["response"]["prompt_tokens"] = gate.prompt_tokens  # the prompt is the lines the gate summed
-        contract = validate_meta(meta)
-        meta["validator"] = {
-            "error_count": contract["error_count"] + len(answer_problems),
-            "warnings": [*contract["warnings"], *answer_problems, *llm_warnings],
-        }
-        return meta
+        ]
+    }
 
 
 META_SHAPE: dict[str, tuple[str, ...]] = {
