@@ -26,7 +26,7 @@ from cairn.memory.factors.journal import (
     recalculate_factor,
     update_factor,
 )
-from cairn.memory.factors.models import FactorError, FactorState, JournalEntryView, iso
+from cairn.memory.factors.models import FactorError, FactorState, JournalEntryView, NodeRef, WhyBlocked, iso
 from cairn.memory.factors.router import LearnedRouter
 from cairn.resolvers.context import RequestContext, run_domain
 from cairn.resolvers.permissions import CanWrite, PassportRequired, caller_of
@@ -113,7 +113,7 @@ class FactorNodeRef:
     name: str
 
     @classmethod
-    def of(cls, n: questions.NodeRef) -> FactorNodeRef:
+    def of(cls, n: NodeRef) -> FactorNodeRef:
         return cls(id=strawberry.ID(n.id), label=n.label, name=n.name)
 
 
@@ -264,7 +264,7 @@ class FactorUpdateInput:
     inference_status: str = "unconfirmed"
 
 
-def _blocked(b: questions.WhyBlocked) -> WhyBlockedAnswer:
+def _blocked(b: WhyBlocked) -> WhyBlockedAnswer:
     return WhyBlockedAnswer(
         subject=FactorNodeRef.of(b.subject),
         status=b.status,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from cairn.errors import CairnError
 
@@ -229,4 +229,234 @@ class Route:
             "since": None if self.since is None else self.since.isoformat(),
             "router": self.router,
             "fallback_reason": self.fallback_reason,
+        }
+
+
+# The factor questions' answers (what cairn/memory/factors/questions.py returns and the templates
+# render) live here, a layer below both, so neither imports the other (docs/design.md §Factor questions).
+
+
+class Named(Protocol):
+    """A node of the dependency graph as an answer names it (dependencies.DepNode is one)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    id: str
+    label: str
+    name: str
+
+    @classmethod
+    def of(cls, node: Named) -> NodeRef:
+        return cls(node.id, node.label, node.name)
+
+    def evidence(self) -> dict[str, Any]:
+        return {"id": self.id, "label": self.label, "name": self.name}
+
+
+@dataclass(frozen=True)
+class Prerequisite:
+    """One unmet prerequisite reached from the subject; ``via`` is the chain from the subject."""
+
+    factor: NodeRef
+    value: float | None
+    threshold: float
+    confidence: float | None
+    required_by: NodeRef
+    via: tuple[NodeRef, ...]
+    entries: tuple[JournalEntryView, ...]
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "factor": self.factor.evidence(),
+            "value": self.value,
+            "threshold": self.threshold,
+            "confidence": self.confidence,
+            "required_by": self.required_by.evidence(),
+            "via": [n.evidence() for n in self.via],
+            "entries": [e.evidence() for e in self.entries],
+        }
+
+
+@dataclass(frozen=True)
+class WhyBlocked:
+    subject: NodeRef
+    status: Status
+    blockers: tuple[Prerequisite, ...]
+    hidden_required_by: tuple[NodeRef, ...]  # each visible node that needs something hidden, once
+    prerequisites_reached: int  # visible prerequisite edges reached
+    answer: str
+
+    @property
+    def has_hidden_prerequisites(self) -> bool:
+        return bool(self.hidden_required_by)
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject.evidence(),
+            "status": self.status,
+            "blockers": [b.evidence() for b in self.blockers],
+            "has_hidden_prerequisites": self.has_hidden_prerequisites,
+            "hidden_required_by": [n.evidence() for n in self.hidden_required_by],
+            "prerequisites_reached": self.prerequisites_reached,
+        }
+
+
+@dataclass(frozen=True)
+class Dependency:
+    factor: NodeRef
+    value: float | None
+    confidence: float | None
+    threshold: float
+    weight: float
+    drag: float  # weight x normalised shortfall from the top of the scale
+    met: bool
+    last_entry: JournalEntryView | None
+    changed_after_subject: bool
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "factor": self.factor.evidence(),
+            "value": self.value,
+            "confidence": self.confidence,
+            "threshold": self.threshold,
+            "weight": self.weight,
+            "drag": self.drag,
+            "met": self.met,
+            "last_entry": None if self.last_entry is None else self.last_entry.evidence(),
+            "changed_after_subject": self.changed_after_subject,
+        }
+
+
+@dataclass(frozen=True)
+class Dependent:
+    node: NodeRef
+    threshold: float
+    met: bool
+
+    def evidence(self) -> dict[str, Any]:
+        return {"node": self.node.evidence(), "threshold": self.threshold, "met": self.met}
+
+
+@dataclass(frozen=True)
+class WhyValue:
+    factor: FactorState
+    history: tuple[JournalEntryView, ...]
+    dependencies: tuple[Dependency, ...]  # ranked, largest drag first
+    has_hidden_dependencies: bool  # whether it also depends on something hidden, never how many
+    dependents: tuple[Dependent, ...]
+    answer: str
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "factor": self.factor.evidence(),
+            "history": [e.evidence() for e in self.history],
+            "dependencies": [d.evidence() for d in self.dependencies],
+            "has_hidden_dependencies": self.has_hidden_dependencies,
+            "dependents": [d.evidence() for d in self.dependents],
+        }
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    node: NodeRef
+    before: Status
+    after: Status
+
+    def evidence(self) -> dict[str, Any]:
+        return {"node": self.node.evidence(), "before": self.before, "after": self.after}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One rung of the ladder: at ``value``, these nodes become ready (beyond the rungs below)."""
+
+    value: float
+    unblocked: tuple[NodeRef, ...]
+
+    def evidence(self) -> dict[str, Any]:
+        return {"value": self.value, "unblocked": [n.evidence() for n in self.unblocked]}
+
+
+@dataclass(frozen=True)
+class StillBlocked:
+    """A direct dependent whose threshold the new value meets but which stays blocked elsewhere."""
+
+    node: NodeRef
+    threshold: float
+    blockers: tuple[tuple[NodeRef, float | None, float], ...]  # (factor, value, threshold)
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "node": self.node.evidence(),
+            "threshold": self.threshold,
+            "blockers": [{"factor": f.evidence(), "value": v, "threshold": t} for f, v, t in self.blockers],
+        }
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    factor: NodeRef
+    current: float | None
+    value: float
+    unblocked: tuple[NodeRef, ...]
+    blocked: tuple[NodeRef, ...]
+    other_changes: tuple[StatusChange, ...]
+    thresholds_met: tuple[tuple[NodeRef, float], ...]
+    thresholds_lost: tuple[tuple[NodeRef, float], ...]
+    still_blocked: tuple[StillBlocked, ...]
+    steps: tuple[Step, ...]
+    answer: str
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "factor": self.factor.evidence(),
+            "current": self.current,
+            "value": self.value,
+            "unblocked": [n.evidence() for n in self.unblocked],
+            "blocked": [n.evidence() for n in self.blocked],
+            "other_changes": [c.evidence() for c in self.other_changes],
+            "thresholds_met": [{"node": n.evidence(), "threshold": t} for n, t in self.thresholds_met],
+            "thresholds_lost": [{"node": n.evidence(), "threshold": t} for n, t in self.thresholds_lost],
+            "still_blocked": [s.evidence() for s in self.still_blocked],
+            "steps": [s.evidence() for s in self.steps],
+            "hypothetical": True,
+        }
+
+
+@dataclass(frozen=True)
+class FactorChange:
+    factor: NodeRef
+    before: float | None
+    after: float | None
+    entries: tuple[JournalEntryView, ...]  # oldest first
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "factor": self.factor.evidence(),
+            "before": self.before,
+            "after": self.after,
+            "entries": [e.evidence() for e in self.entries],
+        }
+
+
+@dataclass(frozen=True)
+class WhatChanged:
+    since: datetime
+    until: datetime | None
+    changes: tuple[FactorChange, ...]
+    answer: str
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "since": iso(self.since),
+            "until": iso(self.until),
+            "changes": [c.evidence() for c in self.changes],
         }

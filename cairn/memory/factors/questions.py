@@ -18,7 +18,6 @@ Hidden influences are a flag; hidden dependents are left out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -29,13 +28,22 @@ from cairn.memory.factors import templates
 from cairn.memory.factors.dependencies import DepGraph, DepNode
 from cairn.memory.factors.journal import entries_from_rows, state_from_row
 from cairn.memory.factors.models import (
+    Dependency,
+    Dependent,
+    FactorChange,
     FactorError,
-    FactorState,
     JournalEntryView,
-    Status,
+    NodeRef,
+    Prerequisite,
+    StatusChange,
+    Step,
+    StillBlocked,
+    WhatChanged,
+    WhatIf,
+    WhyBlocked,
+    WhyValue,
     aware,
     fmt,
-    iso,
     unknown_factor,
 )
 from cairn.memory.factors.traversal import read, what_if_subgraph, why_blocked_subgraph, why_value_rows
@@ -48,69 +56,7 @@ def _not_found(node_id: str) -> FactorError:
     return FactorError("NOT_FOUND", f"unknown factor or option '{node_id}'", "id")
 
 
-@dataclass(frozen=True)
-class NodeRef:
-    id: str
-    label: str
-    name: str
-
-    @classmethod
-    def of(cls, node: DepNode) -> NodeRef:
-        return cls(node.id, node.label, node.name)
-
-    def evidence(self) -> dict[str, Any]:
-        return {"id": self.id, "label": self.label, "name": self.name}
-
-
 # -- why blocked -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Prerequisite:
-    """One unmet prerequisite reached from the subject; ``via`` is the chain from the subject."""
-
-    factor: NodeRef
-    value: float | None
-    threshold: float
-    confidence: float | None
-    required_by: NodeRef
-    via: tuple[NodeRef, ...]
-    entries: tuple[JournalEntryView, ...]
-
-    def evidence(self) -> dict[str, Any]:
-        return {
-            "factor": self.factor.evidence(),
-            "value": self.value,
-            "threshold": self.threshold,
-            "confidence": self.confidence,
-            "required_by": self.required_by.evidence(),
-            "via": [n.evidence() for n in self.via],
-            "entries": [e.evidence() for e in self.entries],
-        }
-
-
-@dataclass(frozen=True)
-class WhyBlocked:
-    subject: NodeRef
-    status: Status
-    blockers: tuple[Prerequisite, ...]
-    hidden_required_by: tuple[NodeRef, ...]  # each visible node that needs something hidden, once
-    prerequisites_reached: int  # visible prerequisite edges reached
-    answer: str
-
-    @property
-    def has_hidden_prerequisites(self) -> bool:
-        return bool(self.hidden_required_by)
-
-    def evidence(self) -> dict[str, Any]:
-        return {
-            "subject": self.subject.evidence(),
-            "status": self.status,
-            "blockers": [b.evidence() for b in self.blockers],
-            "has_hidden_prerequisites": self.has_hidden_prerequisites,
-            "hidden_required_by": [n.evidence() for n in self.hidden_required_by],
-            "prerequisites_reached": self.prerequisites_reached,
-        }
 
 
 def why_blocked(driver: Driver, scope: Scope, node_id: str, entries_per_factor: int = 3) -> WhyBlocked:
@@ -163,61 +109,6 @@ def explain_blocked(graph: DepGraph, node_id: str, entries: list[JournalEntryVie
 
 
 # -- why value ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Dependency:
-    factor: NodeRef
-    value: float | None
-    confidence: float | None
-    threshold: float
-    weight: float
-    drag: float  # weight x normalised shortfall from the top of the scale
-    met: bool
-    last_entry: JournalEntryView | None
-    changed_after_subject: bool
-
-    def evidence(self) -> dict[str, Any]:
-        return {
-            "factor": self.factor.evidence(),
-            "value": self.value,
-            "confidence": self.confidence,
-            "threshold": self.threshold,
-            "weight": self.weight,
-            "drag": self.drag,
-            "met": self.met,
-            "last_entry": None if self.last_entry is None else self.last_entry.evidence(),
-            "changed_after_subject": self.changed_after_subject,
-        }
-
-
-@dataclass(frozen=True)
-class Dependent:
-    node: NodeRef
-    threshold: float
-    met: bool
-
-    def evidence(self) -> dict[str, Any]:
-        return {"node": self.node.evidence(), "threshold": self.threshold, "met": self.met}
-
-
-@dataclass(frozen=True)
-class WhyValue:
-    factor: FactorState
-    history: tuple[JournalEntryView, ...]
-    dependencies: tuple[Dependency, ...]  # ranked, largest drag first
-    has_hidden_dependencies: bool  # whether it also depends on something hidden, never how many
-    dependents: tuple[Dependent, ...]
-    answer: str
-
-    def evidence(self) -> dict[str, Any]:
-        return {
-            "factor": self.factor.evidence(),
-            "history": [e.evidence() for e in self.history],
-            "dependencies": [d.evidence() for d in self.dependencies],
-            "has_hidden_dependencies": self.has_hidden_dependencies,
-            "dependents": [d.evidence() for d in self.dependents],
-        }
 
 
 def _drag(node: DepNode, weight: float) -> float:
@@ -285,73 +176,6 @@ def why_value(driver: Driver, scope: Scope, factor_id: str, history_limit: int =
 
 
 # -- what if -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StatusChange:
-    node: NodeRef
-    before: Status
-    after: Status
-
-    def evidence(self) -> dict[str, Any]:
-        return {"node": self.node.evidence(), "before": self.before, "after": self.after}
-
-
-@dataclass(frozen=True)
-class Step:
-    """One rung of the ladder: at ``value``, these nodes become ready (beyond the rungs below)."""
-
-    value: float
-    unblocked: tuple[NodeRef, ...]
-
-    def evidence(self) -> dict[str, Any]:
-        return {"value": self.value, "unblocked": [n.evidence() for n in self.unblocked]}
-
-
-@dataclass(frozen=True)
-class StillBlocked:
-    """A direct dependent whose threshold the new value meets but which stays blocked elsewhere."""
-
-    node: NodeRef
-    threshold: float
-    blockers: tuple[tuple[NodeRef, float | None, float], ...]  # (factor, value, threshold)
-
-    def evidence(self) -> dict[str, Any]:
-        return {
-            "node": self.node.evidence(),
-            "threshold": self.threshold,
-            "blockers": [{"factor": f.evidence(), "value": v, "threshold": t} for f, v, t in self.blockers],
-        }
-
-
-@dataclass(frozen=True)
-class WhatIf:
-    factor: NodeRef
-    current: float | None
-    value: float
-    unblocked: tuple[NodeRef, ...]
-    blocked: tuple[NodeRef, ...]
-    other_changes: tuple[StatusChange, ...]
-    thresholds_met: tuple[tuple[NodeRef, float], ...]
-    thresholds_lost: tuple[tuple[NodeRef, float], ...]
-    still_blocked: tuple[StillBlocked, ...]
-    steps: tuple[Step, ...]
-    answer: str
-
-    def evidence(self) -> dict[str, Any]:
-        return {
-            "factor": self.factor.evidence(),
-            "current": self.current,
-            "value": self.value,
-            "unblocked": [n.evidence() for n in self.unblocked],
-            "blocked": [n.evidence() for n in self.blocked],
-            "other_changes": [c.evidence() for c in self.other_changes],
-            "thresholds_met": [{"node": n.evidence(), "threshold": t} for n, t in self.thresholds_met],
-            "thresholds_lost": [{"node": n.evidence(), "threshold": t} for n, t in self.thresholds_lost],
-            "still_blocked": [s.evidence() for s in self.still_blocked],
-            "steps": [s.evidence() for s in self.steps],
-            "hypothetical": True,
-        }
 
 
 def _levels(graph: DepGraph, factor_id: str, value: float | None, direction: Direction) -> list[float]:
@@ -453,37 +277,6 @@ def _order(ref: dict[str, NodeRef]) -> Any:
 
 
 # -- what changed ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FactorChange:
-    factor: NodeRef
-    before: float | None
-    after: float | None
-    entries: tuple[JournalEntryView, ...]  # oldest first
-
-    def evidence(self) -> dict[str, Any]:
-        return {
-            "factor": self.factor.evidence(),
-            "before": self.before,
-            "after": self.after,
-            "entries": [e.evidence() for e in self.entries],
-        }
-
-
-@dataclass(frozen=True)
-class WhatChanged:
-    since: datetime
-    until: datetime | None
-    changes: tuple[FactorChange, ...]
-    answer: str
-
-    def evidence(self) -> dict[str, Any]:
-        return {
-            "since": iso(self.since),
-            "until": iso(self.until),
-            "changes": [c.evidence() for c in self.changes],
-        }
 
 
 def what_changed(

@@ -10,29 +10,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from cairn.memory.factors.models import (
     HIDDEN_NOTICE,
     HIDDEN_PREREQUISITES,
+    Dependency,
+    Dependent,
+    FactorChange,
     FactorState,
     JournalEntryView,
+    NodeRef,
+    Prerequisite,
     Status,
+    StatusChange,
+    Step,
+    StillBlocked,
     day,
     fmt,
 )
-
-if TYPE_CHECKING:
-    from cairn.memory.factors.questions import (
-        Dependency,
-        Dependent,
-        FactorChange,
-        NodeRef,
-        Prerequisite,
-        StatusChange,
-        Step,
-        StillBlocked,
-    )
 
 HIDDEN = HIDDEN_PREREQUISITES
 QUOTE_MAX = 160
