@@ -41,11 +41,11 @@ from cairn.graph.correspondence import (
     SEARCH_INDEX,
     TAIL_QUERY,
 )
-from cairn.ingest.correspondence.parser import DEFAULT_DOMAIN, without_governance
 from cairn.policy.passport import Caller
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
+from cairn.schema.section_text import DEFAULT_DOMAIN, without_governance
 
 MAX_K = 100
 MAX_TAIL = 500

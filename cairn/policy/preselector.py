@@ -16,8 +16,9 @@ from typing import Any
 from neo4j import Driver
 
 from cairn.errors import EXIT_NOT_VISIBLE, CairnError
-from cairn.graph.org import EXPAND_QUERIES, INTERNAL_FIELDS
 from cairn.policy.scope import Scope
+from cairn.policy.walk import EXPAND_QUERIES
+from cairn.schema.nodes import INTERNAL_FIELDS
 
 DEFAULT_NEIGHBOUR_CAP = 25  # per frontier node and edge type, beyond the first hop
 # Properties that name another node: shown only when that node is itself in the result,

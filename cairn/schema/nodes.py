@@ -22,6 +22,8 @@ from neomodel import (
 
 EMBEDDING_DIMENSIONS = 384
 SENSITIVITIES = ("low", "medium", "high")
+# Stored for the machine, never shown: vectors and their bookkeeping.
+INTERNAL_FIELDS = frozenset({"embedding", "centroid_sum", "summary_pool", "embedding_text_sha"})
 
 
 def _embedding() -> ArrayProperty:

@@ -19,11 +19,12 @@ from typer.testing import CliRunner
 
 from cairn.cli import app as cli
 from cairn.ingest.correspondence import sync as sync_module
-from cairn.ingest.correspondence.parser import CorrespondenceError, embeddable_text
+from cairn.ingest.correspondence.parser import CorrespondenceError
 from cairn.ingest.correspondence.sync import SyncReport, reembed, sync_file
 from cairn.ingest.correspondence.watch import watch_file
 from cairn.runtime.embedder import MAX_TOKENS, Embedder
 from cairn.runtime.settings import REPO_ROOT
+from cairn.schema.section_text import embeddable_text
 
 FIXTURE = REPO_ROOT / "fixtures" / "correspondence" / "acme-letters.md"
 ROMAN = ["", "I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII", "XIII", "XIV", "XV"]

@@ -25,6 +25,7 @@ import cairn
 from cairn.graph import dossiers as dossier_queries
 from cairn.graph import factors as factor_queries
 from cairn.graph import org
+from cairn.policy import walk
 from cairn.policy.acl import MAX_HOPS
 from tests.unit.test_read_predicates import module_strings
 
@@ -99,7 +100,7 @@ def test_the_builders_outputs_are_explained() -> None:
     )
     built = [
         *(build(hops) for hops in factor_queries.HOP_LIMITS for build in walks),
-        *(org.expand_query(depth) for depth in range(MAX_HOPS + 1)),
+        *(walk.expand_query(depth) for depth in range(MAX_HOPS + 1)),
         *(org.upsert_vertex(label) for label in ("Decision", "Event")),
         *(
             dossier_queries.fact_search_query(dense)

@@ -15,12 +15,12 @@ from cairn.ingest.correspondence.parser import (
     DEFAULT_ACCESS,
     CorrespondenceError,
     ParsedFile,
-    embeddable_text,
     number_value,
     parse_bytes,
 )
 from cairn.ingest.correspondence.sync import classify
 from cairn.runtime.settings import REPO_ROOT
+from cairn.schema.section_text import embeddable_text
 
 FIXTURE = REPO_ROOT / "fixtures" / "correspondence" / "acme-letters.md"
 

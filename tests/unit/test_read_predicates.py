@@ -107,6 +107,8 @@ def modules(*packages: ModuleType) -> Iterator[ModuleType]:
     for package in packages or (cairn.graph, cairn.memory, cairn.resolvers):
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
             yield importlib.import_module(info.name)
+    if not packages:
+        yield importlib.import_module("cairn.policy.walk")  # the policy's own read: the Pre-Selector's walk
 
 
 def module_strings(*packages: ModuleType) -> Iterator[tuple[str, str, str]]:

@@ -48,8 +48,18 @@ from dataclasses import dataclass, replace
 from datetime import date
 
 from cairn.errors import CairnError
+from cairn.schema.section_text import (
+    ACCESS_LINE,
+    DEFAULT_DOMAIN,
+    EXEC_TAG,
+    EXTERNAL_LINE,
+    STATUS_LINE,
+    STATUS_SPAN,
+    decision_spans,
+    embeddable_text,
+    strip_emphasis,
+)
 
-DEFAULT_DOMAIN = "acme/correspondence"
 SENSITIVITIES = ("low", "medium", "high")
 UNKNOWN_AUTHOR = "unknown"
 
@@ -173,19 +183,7 @@ DATE_ISO = re.compile(r"\b(?P<year>\d{4})-(?P<mon>\d{2})-(?P<day>\d{2})\b")
 DATE_DMY = re.compile(rf"\b(?P<day>\d{{1,2}})\s+{_MONTH}\s+(?P<year>\d{{4}})\b")
 DATE_MDY = re.compile(rf"\b{_MONTH}\s+(?P<day>\d{{1,2}}),?\s+(?P<year>\d{{4}})\b")
 
-EXEC_TAG = re.compile(r"\[EXEC:([A-Z][A-Z_]*)\]")
-EXEC_TAG_TOKEN = re.compile(r"\[EXEC:[A-Z][A-Z_]*\][ \t]?")
-DECISION = re.compile(
-    r"^(?:[-*+>]\s+|\d+[.)]\s+)*(?:\*\*|__)?\s*(?:decision|decided|resolved)\s*(?:\*\*|__)?\s*:"
-    r"\s*(?:\*\*|__)?\s*(?P<text>.*)$",
-    re.I,
-)
-STATUS_SPAN = re.compile(r"[*_]\s*Status\s*:\s*(?P<value>[^*_\n]+?)\s*[*_]", re.I)
-STATUS_LINE = re.compile(r"^\s*[*_]*\s*Status\s*:\s*(?P<value>.+?)\s*[*_]*\s*$", re.I)
 STATUS_HEAD = re.compile(r"\s+[—–-]\s+|:")
-ACCESS_LINE = re.compile(r"^\s*[*_]*\s*Access\s*:\s*(?P<value>.*?)\s*[*_]*\s*$", re.I)
-EXTERNAL_LINE = re.compile(r"^\s*[*_]*\s*External(?: callers)?\s*:\s*(?P<value>.*?)\s*[*_]*\s*$", re.I)
-BULLET = re.compile(r"^(?:[-*+>]\s+|\d+[.)]\s+)+")
 
 REFERENCE = re.compile(
     r"§+\s*(?P<sec>[IVXLCDM]+|\d{1,6})\b"
@@ -220,10 +218,6 @@ def number_value(token: str) -> tuple[int, bool]:
     return roman_value(token), ROMAN.match(token) is not None
 
 
-def _strip_emphasis(line: str) -> str:
-    return line.replace("**", "").replace("__", "").strip().strip("*_").strip()
-
-
 def _find_date(text: str) -> tuple[str | None, tuple[int, int] | None, bool]:
     """(ISO date or None, span of the date text, whether date-like text was found)."""
     for pattern in (DATE_ISO, DATE_DMY, DATE_MDY):
@@ -240,40 +234,6 @@ def _find_date(text: str) -> tuple[str | None, tuple[int, int] | None, bool]:
             return None, m.span(), True
         return iso, m.span(), True
     return None, None, False
-
-
-def embeddable_text(title: str, body: str) -> str:
-    """Title and body without exec tags, decision lines, status and access tags.
-
-    Governance metadata is kept out of the semantic space (docs/design.md §What is embedded): a decision must
-    not become indistinguishable from a discussion of decisions.
-    """
-    lines = body.split("\n")
-    in_decision = {i for start, end, _ in _decision_spans(lines) for i in range(start, end)}
-    kept = [title.strip()] if title.strip() else []
-    for i, line in enumerate(lines):
-        if i in in_decision or _is_tag_line(line):
-            continue
-        cleaned = STATUS_SPAN.sub("", line).rstrip()
-        if cleaned or (kept and kept[-1]):
-            kept.append(cleaned)
-    return "\n".join(kept).strip()
-
-
-def without_governance(text: str, *, tags: bool, decisions: bool) -> str:
-    """``text`` without its decision lines (when ``decisions``) and exec tags (when ``tags``).
-
-    The reader-side twin of the structured fields: a role whose field mask hides
-    ``exec_decisions`` or ``exec_tags`` must not read them word for word in the body. Lines
-    are recognised exactly as the parser recognised them when it filled those fields.
-    """
-    lines = text.split("\n")
-    if decisions:
-        dropped = {i for start, end, _ in _decision_spans(lines) for i in range(start, end)}
-        lines = [line for i, line in enumerate(lines) if i not in dropped]
-    if tags:
-        lines = [EXEC_TAG_TOKEN.sub("", line).rstrip() for line in lines]
-    return "\n".join(lines)
 
 
 # --- the parser -------------------------------------------------------------------------------
@@ -417,7 +377,7 @@ class _Reader:
     def attribution(self, index: int, text: str) -> tuple[str, bool, str | None] | None:
         """(author, is_external, date) when ``text`` is an attribution line."""
         stripped = text.strip()
-        core = _strip_emphasis(stripped)
+        core = strip_emphasis(stripped)
         wholly_italic = len(stripped) > 2 and stripped[0] in "*_" and stripped[-1] in "*_"
         prefixed = (
             ATTRIBUTION_PREFIX.match(core)
@@ -465,7 +425,7 @@ class _Reader:
         else:
             author, external, iso = found
             i += 1
-            if iso is None and i < end and DATE_LABEL.match(_strip_emphasis(self.lines[i])):
+            if iso is None and i < end and DATE_LABEL.match(strip_emphasis(self.lines[i])):
                 iso, _, _ = _find_date(self.lines[i])
                 i += 1
         while i < end and not self.lines[i].strip():
@@ -529,51 +489,8 @@ def _unique(items: Iterator[str] | list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def _is_tag_line(line: str) -> bool:
-    return bool(ACCESS_LINE.match(line) or STATUS_LINE.match(line) or EXTERNAL_LINE.match(line))
-
-
-def _decision_spans(lines: list[str]) -> list[tuple[int, int, str]]:
-    """(first, end, text) of each decision: its line and the rest of its paragraph.
-
-    A decision starts at a line beginning ``Decision:`` (or ``Decided:``/``Resolved:``)
-    or carrying an exec tag, and runs until a blank line, a tag line, a list item,
-    a heading or the next decision.
-    """
-    spans: list[tuple[int, int, str]] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i].strip()
-        untagged = EXEC_TAG.sub("", line).strip()
-        m = DECISION.match(untagged)
-        if m is None and untagged == line:
-            i += 1
-            continue
-        parts = [m["text"] if m else BULLET.sub("", untagged)]
-        end = i + 1
-        while end < len(lines) and _continues(lines[end]):
-            parts.append(lines[end].strip())
-            end += 1
-        text = " ".join(_strip_emphasis(EXEC_TAG.sub("", " ".join(parts))).split())
-        spans.append((i, end, text))
-        i = end
-    return spans
-
-
-def _continues(line: str) -> bool:
-    stripped = line.strip()
-    return bool(
-        stripped
-        and not _is_tag_line(line)
-        and not BULLET.match(stripped)
-        and not stripped.startswith("#")
-        and not DECISION.match(stripped)
-        and not EXEC_TAG.search(stripped)
-    )
-
-
 def _decisions(lines: list[str]) -> tuple[str, ...]:
-    return _unique([text for _, _, text in _decision_spans(lines) if text])
+    return _unique([text for _, _, text in decision_spans(lines) if text])
 
 
 def _status_tags(lines: list[str]) -> tuple[str, ...]:
@@ -583,7 +500,7 @@ def _status_tags(lines: list[str]) -> tuple[str, ...]:
         values.extend([lm["value"]] if lm else [m["value"] for m in STATUS_SPAN.finditer(line)])
     tags = []
     for value in values:
-        head = STATUS_HEAD.split(_strip_emphasis(value), maxsplit=1)[0]
+        head = STATUS_HEAD.split(strip_emphasis(value), maxsplit=1)[0]
         for part in head.split(";"):
             tag = " ".join(part.split()).rstrip(".").upper()
             if tag:

@@ -62,12 +62,12 @@ from cairn.ingest.correspondence.parser import (
     CorrespondenceError,
     Issue,
     ParsedSection,
-    embeddable_text,
     parse_bytes,
 )
 from cairn.policy.scope import Scope
 from cairn.policy.writes import create_problems
 from cairn.runtime.embedder import MODEL_NAME, Embedder, get_embedder
+from cairn.schema.section_text import embeddable_text
 
 BATCH_SIZE = 256  # sections per write transaction
 EMBED_WINDOW = 512  # sections per model call (sorted by length inside the model); two write batches

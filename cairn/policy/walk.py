@@ -1,0 +1,77 @@
+"""The Pre-Selector's walk: the scoped traversal every "why" read starts from (SPEC §policy).
+
+The policy module's own query (docs/design.md "Queries by capability"): it is the access rule
+applied to a walk, so it lives beside the predicates it splices in rather than in a capability's
+query module, and nothing below the policy layer needs to be imported to run it.
+"""
+
+from __future__ import annotations
+
+from cairn.policy.acl import MAX_HOPS, acl_reason, edge_allowed
+from cairn.schema.nodes import INTERNAL_FIELDS
+
+ACL_REASON = acl_reason("n")
+EDGE_OK = edge_allowed("type(r)", "startNode(r)", "endNode(r)", "outgoing")
+# Node properties as they leave the database: vectors stay behind.
+NODE_PROPS = "{.*, " + ", ".join(f"{name}: null" for name in sorted(INTERNAL_FIELDS)) + "}"
+
+
+def _hop_body(capped: bool) -> str:
+    """Every edge incident to the frontier node ``f``, classified: the edge rule per step, the
+    ACL on the node it reaches. Hidden neighbours stay (id, reason) material; visible ones are
+    capped per edge type (``$cap``) beyond the first hop, most important first."""
+    kept = "found[0..$cap]" if capped else "found"
+    return f"""
+    MATCH (f)-[r]-(n:Entity)
+    WITH f, r, n, startNode(r) = f AS outgoing
+    WITH r, n, outgoing, {EDGE_OK} AS edge_ok, {ACL_REASON} AS acl
+    WITH r, n, outgoing, edge_ok, acl, (edge_ok AND acl IS NULL) AS visible
+    ORDER BY visible DESC, coalesce(n.importance, 0.0) DESC, n.id
+    WITH type(r) AS rel_type, visible,
+         collect({{r: r, n: n, outgoing: outgoing, edge_ok: edge_ok, acl: acl}}) AS found
+    UNWIND CASE WHEN visible THEN {kept} ELSE found END AS k
+    RETURN rel_type, visible, k.r AS r, k.n AS n, k.outgoing AS outgoing,
+           k.edge_ok AS edge_ok, k.acl AS acl"""
+
+
+def _hop_stage(hop: int) -> str:
+    """One hop of the walk inside the single query: expand the frontier, keep edge rows (no
+    text), hidden rows (id and reason only), and the newly reached visible nodes with their
+    properties, once each; those become the next frontier. ``seen`` holds the nodes reached so
+    far, compared as nodes (an id is unique), not by reading their ids again on every hop."""
+    return f"""
+CALL (frontier) {{
+  UNWIND frontier AS f
+  CALL (f) {{{_hop_body(hop > 1)}
+  }}
+  RETURN collect(CASE WHEN visible THEN {{from_id: f.id, id: n.id, rel_type: rel_type, relation: r.relation,
+           relations: r.relations, reason: r.reason, outgoing: outgoing}} END) AS hop_edges,
+         collect(CASE WHEN NOT visible THEN {{id: n.id, edge_ok: edge_ok, acl: acl}} END) AS hop_hidden,
+         collect(DISTINCT CASE WHEN visible THEN n END) AS reached
+}}
+WITH a, anchor_reason, seen, nodes, edges + hop_edges AS edges, hidden + hop_hidden AS hidden,
+     [n IN reached WHERE NOT n IN seen] AS frontier
+WITH a, anchor_reason, edges, hidden, frontier, seen + frontier AS seen,
+     nodes + [n IN frontier | {{id: n.id, hop: {hop}, label: [l IN labels(n) WHERE l <> 'Entity'][0],
+                               props: n {NODE_PROPS}}}] AS nodes"""
+
+
+def expand_query(depth: int) -> str:
+    """The anchor and its whole walk up to ``depth`` hops in one round trip; nothing is
+    expanded from an anchor the scope may not see."""
+    hops = "".join(_hop_stage(hop) for hop in range(1, depth + 1))
+    return f"""
+MATCH (a:Entity {{id: $anchor}})
+WITH a, {acl_reason("a")} AS anchor_reason
+WITH a, anchor_reason, CASE WHEN anchor_reason IS NULL THEN [a] ELSE [] END AS frontier,
+     [a] AS seen, [] AS nodes, [] AS edges, [] AS hidden{hops}
+RETURN a.id AS id,
+       [l IN labels(a) WHERE l <> 'Entity'][0] AS label,
+       anchor_reason AS reason,
+       CASE WHEN anchor_reason IS NULL THEN a {NODE_PROPS} END AS props,
+       nodes, edges, hidden
+"""
+
+
+# One query per possible hop limit (Cypher cannot loop a variable number of stages).
+EXPAND_QUERIES = tuple(expand_query(depth) for depth in range(MAX_HOPS + 1))

@@ -1,0 +1,109 @@
+"""The governance lines of a section's body: exec tags, decision lines, status and access tags.
+
+One grammar read from both sides (docs/design.md §What is embedded): the parser
+(``cairn/ingest/correspondence/parser.py``) fills a section's structured fields with it and keeps
+those lines out of the embedded text; the reader (``cairn/memory/correspondence.py``) strips the
+same lines from the body for a role whose field mask hides ``exec_tags`` or ``exec_decisions``.
+It sits below both so that neither imports the other.
+"""
+
+from __future__ import annotations
+
+import re
+
+# The domain a correspondence file's sections get when its preamble names none.
+DEFAULT_DOMAIN = "acme/correspondence"
+
+EXEC_TAG = re.compile(r"\[EXEC:([A-Z][A-Z_]*)\]")
+EXEC_TAG_TOKEN = re.compile(r"\[EXEC:[A-Z][A-Z_]*\][ \t]?")
+DECISION = re.compile(
+    r"^(?:[-*+>]\s+|\d+[.)]\s+)*(?:\*\*|__)?\s*(?:decision|decided|resolved)\s*(?:\*\*|__)?\s*:"
+    r"\s*(?:\*\*|__)?\s*(?P<text>.*)$",
+    re.I,
+)
+STATUS_SPAN = re.compile(r"[*_]\s*Status\s*:\s*(?P<value>[^*_\n]+?)\s*[*_]", re.I)
+STATUS_LINE = re.compile(r"^\s*[*_]*\s*Status\s*:\s*(?P<value>.+?)\s*[*_]*\s*$", re.I)
+ACCESS_LINE = re.compile(r"^\s*[*_]*\s*Access\s*:\s*(?P<value>.*?)\s*[*_]*\s*$", re.I)
+EXTERNAL_LINE = re.compile(r"^\s*[*_]*\s*External(?: callers)?\s*:\s*(?P<value>.*?)\s*[*_]*\s*$", re.I)
+BULLET = re.compile(r"^(?:[-*+>]\s+|\d+[.)]\s+)+")
+
+
+def strip_emphasis(line: str) -> str:
+    return line.replace("**", "").replace("__", "").strip().strip("*_").strip()
+
+
+def is_tag_line(line: str) -> bool:
+    return bool(ACCESS_LINE.match(line) or STATUS_LINE.match(line) or EXTERNAL_LINE.match(line))
+
+
+def decision_spans(lines: list[str]) -> list[tuple[int, int, str]]:
+    """(first, end, text) of each decision: its line and the rest of its paragraph.
+
+    A decision starts at a line beginning ``Decision:`` (or ``Decided:``/``Resolved:``)
+    or carrying an exec tag, and runs until a blank line, a tag line, a list item,
+    a heading or the next decision.
+    """
+    spans: list[tuple[int, int, str]] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        untagged = EXEC_TAG.sub("", line).strip()
+        m = DECISION.match(untagged)
+        if m is None and untagged == line:
+            i += 1
+            continue
+        parts = [m["text"] if m else BULLET.sub("", untagged)]
+        end = i + 1
+        while end < len(lines) and _continues(lines[end]):
+            parts.append(lines[end].strip())
+            end += 1
+        text = " ".join(strip_emphasis(EXEC_TAG.sub("", " ".join(parts))).split())
+        spans.append((i, end, text))
+        i = end
+    return spans
+
+
+def _continues(line: str) -> bool:
+    stripped = line.strip()
+    return bool(
+        stripped
+        and not is_tag_line(line)
+        and not BULLET.match(stripped)
+        and not stripped.startswith("#")
+        and not DECISION.match(stripped)
+        and not EXEC_TAG.search(stripped)
+    )
+
+
+def embeddable_text(title: str, body: str) -> str:
+    """Title and body without exec tags, decision lines, status and access tags.
+
+    Governance metadata is kept out of the semantic space (docs/design.md §What is embedded): a decision must
+    not become indistinguishable from a discussion of decisions.
+    """
+    lines = body.split("\n")
+    in_decision = {i for start, end, _ in decision_spans(lines) for i in range(start, end)}
+    kept = [title.strip()] if title.strip() else []
+    for i, line in enumerate(lines):
+        if i in in_decision or is_tag_line(line):
+            continue
+        cleaned = STATUS_SPAN.sub("", line).rstrip()
+        if cleaned or (kept and kept[-1]):
+            kept.append(cleaned)
+    return "\n".join(kept).strip()
+
+
+def without_governance(text: str, *, tags: bool, decisions: bool) -> str:
+    """``text`` without its decision lines (when ``decisions``) and exec tags (when ``tags``).
+
+    The reader-side twin of the structured fields: a role whose field mask hides
+    ``exec_decisions`` or ``exec_tags`` must not read them word for word in the body. Lines
+    are recognised exactly as the parser recognised them when it filled those fields.
+    """
+    lines = text.split("\n")
+    if decisions:
+        dropped = {i for start, end, _ in decision_spans(lines) for i in range(start, end)}
+        lines = [line for i, line in enumerate(lines) if i not in dropped]
+    if tags:
+        lines = [EXEC_TAG_TOKEN.sub("", line).rstrip() for line in lines]
+    return "\n".join(lines)
