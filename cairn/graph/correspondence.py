@@ -169,9 +169,13 @@ RETURN s.id AS section_id, s.source_line AS line, s.filed_id AS filed_id, s.file
        s.section_number AS canonical_number, s.author AS author, s.title AS title
 ORDER BY s.section_number
 """
-COUNT_STALE = """
-MATCH (s:Section) WHERE s.embedding_model IS NULL OR s.embedding_model <> $model
+COUNT_STALE = f"""
+MATCH (s:Section) WHERE (s.embedding_model IS NULL OR s.embedding_model <> $model) AND {acl_visible("s")}
 RETURN count(s) AS n
+"""
+# A scoped writer's own numbering, to tell it the numbers of what it just created.
+OWN_NUMBERS = f"""{VISIBLE_NUMBERS}
+RETURN numbers
 """
 READ_STALE = """
 MATCH (s:Section) WHERE s.embedding_model IS NULL OR s.embedding_model <> $model

@@ -183,6 +183,11 @@ def _view(
     if allowed is None or "section_number" in allowed:  # mask() drops the canonical number
         fields["section_number"] = numbering.of(props.get("section_number"))
         masked = tuple(m for m in masked if m != "section_number")
+    if "collision" in masked and (allowed is None or "collision" in allowed):
+        # mask() drops the canonical collision; the caller's is against its own number.
+        own, filed = numbering.of(props.get("section_number")), props.get("filed_number")
+        fields["collision"] = None if own is None or filed is None else filed != own
+        masked = tuple(m for m in masked if m != "collision")
     tags, decisions = "exec_tags" in masked, "exec_decisions" in masked
     if tags or decisions:
         for name in ("title", "body"):

@@ -24,10 +24,11 @@ DEFAULT_NEIGHBOUR_CAP = 25  # per frontier node and edge type, beyond the first 
 # Properties that name another node: shown only when that node is itself in the result,
 # otherwise an alias event would hand a staff caller the id of the hidden decision.
 REFERENCE_FIELDS = ("alias_of_decision",)
-# Where a section sits among all sections (its canonical number, its place in the file): a
-# caller who may not see every section would read the hidden ones off the gaps. Callers get
-# their own dense number instead, through the correspondence reads (cairn/memory/correspondence.py).
-POSITIONAL_FIELDS = {"Section": ("section_number", "ordinal", "source_line")}
+# Where a section sits among all sections (its canonical number, its place in the file, and
+# ``collision``: whether the filed number differs from the canonical one): a caller who may not
+# see every section would read the hidden ones off the gaps. Callers get their own dense number,
+# and a collision against it, through the correspondence reads (cairn/memory/correspondence.py).
+POSITIONAL_FIELDS = {"Section": ("section_number", "ordinal", "source_line", "collision")}
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ from cairn.graph.correspondence import (
     CREATE_SECTIONS,
     FIND_EXISTING,
     LINK_RESPONSES,
+    OWN_NUMBERS,
     READ_COLLISIONS,
     READ_MAX,
     READ_STALE,
@@ -64,6 +65,7 @@ from cairn.ingest.correspondence.parser import (
     ParsedSection,
     parse_bytes,
 )
+from cairn.memory.correspondence import Numbering
 from cairn.policy.scope import Scope
 from cairn.policy.writes import create_problems
 from cairn.runtime.embedder import MODEL_NAME, Embedder, get_embedder
@@ -371,9 +373,30 @@ def sync_bytes(
     report.collisions_logged = collisions.record(
         collision_log, [{"source": source, "file": label, **r.data()} for r in collided]
     )
-    stale, _, _ = driver.execute_query(COUNT_STALE, model=model, routing_=RoutingControl.READ)
+    stale, _, _ = driver.execute_query(
+        COUNT_STALE, {**scope.cypher_params(), "model": model}, routing_=RoutingControl.READ
+    )
     report.stale_embeddings = int(stale[0]["n"])
-    return report
+    return report if scope.unrestricted else _in_own_numbers(driver, scope, report)
+
+
+def _in_own_numbers(driver: Driver, scope: Scope, report: SyncReport) -> SyncReport:
+    """The report as a scoped writer sees the store: its created sections numbered 1..n over the
+    sections it may read, a collision against that number, and the collisions counted among them.
+
+    Canonical numbers count every section, so telling the writer its new section is 44 where its
+    own tail says 41 would say three are hidden (docs/design.md §Correspondence). The collision log
+    keeps the canonical numbers: it is the operator's file.
+    """
+    records, _, _ = driver.execute_query(OWN_NUMBERS, scope.cypher_params(), routing_=RoutingControl.READ)
+    numbering = Numbering.dense(records[0]["numbers"] if records else [])
+    ranks = numbering.ranks or {}
+    # A writer creates only inside its scope (policy/writes.py), so it reads every section it created.
+    own = {c.id: ranks[c.section_number] for c in report.created}
+    created = [
+        replace(c, section_number=own[c.id], collision=c.filed_number != own[c.id]) for c in report.created
+    ]
+    return replace(report, created=created, collisions_logged=sum(c.collision for c in created))
 
 
 def sync_file(
