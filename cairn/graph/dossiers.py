@@ -151,13 +151,14 @@ ORDER BY dossier_id
 # Every route of one packet into its dossier, in one statement whose cost does not grow with
 # the dossier: the facts are written, the centroid sum (advanced in Python from the one the
 # vote read) is stored, and the summary is re-chosen from the dossier's pool of central facts
-# and the new facts. Returns the summary before and after.
+# and the new facts. Returns the summary before and after. ``FROM_BLOCK`` is drawn only to a
+# block the writer may read: to a writer, a hidden block is one that does not exist.
 WRITE_ROUTES = f"""
 UNWIND $routes AS r
 MERGE (d:Entity:Dossier {{id: r.dossier_id}})
 ON CREATE SET d += $create_props, d.created_at = datetime($now), d.summary = ''
 WITH d, r, d.summary AS previous
-OPTIONAL MATCH (b:Block {{block_id: $block_id}})
+OPTIONAL MATCH (b:Block {{block_id: $block_id}}) WHERE {acl_visible("b")}
 CALL (d, r, b) {{
   UNWIND r.facts AS row
   MERGE (f:Entity:Fact {{id: row.id}})

@@ -209,7 +209,7 @@ def process_fact_packet(
         verdict = adjudicator.decide(packet, candidates, decide(candidates, len(packet.facts)))
         preset = _Preset(tuple(c.dossier_id for c in candidates), verdict)
     with driver.session() as session:
-        return session.execute_write(_apply_one, packet, vectors, model.name, preset)
+        return session.execute_write(_apply_one, packet, vectors, model.name, preset, writer)
 
 
 def _decide_under_lock(candidates: list[Candidate], n_facts: int, preset: _Preset) -> Decision:
@@ -389,12 +389,13 @@ def _apply_one(
     vectors: NDArray[np.float32],
     model: str,
     preset: _Preset | None,
+    writer: Scope | None,
 ) -> RoutingResult:
     """The whole packet in one transaction (re-run from the top by the driver on a transient error)."""
     applied_to = take_lock(tx, entry_id(packet.key, 0))
     if applied_to is not None:
         return RoutingResult(applied_to, "already_applied", packet.key)
-    return _apply(tx, packet, vectors, model, preset)
+    return _apply(tx, packet, vectors, model, preset, writer=writer)
 
 
 class _Pending:
@@ -459,8 +460,13 @@ def _apply(
     model: str,
     preset: _Preset | None,
     pending: _Pending | None = None,
+    *,
+    writer: Scope | None = None,
 ) -> RoutingResult:
-    """Vote, route, write and journal one packet; the caller holds the routing lock."""
+    """Vote, route, write and journal one packet; the caller holds the routing lock.
+
+    ``writer``: the caller's scope (None: an operator); the packet's block is linked only if the
+    writer may read it."""
     key = packet.key
     vote = run_vote(tx, vectors, packet.access)
     if pending is not None:
@@ -518,15 +524,16 @@ def _apply(
     now = datetime.now(UTC).isoformat()
     summaries: dict[str, tuple[str, str]] = {}
     if route_rows:
-        result = tx.run(
-            cypher.WRITE_ROUTES,
-            routes=route_rows,
-            create_props={"title": packet.cluster_label, "status": "active", **packet.access.props()},
-            now=now,
-            observed_at=packet.observed_at,
-            block_id=packet.source_block_id,
+        params: dict[str, Any] = {
+            **(writer or Scope.system()).cypher_params(),  # the block is linked only if the writer reads it
             **SUMMARY_PARAMS,
-        )
+            "routes": route_rows,
+            "create_props": {"title": packet.cluster_label, "status": "active", **packet.access.props()},
+            "now": now,
+            "observed_at": packet.observed_at,
+            "block_id": packet.source_block_id,
+        }
+        result = tx.run(cypher.WRITE_ROUTES, params)
         for r in result:
             summaries[str(r["dossier_id"])] = (r["previous"] or "", r["summary"])
     restated: dict[str, list[str]] = {}  # stored fact -> the turn ids restating it, in packet order

@@ -1,16 +1,16 @@
 """Dossier writes and fact search, attacked from outside (red-team pass, 2026-11-25).
 
 Both leaks were found against the running ``cairn serve --demo``; the fix of each lies in the
-dossier code (cairn/graph/dossiers.py, cairn/memory/dossiers/), so each test is a strict xfail
-until that fix lands:
+dossier code (cairn/graph/dossiers.py, cairn/memory/dossiers/):
 
 - A writer narrowed by its headers (ceiling low, namespace internal) routes a fact packet whose
   ``source_block_id`` names a block it may not read (``block_005``, confidential). The packet
-  write (``WRITE_ROUTES``) looks the block up by ``block_id`` without the writer's ACL and draws
+  write (``WRITE_ROUTES``) looked the block up by ``block_id`` without the writer's ACL and drew
   ``FROM_BLOCK`` from the new fact to the hidden block: a write attached to a node the writer
   cannot read. The writer's own ask on its new fact then counts one withheld neighbour
   (``acl:namespace_mismatch``) where a packet naming a block that never existed counts none, so
-  the edge is also an oracle for hidden block ids and their namespaces.
+  the edge was also an oracle for hidden block ids and their namespaces. Fixed: the block is
+  matched under the writer's ACL.
 - ``memorySearch`` fuses the full-text list by Lucene's BM25 score, whose IDF and average
   document length are computed over the whole index, hidden facts included. A staff caller's
   scores move when facts it may not read are added (1.036295 -> 1.039357 for the demo's
@@ -94,11 +94,6 @@ def policy_trace(client: TestClient, registry: PolicyRegistry, fact: str) -> Any
     return body["data"]["ask"]["meta"]["policy_trace"], body["data"]["ask"]["envelope"]["permissionsNote"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="WRITE_ROUTES (cairn/graph/dossiers.py) matches the packet's Block by block_id without "
-    "the writer's ACL, so FROM_BLOCK is drawn to a block the writer cannot read",
-)
 def test_a_fact_packet_does_not_attach_to_a_hidden_block(
     dossiers: Driver, client: TestClient, registry: PolicyRegistry
 ) -> None:
