@@ -1,0 +1,169 @@
+"""Dossier writes and fact search, attacked from outside (red-team pass, 2026-11-25).
+
+Both leaks were found against the running ``cairn serve --demo``; the fix of each lies in the
+dossier code (cairn/graph/dossiers.py, cairn/memory/dossiers/), so each test is a strict xfail
+until that fix lands:
+
+- A writer narrowed by its headers (ceiling low, namespace internal) routes a fact packet whose
+  ``source_block_id`` names a block it may not read (``block_005``, confidential). The packet
+  write (``WRITE_ROUTES``) looks the block up by ``block_id`` without the writer's ACL and draws
+  ``FROM_BLOCK`` from the new fact to the hidden block: a write attached to a node the writer
+  cannot read. The writer's own ask on its new fact then counts one withheld neighbour
+  (``acl:namespace_mismatch``) where a packet naming a block that never existed counts none, so
+  the edge is also an oracle for hidden block ids and their namespaces.
+- ``memorySearch`` fuses the full-text list by Lucene's BM25 score, whose IDF and average
+  document length are computed over the whole index, hidden facts included. A staff caller's
+  scores move when facts it may not read are added (1.036295 -> 1.039357 for the demo's
+  "plant-based diet benefits"), so scores reveal hidden facts and the words they hold.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from neo4j import Driver
+from starlette.testclient import TestClient
+
+from cairn.app import create_app
+from cairn.memory.dossiers.demo import load_demo_dossiers
+from cairn.memory.dossiers.governor import process_fact_packet
+from cairn.policy.profiles import PolicyRegistry
+from cairn.runtime.settings import Settings
+from tests.e2e.conftest import gql, passport, wipe
+
+HIDDEN_BLOCK = "block_005"  # the demo's confidential block: director, exec and writer only
+NEVER_BLOCK = "block_never_stored_099"
+# The writer narrowed below the hidden block's sensitivity and namespace.
+NARROW = {"X-Sensitivity-Ceiling": "low", "X-User-Namespaces": "internal"}
+PACKET = "mutation($p: JSON!) { ingestFactPacket(packet: $p) { dossierId addedFactIds } }"
+ASK = "query($id: ID!) { ask(anchorId: $id) { envelope { permissionsNote } meta } }"
+SEARCH = "query($q: String!) { memorySearch(query: $q, k: 10) { count hits { factId score matched } } }"
+
+
+@pytest.fixture(scope="module")
+def dossiers(driver: Driver) -> Driver:
+    wipe(driver)
+    load_demo_dossiers(driver)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def client(dossiers: Driver, settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings)) as c:
+        yield c
+
+
+def remove_packet(driver: Driver, key: str) -> None:
+    """Delete what one packet wrote: its dossier, facts and journal entries."""
+    driver.execute_query(
+        "MATCH (n:Entity) WHERE n.id IN [$d] OR n.id STARTS WITH $f OR n.id STARTS WITH $j DETACH DELETE n",
+        d=f"dos-{key}",
+        f=f"fact-{key}-",
+        j=f"je-{key}-",
+    )
+
+
+def route_as_narrow_writer(
+    client: TestClient, registry: PolicyRegistry, key: str, block: str, fact: str
+) -> str:
+    packet = {
+        "packet_id": key,
+        "cluster_label": "Field notes",
+        "facts": [fact],
+        "source_block_id": block,
+        "access": {
+            "domain": "acme/assistant",
+            "sensitivity": "low",
+            "namespaces": ["internal"],
+            "roles_allowed": ["staff", "writer"],
+        },
+    }
+    body = gql(client, PACKET, passport(registry, "writer", **NARROW), p=packet)
+    assert body.get("errors") is None, body
+    added: str = body["data"]["ingestFactPacket"]["addedFactIds"][0]
+    return added
+
+
+def policy_trace(client: TestClient, registry: PolicyRegistry, fact: str) -> Any:
+    body = gql(client, ASK, passport(registry, "writer", **NARROW), id=fact)
+    assert body.get("errors") is None, body
+    return body["data"]["ask"]["meta"]["policy_trace"], body["data"]["ask"]["envelope"]["permissionsNote"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="WRITE_ROUTES (cairn/graph/dossiers.py) matches the packet's Block by block_id without "
+    "the writer's ACL, so FROM_BLOCK is drawn to a block the writer cannot read",
+)
+def test_a_fact_packet_does_not_attach_to_a_hidden_block(
+    dossiers: Driver, client: TestClient, registry: PolicyRegistry
+) -> None:
+    try:
+        hidden_fact = route_as_narrow_writer(
+            client, registry, "rt-hidden-block", HIDDEN_BLOCK, "Zebras migrate north after the long rains"
+        )
+        never_fact = route_as_narrow_writer(
+            client, registry, "rt-never-block", NEVER_BLOCK, "The lighthouse lamp is serviced every March"
+        )
+        edges, _, _ = dossiers.execute_query(
+            "MATCH (f:Fact {id: $id})-[r:FROM_BLOCK]->(b:Block) RETURN b.block_id AS b", id=hidden_fact
+        )
+        # To this writer the confidential block is not there: a packet naming it writes exactly
+        # what a packet naming a block that never existed writes, and its ask says the same.
+        assert [r["b"] for r in edges] == []
+        assert policy_trace(client, registry, hidden_fact) == policy_trace(client, registry, never_fact)
+    finally:
+        remove_packet(dossiers, "rt-hidden-block")
+        remove_packet(dossiers, "rt-never-block")
+
+
+def staff_search(client: TestClient, registry: PolicyRegistry, query: str) -> Any:
+    body = gql(client, SEARCH, passport(registry, "staff"), q=query)
+    assert body.get("errors") is None, body
+    return body["data"]["memorySearch"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="memorySearch fuses Lucene BM25 scores (cairn/graph/dossiers.py FACT_FULLTEXT), whose "
+    "IDF and average length count facts the caller cannot see",
+)
+def test_fact_search_scores_do_not_move_when_hidden_facts_are_added(
+    dossiers: Driver, client: TestClient, registry: PolicyRegistry
+) -> None:
+    query = "plant-based diet benefits"
+    before = staff_search(client, registry, query)
+    assert any("text" in h["matched"] for h in before["hits"]), "the query must reach the full-text list"
+    key = "rt-hidden-diet"
+    try:
+        process_fact_packet(
+            dossiers,
+            {
+                "packet_id": key,
+                "cluster_label": "Board diet memo",
+                "source_block_id": "rt-board",
+                "facts": [
+                    "The board memo on plant-based diet benefits for the canteen",
+                    "Plant-based diet plans are in the confidential canteen budget",
+                ],
+                "access": {
+                    "domain": "acme/assistant",
+                    "sensitivity": "high",
+                    "namespaces": ["confidential"],
+                    "roles_allowed": ["director", "exec"],
+                },
+            },
+        )
+        after = staff_search(client, registry, query)
+        for _ in range(20):  # the full-text index may take a moment to take the new facts in
+            if after != before:
+                break
+            time.sleep(0.25)
+            after = staff_search(client, registry, query)
+        assert json.dumps(after, sort_keys=True) == json.dumps(before, sort_keys=True)
+    finally:
+        remove_packet(dossiers, key)
