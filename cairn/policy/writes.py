@@ -76,7 +76,10 @@ def create_problems(
         problems.append(WriteProblem("domain", f"{domain!r} is outside this role's domains"))
     if SENSITIVITY_RANK.get(sensitivity, len(SENSITIVITY_RANK)) > scope.ceiling:
         problems.append(WriteProblem("sensitivity", "above this role's sensitivity ceiling"))
-    if not set(namespaces) <= set(scope.namespaces):
+    if not namespaces:
+        # The read ACL needs one shared namespace: a node with none could never be read back.
+        problems.append(WriteProblem("namespaces", "must name at least one namespace this role holds"))
+    elif not set(namespaces) <= set(scope.namespaces):
         problems.append(WriteProblem("namespaces", "names a namespace this role does not hold"))
     if scope.role not in roles_allowed:
         problems.append(WriteProblem("roles_allowed", "must include the writing role itself"))
