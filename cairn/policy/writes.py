@@ -93,6 +93,23 @@ def domain_problem(scope: Scope, domain: str) -> WriteProblem | None:
     return WriteProblem("domain", f"{domain!r} is outside this role's domains")
 
 
+def edge_problem(scope: Scope, rel_type: str, start_domain: str, end_domain: str) -> WriteProblem | None:
+    """An edge stored as ``(start)-[rel_type]->(end)`` must be one the caller may walk, in either
+    direction: a rule of its type whose from/to domain globs match the stored start and end
+    nodes (the rule ``cairn.policy.acl.edge_allowed`` applies to reads). Otherwise the writer
+    would store an edge it can never read back."""
+    if scope.unrestricted:
+        return None
+    for rule in scope.edges:
+        if (
+            rule.type == rel_type
+            and matches(start_domain, rule.from_domains)
+            and matches(end_domain, rule.to_domains)
+        ):
+            return None
+    return WriteProblem("type", f"this role may not walk {rel_type} edges between these domains")
+
+
 @dataclass(frozen=True)
 class StoredIds:
     """What the store holds under some ids, as far as one scope may know it."""
