@@ -166,7 +166,9 @@ def verify(
         user_id=values["X-User-Id"],
         profile=profile,
         scope=scope,
-        namespaces=namespaces,
+        # What the caller holds, not what it claimed: a namespace the profile does not grant is
+        # dropped here as in the scope, so the audit meta never shows one the read did not use.
+        namespaces=scope.namespaces,
         policy_version=values["X-Policy-Version"],
         request_id=values["X-Request-Id"],
         trace_id=values["X-Trace-Id"],

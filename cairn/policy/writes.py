@@ -76,7 +76,10 @@ def create_problems(
         problems.append(WriteProblem("domain", f"{domain!r} is outside this role's domains"))
     if SENSITIVITY_RANK.get(sensitivity, len(SENSITIVITY_RANK)) > scope.ceiling:
         problems.append(WriteProblem("sensitivity", "above this role's sensitivity ceiling"))
-    if not set(namespaces) <= set(scope.namespaces):
+    if not namespaces:
+        # The read ACL needs one shared namespace: a node with none could never be read back.
+        problems.append(WriteProblem("namespaces", "must name at least one namespace this role holds"))
+    elif not set(namespaces) <= set(scope.namespaces):
         problems.append(WriteProblem("namespaces", "names a namespace this role does not hold"))
     if scope.role not in roles_allowed:
         problems.append(WriteProblem("roles_allowed", "must include the writing role itself"))
@@ -88,6 +91,23 @@ def domain_problem(scope: Scope, domain: str) -> WriteProblem | None:
     if scope.unrestricted or matches(domain, scope.domains):
         return None
     return WriteProblem("domain", f"{domain!r} is outside this role's domains")
+
+
+def edge_problem(scope: Scope, rel_type: str, start_domain: str, end_domain: str) -> WriteProblem | None:
+    """An edge stored as ``(start)-[rel_type]->(end)`` must be one the caller may walk, in either
+    direction: a rule of its type whose from/to domain globs match the stored start and end
+    nodes (the rule ``cairn.policy.acl.edge_allowed`` applies to reads). Otherwise the writer
+    would store an edge it can never read back."""
+    if scope.unrestricted:
+        return None
+    for rule in scope.edges:
+        if (
+            rule.type == rel_type
+            and matches(start_domain, rule.from_domains)
+            and matches(end_domain, rule.to_domains)
+        ):
+            return None
+    return WriteProblem("type", f"this role may not walk {rel_type} edges between these domains")
 
 
 @dataclass(frozen=True)
