@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,14 @@ from cairn.ingest.fixtures import (
 from cairn.ingest.records import DecisionRecord, EventRecord, iso_utc
 from cairn.policy.profiles import PolicyRegistry, matches
 from cairn.policy.scope import Scope
-from cairn.policy.writes import TAKEN_ID, create_problems, domain_problem, readable_by_some_role, stored_ids
+from cairn.policy.writes import (
+    TAKEN_ID,
+    create_problems,
+    domain_problem,
+    edge_problem,
+    readable_by_some_role,
+    stored_ids,
+)
 from cairn.runtime.embedder import Embedder, get_embedder
 
 BATCH_SIZE = 500
@@ -183,9 +190,13 @@ def stored_causal_edges(driver: Driver) -> list[tuple[str, str]]:
     return [(str(r["a"]), str(r["b"])) for r in records]
 
 
-def scope_problems(fs: FixtureSet, writer: Scope) -> list[Problem]:
-    """Records ``writer`` may not create: access fields beyond its own profile, or edges whose
-    domain lies outside its domains (``cairn.policy.writes``)."""
+def scope_problems(
+    fs: FixtureSet, writer: Scope, stored_domains: Mapping[str, str] | None = None
+) -> list[Problem]:
+    """Records ``writer`` may not create: access fields beyond its own profile, edges whose
+    domain lies outside its domains, or edges it could not walk (``cairn.policy.writes``): a
+    writer never stores what it cannot read back. ``stored_domains``: the domains of stored
+    endpoints the writer may read."""
     problems = [
         Problem(fs.origin[r.id], r.id, p.field, p.message)
         for r in [*fs.decisions, *fs.events]
@@ -206,6 +217,16 @@ def scope_problems(fs: FixtureSet, writer: Scope) -> list[Problem]:
     for rid, fld, domain in claims:
         if (p := domain_problem(writer, domain)) is not None:
             problems.append(Problem(fs.origin[rid], rid, fld, p.message))
+    domain_of = {**(stored_domains or {}), **{r.id: r.domain for r in [*fs.decisions, *fs.events]}}
+    edges: list[tuple[str, str, str, str, str | None, str | None]]
+    edges = [(t.id, "CAUSAL_PRECEDES", t.from_id, t.to_id, None, None) for t in fs.transitions]
+    edges += [(a.id, "ALIAS_OF", a.decision_id, a.event_id, a.domain_from, a.domain_to) for a in fs.aliases]
+    for rid, rel_type, start, end, start_claim, end_claim in edges:
+        start_domain, end_domain = domain_of.get(start, start_claim), domain_of.get(end, end_claim)
+        if start_domain is None or end_domain is None:
+            continue  # an endpoint the writer cannot see is reported as a missing reference
+        if (p := edge_problem(writer, rel_type, start_domain, end_domain)) is not None:
+            problems.append(Problem(fs.origin[rid], rid, p.field, p.message))
     return problems
 
 
@@ -222,7 +243,7 @@ def validate_against_store(
     scope = writer or Scope.system()
     own = {d.id: "Decision" for d in fs.decisions} | {e.id: "Event" for e in fs.events}
     stored = stored_ids(driver, scope, _referenced_ids(fs) | set(own))
-    found = [*problems, *scope_problems(fs, scope)]
+    found = [*problems, *scope_problems(fs, scope, stored.domains)]
     for rid, label in own.items():
         if rid in stored.hidden:
             found.append(Problem(fs.origin[rid], rid, "id", f"'{rid}' {TAKEN_ID}"))

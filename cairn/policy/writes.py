@@ -36,7 +36,8 @@ MATCH (n:Entity {{id: id}})
 WITH n, {acl_visible("n")} AS visible
 RETURN n.id AS id, visible,
        CASE WHEN visible THEN [l IN labels(n) WHERE l <> 'Entity'][0] END AS label,
-       CASE WHEN visible THEN toString(n.timestamp) END AS timestamp
+       CASE WHEN visible THEN toString(n.timestamp) END AS timestamp,
+       CASE WHEN visible THEN n.domain END AS domain
 """
 
 # The read ACL applied to records not yet stored (maps with the same access fields), so
@@ -117,6 +118,7 @@ class StoredIds:
     visible: dict[str, str]  # id → label, readable by the scope
     times: dict[str, str]  # id → ISO timestamp, readable ones that have one
     hidden: frozenset[str]  # taken, but not readable: never overwrite, never name
+    domains: dict[str, str]  # id → domain, readable ones that have one
 
 
 def stored_ids(driver: Driver, scope: Scope, ids: Iterable[str]) -> StoredIds:
@@ -125,7 +127,8 @@ def stored_ids(driver: Driver, scope: Scope, ids: Iterable[str]) -> StoredIds:
     visible = {str(r["id"]): str(r["label"]) for r in records if r["visible"]}
     times = {str(r["id"]): str(r["timestamp"]) for r in records if r["visible"] and r["timestamp"]}
     hidden = frozenset(str(r["id"]) for r in records if not r["visible"])
-    return StoredIds(visible, times, hidden)
+    domains = {str(r["id"]): str(r["domain"]) for r in records if r["visible"] and r["domain"]}
+    return StoredIds(visible, times, hidden, domains)
 
 
 def readable_by_some_role(driver: Driver, registry: PolicyRegistry, rows: list[dict[str, Any]]) -> set[str]:

@@ -1,17 +1,16 @@
 """A writer may not write an edge it may not walk (red-team pass, 2026-11-25).
 
-Writes are checked for node access (cairn/policy/writes.py) but not against the caller's edge
-rules: a writer narrowed with ``X-Edge-Allow: HAS_FACT`` still stores ``CAUSAL_PRECEDES`` (and
-``ALIAS_OF``) edges through ``ingestOrgMemory`` that its own ``neighbourhood`` can never show, so
-it writes where it cannot read.
+Writes were checked for node access (cairn/policy/writes.py) but not against the caller's edge
+rules: a writer narrowed with ``X-Edge-Allow: HAS_FACT`` still stored ``CAUSAL_PRECEDES`` (and
+``ALIAS_OF``) edges through ``ingestOrgMemory`` that its own ``neighbourhood`` could never show,
+so it wrote where it could not read.
 
 The rule is in the policy module: ``edge_problem(scope, type, start_domain, end_domain)`` in
 cairn/policy/writes.py (a rule of that type, either direction, whose from/to domain globs match
 the stored start and end nodes, as ``cairn.policy.acl.edge_allowed`` reads them), tested below.
-What is left (cairn/ingest/org_memory.py, outside the policy module): call it from
-``scope_problems`` for every transition (CAUSAL_PRECEDES, cause -> effect) and alias (ALIAS_OF,
-decision -> event), the endpoints' domains taken from the payload or, for stored endpoints, from
-``stored_ids`` (which would then also return the visible endpoints' domains).
+``scope_problems`` (cairn/ingest/org_memory.py) calls it for every transition (CAUSAL_PRECEDES,
+cause -> effect) and alias (ALIAS_OF, decision -> event), with the endpoints' domains from the
+set itself or, for stored endpoints the writer may read, from ``stored_ids``.
 """
 
 from __future__ import annotations
@@ -37,11 +36,6 @@ from tests.e2e.conftest import gql, passport
 EDGES = "query($id: ID!) { neighbourhood(id: $id) { edges { type } } }"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ingestOrgMemory checks node access, not the writer's edge rules "
-    "(cairn/ingest/org_memory.py scope_problems has no edge-rule check)",
-)
 def test_a_writer_narrowed_to_fact_edges_cannot_write_a_causal_edge(
     client: TestClient, acme: Driver, registry: PolicyRegistry
 ) -> None:
