@@ -130,8 +130,8 @@ class AskService:
 
         included = [cs.anchor.id, *gate.included]
         withheld = bool(ptrace.withheld_ids)
-        kept = set(gate.included)
-        prompt = "\n".join([anchor_line, *(line for i, line in items if i in kept)])
+        # The gate keeps a prefix of the ranked lines (cairn/memory/budget.py: clip).
+        prompt = "\n".join([anchor_line, *lines[: len(gate.included)]])
 
         t = time.perf_counter()
         note = permissions_note(

@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
+from typing import Any
 
 from cairn.policy.preselector import CandidateNode, CandidateSet
 
@@ -172,7 +173,9 @@ def select(cs: CandidateSet) -> Selection:
     role = parts(cs)
     keyed = []
     for n in nodes:
-        ts = node_timestamp(n)
+        value = n.fields.get("timestamp")
+        raw = None if value is None else str(value)  # node_timestamp, inline: it runs per node
+        ts = _parse_timestamp(raw) if raw else None
         scored = _score(n, anchor_words, anchor_ts, ts)
         newest = (1, 0.0) if ts is None else (0, -ts.timestamp())  # dated first, newer first
         tier = _TIER_INDEX[role.get(n.id, "context")]
@@ -202,13 +205,25 @@ def _unique(nodes: Iterable[CandidateNode]) -> tuple[list[CandidateNode], list[s
 def _score(
     node: CandidateNode, anchor_words: frozenset[str], anchor_ts: datetime | None, ts: datetime | None
 ) -> Scored:
-    days = _days_apart(ts, anchor_ts)
+    fields = node.fields
+    days = (
+        MISSING_RECENCY_DAYS
+        if ts is None or anchor_ts is None
+        else round(abs((ts - anchor_ts).total_seconds()) / 86400, 2)
+    )
     title = headline(node)
-    sim = round(_jaccard(_words(node, title), anchor_words), 4)
-    importance = round(_importance(node), 4)
-    adjacency = round(1.0 / max(node.hop, 1), 4)
-    completeness = round(_completeness(node), 4)
-    quality = round(_quality(title), 4)
+    words, quality = _text_signals(title, _tag_text(fields.get("tags")))
+    # Jaccard overlap, importance, 1/hop and the share of expected fields, each rounded to 4
+    # places; their values are few (ratios of small counts, the fixture's priors), so each
+    # rounding is remembered (_rounded) rather than redone per node.
+    union = len(words | anchor_words)
+    sim = _rounded(("sim", len(words & anchor_words), union))
+    value = fields.get("importance")
+    importance = _rounded(("importance", value.__class__, value))  # 1, 1.0 and True are equal keys
+    adjacency = _rounded(("adjacency", node.hop))
+    expected = EXPECTED_FIELDS.get(node.label, DEFAULT_EXPECTED_FIELDS)
+    present = sum(fields.get(name) not in _EMPTY for name in expected)
+    completeness = _rounded(("completeness", present, len(expected)))
     signals = {
         "sim": sim,
         "recency_days": days,
@@ -231,23 +246,59 @@ def _score(
     return Scored(node.id, round(score, 6), signals)
 
 
+class _Rounded(dict[tuple[Any, ...], float]):
+    """The rounded signal of each key ``_score`` builds; computed on first use."""
+
+    def __missing__(self, key: tuple[Any, ...]) -> float:
+        kind = key[0]
+        if kind == "sim":
+            _, common, union = key
+            value = round(common / union if union else 0.0, 4)
+        elif kind == "importance":
+            value = round(_importance_of(key[2]), 4)
+        elif kind == "adjacency":
+            value = round(1.0 / max(key[1], 1), 4)
+        else:
+            _, present, expected = key
+            value = round(present / expected, 4)
+        if len(self) < _MAX_ROUNDED:
+            self[key] = value
+        return value
+
+
+_MAX_ROUNDED = 65536
+
+
+def _rounded(key: tuple[Any, ...]) -> float:
+    try:
+        return _ROUNDED[key]
+    except TypeError:  # an importance that cannot be a key (a list): computed, not remembered
+        return _ROUNDED.__missing__(key)
+
+
+_ROUNDED = _Rounded()
+
+
+@lru_cache(maxsize=8192)
+def _text_signals(title: str | None, tag_text: str) -> tuple[frozenset[str], float]:
+    """A headline's words (with the tags') and its rounded quality, once per text pair: the
+    same nodes recur from ask to ask."""
+    return _word_set(f"{title or ''} {tag_text}"), round(_quality(title), 4)
+
+
+def _tag_text(tags: object) -> str:
+    return " ".join(map(str, tags)) if isinstance(tags, list | tuple) else str(tags or "")
+
+
 _W_SIM, _W_IMPORTANCE, _W_RECENCY = WEIGHTS["sim"], WEIGHTS["importance"], WEIGHTS["recency"]
 _W_ADJACENCY, _W_COMPLETENESS, _W_QUALITY = WEIGHTS["adjacency"], WEIGHTS["completeness"], WEIGHTS["quality"]
-
-
-def _days_apart(ts: datetime | None, anchor_ts: datetime | None) -> float:
-    if ts is None or anchor_ts is None:
-        return MISSING_RECENCY_DAYS
-    return round(abs((ts - anchor_ts).total_seconds()) / 86400, 2)
 
 
 def _words(node: CandidateNode, title: str | _Unset | None = UNSET) -> frozenset[str]:
     """Title/summary and tag words; ``title`` is the node's headline when the caller has it."""
     if isinstance(title, _Unset):
         title = headline(node)
-    tags = node.fields.get("tags")
-    tag_text = " ".join(str(t) for t in tags) if isinstance(tags, list | tuple) else str(tags or "")
-    return _word_set(f"{title or ''} {tag_text}")
+    return _word_set(f"{title or ''} {_tag_text(node.fields.get('tags'))}")
 
 
 @lru_cache(maxsize=8192)
@@ -256,27 +307,14 @@ def _word_set(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS)
 
 
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    """Overlap of two word sets; two empty sets share nothing (masked text is not a duplicate)."""
-    union = a | b
-    return len(a & b) / len(union) if union else 0.0
-
-
 def _importance(node: CandidateNode) -> float:
-    value = node.fields.get("importance")
+    return _importance_of(node.fields.get("importance"))
+
+
+def _importance_of(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
         return DEFAULT_IMPORTANCE
     return min(1.0, max(0.0, float(value)))
-
-
-def _completeness(node: CandidateNode) -> float:
-    expected = EXPECTED_FIELDS.get(node.label, DEFAULT_EXPECTED_FIELDS)
-    fields = node.fields
-    present = 0
-    for name in expected:
-        if fields.get(name) not in _EMPTY:
-            present += 1
-    return present / len(expected)
 
 
 _EMPTY: tuple[object, ...] = (None, "", [], ())

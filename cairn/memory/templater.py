@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -117,7 +117,8 @@ class Envelope:
     sentences: list[Sentence] = field(default_factory=list)
 
     def causes_json(self) -> list[dict[str, Any]]:
-        return [{**asdict(c), "relations": list(c.relations)} for c in self.causes]
+        # Cause's fields, in order (what dataclasses.asdict gives, without its deep copy).
+        return [{**c.__dict__, "relations": list(c.relations)} for c in self.causes]
 
 
 @dataclass(frozen=True)
@@ -147,10 +148,9 @@ class KnownIds:
         for i in sorted(shown):
             if not i:
                 continue
-            folded = i.casefold()
-            first = _RUN.search(folded)
-            if first is not None and _ALNUM.match(i[0]) and _ALNUM.match(i[-1]) and first.start() == 0:
-                by_word.setdefault(first.group(), []).append((i, folded))
+            word, folded = _id_word(i)
+            if word is not None:
+                by_word.setdefault(word, []).append((i, folded))
             else:
                 others.append((i, folded))
         withheld = frozenset(set(hidden) - shown)
@@ -163,14 +163,32 @@ class KnownIds:
         )
 
     def scrub(self, text: str) -> str:
-        folded = text.casefold()
-        words = self.by_word.keys() & set(_RUN.findall(folded))  # usually none: one set operation
+        folded, runs = _folded_runs(text)
+        words = self.by_word.keys() & runs  # usually none: one set operation
         present = [i for word in words for i, f in self.by_word[word] if f in folded]
         present += [i for i, f in self.others if f in folded]
         if present:
             return scrub_ids(text, [*self.hidden, *present])
         # What scrub_ids(text, self.hidden) does, without sorting the ids again for every text.
         return self.hidden_matcher.sub(REDACTED, text) if self.hidden_matcher else text
+
+
+@lru_cache(maxsize=8192)
+def _id_word(node_id: str) -> tuple[str | None, str]:
+    """An id's case-folded form and, when it begins and ends with a letter or digit, the first
+    run of letters and digits it can only occur with (``KnownIds.by_word``); once per id."""
+    folded = node_id.casefold()
+    first = _RUN.search(folded)
+    if first is not None and _ALNUM.match(node_id[0]) and _ALNUM.match(node_id[-1]) and first.start() == 0:
+        return first.group(), folded
+    return None, folded
+
+
+@lru_cache(maxsize=8192)
+def _folded_runs(text: str) -> tuple[str, frozenset[str]]:
+    """A text case-folded, and its runs of letters and digits: once per text (titles recur)."""
+    folded = text.casefold()
+    return folded, frozenset(_RUN.findall(folded))
 
 
 def relation_words(relations: Sequence[str]) -> str:

@@ -10,7 +10,7 @@ ids go only into the PolicyTrace, which is audit material.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from neo4j import Driver
@@ -116,14 +116,22 @@ def _mask(
                 masked.append(name)
             else:
                 clean[name] = value if value.__class__ in _PLAIN_TYPES else _plain(value)
-    if "x_extra" in clean and not scope.unrestricted:
-        extra = _extra(clean["x_extra"]) if isinstance(clean["x_extra"], str) else {}
-        kept = {k: v for k, v in extra.items() if k in scope.x_extra}
-        masked.extend(f"x_extra.{k}" for k in sorted(extra) if k not in kept)
-        clean["x_extra"] = kept
-    elif "x_extra" in clean:
-        clean["x_extra"] = _extra(clean["x_extra"])
+    if "x_extra" in clean:
+        clean["x_extra"] = _x_extra(clean["x_extra"], scope, masked)
     return clean, tuple(sorted(masked)) if masked else ()
+
+
+def _x_extra(stored: Any, scope: Scope, masked: list[str]) -> Any:
+    """x_extra as shown: parsed, and outside the system scope only its whitelisted keys (the
+    others are added to ``masked``). Most nodes carry none: ``{}`` is answered without parsing."""
+    if scope.unrestricted:
+        return _extra(stored)
+    if stored == "{}" or not isinstance(stored, str):
+        return {}
+    extra = _extra(stored)
+    kept = {k: v for k, v in extra.items() if k in scope.x_extra}
+    masked.extend(f"x_extra.{k}" for k in sorted(extra) if k not in kept)
+    return kept
 
 
 def _extra(text: str) -> Any:
@@ -165,11 +173,12 @@ class _FieldRules:
             self.cache[key] = self.scope.visible_fields(label, domain)
         return self.cache[key]
 
-    def node(self, row: dict[str, Any]) -> CandidateNode:
-        props = row["props"]
-        allowed = self.allowed(row["label"], str(props.get("domain") or ""))
-        fields, masked = _mask(row["label"], props, self.scope, allowed)
-        return CandidateNode(row["id"], row["label"], row.get("hop", 0), fields, masked)
+    def node(self, node_id: str, label: str, hop: int, props: dict[str, Any]) -> CandidateNode:
+        domain = props.get("domain")
+        key = (label, "" if domain is None else str(domain))
+        allowed = self.cache[key] if key in self.cache else self.allowed(*key)
+        fields, masked = _mask(label, props, self.scope, allowed)
+        return CandidateNode(node_id, label, hop, fields, masked)
 
     def shows_rationale(self, node: CandidateNode) -> bool:
         """A transition's reason is a rationale: shown only where the scope shows decision rationales."""
@@ -183,35 +192,35 @@ class _FieldRules:
 def _assemble(
     scope: Scope, anchor_id: str, record: dict[str, Any] | None
 ) -> tuple[CandidateSet, PolicyTrace]:
-    """The walk's rows as a CandidateSet (masked) and a PolicyTrace (withheld ids and reasons)."""
+    """The walk's rows (cairn/policy/walk.py: EDGE_ROW, HIDDEN_ROW, NODE_ROW) as a CandidateSet
+    (masked) and a PolicyTrace (withheld ids and reasons)."""
     if record is None or record["reason"] is not None:
         raise AnchorNotVisible(anchor_id)
     rules = _FieldRules(scope)
-    anchor = rules.node(record)
-    seen = {anchor.id: anchor, **{row["id"]: rules.node(row) for row in record["nodes"]}}
+    node = rules.node
+    anchor = node(record["id"], record["label"], 0, record["props"])
+    seen = {anchor.id: anchor}
+    for node_id, hop, label, props in record["nodes"]:
+        seen[node_id] = node(node_id, label, hop, props)
     trace = PolicyTrace(neighbours_scanned=len(record["edges"]) + len(record["hidden"]))
     trace.hidden_edges = len(record["hidden"])
     hidden: dict[str, str] = {}
-    for row in record["hidden"]:
-        nid = row["id"]
-        if nid in seen:
+    for node_id, edge_ok, acl in record["hidden"]:
+        if node_id in seen:
             continue
         # An ACL reason outranks an edge reason: it holds whatever path is taken.
-        if hidden.get(nid, "edge:not_allowed") == "edge:not_allowed":
-            hidden[nid] = row["acl"] if row["edge_ok"] else "edge:not_allowed"
+        if hidden.get(node_id, "edge:not_allowed") == "edge:not_allowed":
+            hidden[node_id] = acl if edge_ok else "edge:not_allowed"
     edges: dict[tuple[str, str, str], CandidateEdge] = {}
     used: set[str] = set()
-    for row in record["edges"]:
-        used.add(row["rel_type"])
-        src, dst = (row["from_id"], row["id"]) if row["outgoing"] else (row["id"], row["from_id"])
-        shown = rules.shows_rationale(seen[src]) and rules.shows_rationale(seen[dst])
-        edges[(src, dst, row["rel_type"])] = CandidateEdge(
-            src,
-            dst,
-            row["rel_type"],
-            row["relation"],
-            tuple(row["relations"] or ()),
-            row["reason"] if shown else None,
+    shows = rules.shows_rationale
+    for from_id, node_id, rel_type, relation, relations, reason, outgoing in record["edges"]:
+        used.add(rel_type)
+        src, dst = (from_id, node_id) if outgoing else (node_id, from_id)
+        # A reason is shown only where both ends' rationales are (no reason: nothing to check).
+        shown = reason is not None and shows(seen[src]) and shows(seen[dst])
+        edges[(rel_type, src, dst)] = CandidateEdge(
+            src, dst, rel_type, relation, tuple(relations or ()), reason if shown else None
         )
     trace.withheld_ids = sorted(hidden)
     trace.reasons_by_id = {i: hidden[i] for i in trace.withheld_ids}
@@ -221,13 +230,37 @@ def _assemble(
     anchor = drop_dangling_references(anchor, visible)
     others = sorted(
         (drop_dangling_references(n, visible) for n in seen.values() if n.id != anchor.id),
-        key=lambda n: (n.hop, n.id),
+        key=_node_key,
     )
-    return CandidateSet(anchor, others, sorted(edges.values(), key=_edge_key)), trace
+    # Keyed (type, source, target), one edge per key: the sorted keys are the edges' order.
+    return CandidateSet(anchor, others, [edges[k] for k in sorted(edges)]), trace
 
 
-def _edge_key(e: CandidateEdge) -> tuple[str, str, str]:
-    return (e.type, e.source, e.target)
+def _node_key(n: CandidateNode) -> tuple[int, str]:
+    return (n.hop, n.id)
+
+
+# Scope.cypher_params per scope: a caller's scope is rebuilt per request from the same profile
+# and headers, and its regexes were built again each time. Keyed by every field of the scope,
+# so two scopes share parameters only when they are equal in everything.
+_PARAMS: dict[tuple[Any, ...], dict[str, object]] = {}
+_MAX_PARAMS = 1024
+
+
+def _scope_params(scope: Scope) -> dict[str, object]:
+    key = tuple(
+        tuple(value.items()) if isinstance(value, dict) else value
+        for value in (getattr(scope, f.name) for f in fields(scope))
+    )
+    try:
+        params = _PARAMS.get(key)
+    except TypeError:  # a field that cannot be a key: built afresh, as before
+        return scope.cypher_params()
+    if params is None:
+        if len(_PARAMS) >= _MAX_PARAMS:
+            _PARAMS.clear()
+        params = _PARAMS[key] = scope.cypher_params()
+    return params
 
 
 def preselect(
@@ -239,7 +272,7 @@ def preselect(
 ) -> tuple[CandidateSet, PolicyTrace]:
     """Scoped k-hop expansion from ``anchor_id`` in one round trip (the hop limit is the scope's)."""
     depth = max(0, scope.max_hops if hops is None else min(hops, scope.max_hops))
-    params = {**scope.cypher_params(), "anchor": anchor_id, "cap": cap}
+    params = {**_scope_params(scope), "anchor": anchor_id, "cap": cap}
     records, _, _ = driver.execute_query(EXPAND_QUERIES[depth], params)
     # The values are plain maps and lists already: Record.data() would walk every one again.
     return _assemble(scope, anchor_id, dict(records[0]) if records else None)

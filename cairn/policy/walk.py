@@ -12,6 +12,10 @@ from cairn.schema.nodes import INTERNAL_FIELDS
 
 ACL_REASON = acl_reason("n")
 EDGE_OK = edge_allowed("type(r)", "startNode(r)", "endNode(r)", "outgoing")
+# The walk's rows, as positional lists (what each place holds; preselector._assemble reads them).
+EDGE_ROW = ("from_id", "id", "rel_type", "relation", "relations", "reason", "outgoing")
+HIDDEN_ROW = ("id", "edge_ok", "acl")
+NODE_ROW = ("id", "hop", "label", "props")
 # Node properties as they leave the database: vectors stay behind.
 NODE_PROPS = "{.*, " + ", ".join(f"{name}: null" for name in sorted(INTERNAL_FIELDS)) + "}"
 
@@ -38,22 +42,25 @@ def _hop_stage(hop: int) -> str:
     """One hop of the walk inside the single query: expand the frontier, keep edge rows (no
     text), hidden rows (id and reason only), and the newly reached visible nodes with their
     properties, once each; those become the next frontier. ``seen`` holds the nodes reached so
-    far, compared as nodes (an id is unique), not by reading their ids again on every hop."""
+    far, compared as nodes (an id is unique), not by reading their ids again on every hop.
+
+    Rows leave as lists, not maps, so no field name is sent, and decoded, once per row (the
+    layouts are ``EDGE_ROW``, ``HIDDEN_ROW`` and ``NODE_ROW``)."""
     return f"""
 CALL (frontier) {{
   UNWIND frontier AS f
   CALL (f) {{{_hop_body(hop > 1)}
   }}
-  RETURN collect(CASE WHEN visible THEN {{from_id: f.id, id: n.id, rel_type: rel_type, relation: r.relation,
-           relations: r.relations, reason: r.reason, outgoing: outgoing}} END) AS hop_edges,
-         collect(CASE WHEN NOT visible THEN {{id: n.id, edge_ok: edge_ok, acl: acl}} END) AS hop_hidden,
+  RETURN collect(CASE WHEN visible THEN [f.id, n.id, rel_type, r.relation, r.relations, r.reason, outgoing]
+                 END) AS hop_edges,
+         collect(CASE WHEN NOT visible THEN [n.id, edge_ok, acl] END) AS hop_hidden,
          collect(DISTINCT CASE WHEN visible THEN n END) AS reached
 }}
 WITH a, anchor_reason, seen, nodes, edges + hop_edges AS edges, hidden + hop_hidden AS hidden,
      [n IN reached WHERE NOT n IN seen] AS frontier
 WITH a, anchor_reason, edges, hidden, frontier, seen + frontier AS seen,
-     nodes + [n IN frontier | {{id: n.id, hop: {hop}, label: [l IN labels(n) WHERE l <> 'Entity'][0],
-                               props: n {NODE_PROPS}}}] AS nodes"""
+     nodes + [n IN frontier | [n.id, {hop}, [l IN labels(n) WHERE l <> 'Entity'][0], n {NODE_PROPS}]]
+       AS nodes"""
 
 
 def expand_query(depth: int) -> str:
