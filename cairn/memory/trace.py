@@ -92,8 +92,11 @@ class BundleRefused(CairnError):
 
 
 def _owner(caller: Caller) -> str:
-    # NUL cannot occur in a user id, role name or policy key, so the parts cannot run together.
-    key = "\0".join((caller.user_id, caller.role, caller.profile.policy_key))
+    """Who may read a trace: the user, its role, the policy and the scope it asked under, so a
+    passport narrowed by its headers never reads what the same user saw with a wider view."""
+    # NUL cannot occur in a user id, role name, policy key or JSON text, so the parts cannot run together.
+    view = json.dumps(caller.scope.cypher_params(), sort_keys=True, default=str)
+    key = "\0".join((caller.user_id, caller.role, caller.profile.policy_key, view))
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 

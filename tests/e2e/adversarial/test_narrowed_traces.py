@@ -1,16 +1,15 @@
 """Headers only narrow, traces included (red-team pass, 2026-11-25).
 
-A trace belongs to (user id, role, policy key); the narrowing headers (X-Domain-Scopes,
-X-Sensitivity-Ceiling, X-User-Namespaces, X-Edge-Allow, X-Max-Hops) are not part of its owner.
-So a passport a gateway narrowed for one app or session reads, by request id, every trace the
+A trace belonged to (user id, role, policy key); the narrowing headers (X-Domain-Scopes,
+X-Sensitivity-Ceiling, X-User-Namespaces, X-Edge-Allow, X-Max-Hops) were not part of its owner.
+So a passport a gateway narrowed for one app or session read, by request id, every trace the
 same user made with its full scope: against the demo, a director passport narrowed to
 ``acme/product`` and ``low`` gets ``null`` for ``node(id: "acme-corp-descope-onprem-2024")``
-but downloads bundle_full of the director's earlier ask about it, rationale and KPIs included.
+but downloaded bundle_full of the director's earlier ask about it, rationale and KPIs included.
 
-Fix (cairn/memory/trace.py ``_owner``): hash the effective scope as well, e.g. add
-``json.dumps(caller.scope.cypher_params(), sort_keys=True)`` (or the narrowing header values,
-normalised) to the key, so a narrowed passport has its own trace folder and a trace made under
-another view answers exactly like a missing one.
+Fixed (cairn/memory/trace.py ``_owner``): the owner key holds the effective scope too, so a
+narrowed passport has its own trace folder and a trace made under another view answers exactly
+like a missing one.
 """
 
 from __future__ import annotations
@@ -54,11 +53,6 @@ def client(
         yield c
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the trace owner (cairn/memory/trace.py _owner) ignores the narrowing headers, so a "
-    "narrowed passport reads traces made under the full role",
-)
 @pytest.mark.parametrize("narrowing", sorted(NARROWINGS))
 @pytest.mark.parametrize("role", VICTIMS)
 def test_a_narrowed_passport_cannot_read_traces_made_under_the_full_role(
