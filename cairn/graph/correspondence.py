@@ -151,6 +151,8 @@ MATCH (s:Section {source: $source}) WHERE s.ordinal IN $ordinals
 RETURN s.ordinal AS ordinal, s.id AS id
 """
 READ_MAX = "MATCH (s:Section) RETURN coalesce(max(s.section_number), 0) AS top"
+# Where a scoped writer's new sections go in the source: after every stored one, seen or not.
+READ_SOURCE_END = "MATCH (s:Section {source: $source}) RETURN coalesce(max(s.ordinal), 0) AS top"
 CREATE_SECTIONS = """
 UNWIND $rows AS row
 MERGE (s:Entity:Section {id: row.id})

@@ -74,7 +74,7 @@ ALLOWLIST: dict[tuple[str, str], str] = {
     **{("cairn.graph.correspondence", n): _WRITE for n in ("LINK_RESPONSES", "WRITE_EMBEDDINGS")},
     **{
         ("cairn.graph.correspondence", n): _SYSTEM
-        for n in ("FIND_EXISTING", "READ_COLLISIONS", "READ_MAX", "READ_STALE")
+        for n in ("FIND_EXISTING", "READ_COLLISIONS", "READ_MAX", "READ_SOURCE_END", "READ_STALE")
     },
     # A cache key (count and last section of the whole store): compared in the service, never
     # returned to a caller who does not see every section (docs/design.md, "Search at index speed").

@@ -52,6 +52,7 @@ from cairn.graph.correspondence import (
     OWN_NUMBERS,
     READ_COLLISIONS,
     READ_MAX,
+    READ_SOURCE_END,
     READ_STALE,
     READ_STORED,
     WRITE_EMBEDDINGS,
@@ -345,7 +346,15 @@ def sync_bytes(
         READ_STORED, {**scope.cypher_params(), "source": source}, routing_=RoutingControl.READ
     )
     stored = {int(r["ordinal"]): r.data() for r in records}
+    to_store = None if scope.unrestricted else _store_ordinals(driver, source, sorted(stored))
+    if to_store is not None:  # the writer's file is its own view of the source: compare with that
+        stored = {i + 1: stored[o] for i, o in enumerate(sorted(stored))}
     unchanged, fresh, conflicts = classify(parsed.sections, stored)
+    if to_store is not None:
+        fresh = [
+            replace(s, ordinal=to_store(s.ordinal), responds_to=tuple(map(to_store, s.responds_to)))
+            for s in fresh
+        ]
     report = SyncReport(
         source=source,
         path=label,
@@ -378,6 +387,25 @@ def sync_bytes(
     )
     report.stale_embeddings = int(stale[0]["n"])
     return report if scope.unrestricted else _in_own_numbers(driver, scope, report)
+
+
+def _store_ordinals(driver: Driver, source: str, seen: list[int]) -> Callable[[int], int]:
+    """For a writer that may not read every section: its file's positions -> the store's ordinals.
+
+    The file is the writer's view of the source: position k is the k-th stored section it may
+    read, and positions past those are appended after the source's end, hidden sections
+    included. So a hidden section's place never decides what is created or reported
+    (docs/design.md §Correspondence). Two scoped writers appending to one source at the same
+    moment can draw the same ordinal; the second's sections are then found as existing and not
+    created, and its next sync compares its file again.
+    """
+    records, _, _ = driver.execute_query(READ_SOURCE_END, source=source, routing_=RoutingControl.READ)
+    end = int(records[0]["top"]) if records else 0
+
+    def to_store(position: int) -> int:
+        return seen[position - 1] if position <= len(seen) else end + position - len(seen)
+
+    return to_store
 
 
 def _in_own_numbers(driver: Driver, scope: Scope, report: SyncReport) -> SyncReport:

@@ -12,15 +12,13 @@ carried the store's canonical numbering, which counts every section:
   max + 1): a writer narrowed to low sensitivity was told 44 for a section its own tail numbers
   41. Now the report is restated in the writer's numbering, and the stale-embedding count
   covers only sections it may read (cairn/ingest/correspondence/sync.py ``_in_own_numbers``).
-- ``syncCorrespondence`` matches a scoped writer's file against stored sections by global
-  ordinal (file position): a writer narrowed to low sensitivity that sends the letters' first 16
-  sections and a 17th of its own sees the 17th silently not created (the store's 17th is a
-  medium section) and gets ``missing`` conflicts for every later ordinal but 29 and 37, the hidden
-  ones. Fix (cairn/ingest/correspondence/sync.py ``classify`` and ``_write_batch``, READ_STORED /
-  FIND_EXISTING in cairn/graph/correspondence.py): for a writer that may not read every section of
-  the source, number the stored sections it can read 1..n (as the reads do) and compare the file
-  with those by that number, append new sections after the store's end, and report ordinals in
-  that numbering; never let a hidden section's ordinal decide what is created or reported.
+- ``syncCorrespondence`` matched a scoped writer's file against stored sections by global
+  ordinal (file position): a writer narrowed to low sensitivity that sent the letters' first 16
+  sections and a 17th of its own saw the 17th silently not created (the store's 17th is a
+  medium section) and got ``missing`` conflicts for every later ordinal but 29 and 37, the hidden
+  ones. Now the file is compared with the sections the writer may read, numbered 1..n in the
+  source, and new ones are appended after the source's end (cairn/ingest/correspondence/sync.py
+  ``_store_ordinals``).
 
 The property tested is the strongest one: a caller's answer is the answer it would get from a
 store in which the hidden sections were never filed.
@@ -139,12 +137,6 @@ def writer_syncs_a_probe(client: TestClient, registry: PolicyRegistry) -> Any:
     return body["data"]["syncCorrespondence"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the sync compares a scoped writer's file with stored sections by global ordinal "
-    "(cairn/ingest/correspondence/sync.py classify/_write_batch): a section at a hidden ordinal is "
-    "dropped silently and 'missing' conflicts skip the hidden ordinals",
-)
 def test_a_narrowed_writers_sync_report_is_the_same_without_the_hidden_sections(
     letters: Driver, client: TestClient, registry: PolicyRegistry, settings: Settings, tmp_path: Path
 ) -> None:
