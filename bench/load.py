@@ -333,9 +333,10 @@ def main(argv: list[str] | None = None) -> None:
         f"end/warm-up {memory_end / memory_warm:.3f}, "
         f"end/after-levels {memory_end / memory_levels:.3f} (soak {opts.soak_minutes} min)",
     ]
-    for row in levels:
+    labelled = [(f"{r['clients']} clients", r) for r in levels] + ([("the soak", soak)] if soak else [])
+    for label, row in labelled:
         kinds = ", ".join(f"{k} {v} ms" for k, v in row["p50_ms_by_kind"].items())
-        table.append(f"p50 by kind at {row['clients']} clients: {kinds}")
+        table.append(f"p50 by kind at {label}: {kinds}")
     for row in levels:
         kinds = ", ".join(f"{k} {v}" for k, v in row["distinct_requests_by_kind"].items())
         table.append(f"distinct requests by kind at {row['clients']} clients: {kinds}")
