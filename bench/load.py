@@ -33,7 +33,9 @@ from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.database import sync_driver
 from cairn.runtime.settings import REPO_ROOT, Settings
 
-PORT = 18112
+# The service under load listens on loopback, on CAIRN_BENCH_SERVE_PORT (a bench never takes
+# CAIRN_PORT from the environment, so it cannot collide with a `cairn serve` already running).
+PORT = int(os.environ.get("CAIRN_BENCH_SERVE_PORT", "18112"))
 RSS_SAMPLE_S = 30.0
 LEVELS = (8, 32)
 WARMUP_S = 10.0
@@ -48,13 +50,90 @@ SEARCH = "query($q: String!) { search(query: $q, k: 5) { total hits { node { id 
 DOSSIERS = "query($q: String!) { dossierSearch(query: $q) { __typename } }"
 QUESTION = "query($t: String!) { question(text: $t) { __typename } }"
 PACKET = "mutation($p: JSON!) { ingestFactPacket(packet: $p) { __typename } }"
-TOPICS = ("diet and cooking", "running and training", "travel plans", "python tooling", "cloud costs")
-QUESTIONS = (
-    "why is our AI readiness score so low?",
-    "what changed since last month?",
-    "what if data quality improves to 4?",
-    "why can't we do predictive maintenance?",
+# Queries vary (thousands of distinct texts, drawn at random), as a user's do: a service that
+# answered a handful of repeated texts from a cache would look faster than it is.
+SUBJECTS = (
+    "diet and cooking",
+    "vegetarian recipes",
+    "plant-based protein",
+    "running and training",
+    "marathon pacing",
+    "travel plans",
+    "python tooling",
+    "cloud costs",
+    "team structure",
+    "Project Falcon",
+    "the on-prem connectors",
+    "the Frankfurt region",
+    "GPU platform adoption",
+    "cloud-only pricing tiers",
+    "AI data governance",
+    "the platform unification",
+    "hiring data scientists",
+    "sensor coverage on the presses",
 )
+ASPECTS = (
+    "{s}",
+    "what did we decide about {s}",
+    "latest on {s}",
+    "{s} in {q} {y}",
+    "risks of {s}",
+    "who owns {s}",
+    "{s} budget and timeline",
+    "why we changed course on {s}",
+)
+FACTORS = (
+    "data quality",
+    "data governance",
+    "data infrastructure",
+    "sensor data coverage",
+    "historical data depth",
+    "data integration",
+    "ML expertise",
+    "ML infrastructure",
+    "our AI readiness score",
+    "MLOps maturity",
+    "executive sponsorship",
+    "change readiness",
+    "process documentation",
+    "AI budget headroom",
+)
+OPTIONS = (
+    "annual demand forecasting",
+    "seasonal demand forecasting",
+    "simple process automation",
+    "ML-driven automation",
+    "predictive maintenance",
+    "real-time equipment monitoring",
+    "quality anomaly alerts",
+    "an AI pilot programme",
+    "AI workforce planning",
+)
+QUESTION_FORMS = (
+    "why is {f} so low?",
+    "how did we arrive at the {f} rating?",
+    "what if {f} improves to {n}?",
+    "what if {f} drops to {n}?",
+    "what changed in {f} since {m}?",
+    "what changed since {m}?",
+    "why can't we do {o}?",
+    "what is blocking {o}?",
+    "where are we on the assessment?",
+    "where were we last time?",
+)
+MONTHS = ("January", "February", "March", "April", "May", "June", "last month", "last week", "2025-10-01")
+
+
+def topic(rng: random.Random) -> str:
+    return rng.choice(ASPECTS).format(
+        s=rng.choice(SUBJECTS), q=rng.choice(("Q1", "Q2", "Q3", "Q4")), y=rng.randint(2021, 2026)
+    )
+
+
+def question(rng: random.Random) -> str:
+    return rng.choice(QUESTION_FORMS).format(
+        f=rng.choice(FACTORS), o=rng.choice(OPTIONS), n=rng.randrange(10, 95, 5), m=rng.choice(MONTHS)
+    )
 
 
 def rss_mb(pid: int) -> float:
@@ -73,7 +152,7 @@ def fresh_start(settings: Settings) -> None:
 
 
 def start_service(settings: Settings) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "CAIRN_PORT": str(PORT), "CAIRN_LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "CAIRN_HOST": "127.0.0.1", "CAIRN_PORT": str(PORT), "CAIRN_LOG_LEVEL": "WARNING"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "cairn.cli", "serve", "--demo"],
         env=env,
@@ -109,25 +188,25 @@ def request_for(
     if kind < 0.65:
         return (
             "search",
-            {"query": SEARCH, "variables": {"q": rng.choice(TOPICS)}},
+            {"query": SEARCH, "variables": {"q": topic(rng)}},
             headers_for(registry, "staff"),
         )
     if kind < 0.8:
         return (
             "dossiers",
-            {"query": DOSSIERS, "variables": {"q": rng.choice(TOPICS)}},
+            {"query": DOSSIERS, "variables": {"q": topic(rng)}},
             headers_for(registry, "staff"),
         )
     if kind < 0.95:
         return (
             "question",
-            {"query": QUESTION, "variables": {"t": rng.choice(QUESTIONS)}},
+            {"query": QUESTION, "variables": {"t": question(rng)}},
             headers_for(registry, "manager"),
         )
     packet = {
         "packet_id": f"load-{n}",
-        "cluster_label": rng.choice(TOPICS),
-        "facts": [f"Load fact {n} about {rng.choice(TOPICS)}", f"Another detail {n}"],
+        "cluster_label": rng.choice(SUBJECTS),
+        "facts": [f"Load fact {n} about {topic(rng)}", f"Another detail {n}"],
         "source_block_id": f"load-block-{n % 50}",
         "timestamp": "2026-01-01T00:00:00Z",
     }
@@ -142,6 +221,7 @@ async def run_level(
     latencies: list[float] = []
     by_kind: dict[str, list[float]] = {}
     errors: list[str] = []
+    distinct: dict[str, set[str]] = {}
     counter = 0
 
     async def client(k: int) -> None:
@@ -151,6 +231,7 @@ async def run_level(
             while time.perf_counter() < deadline:
                 counter += 1
                 kind, body, headers = request_for(rng, registry, counter)
+                distinct.setdefault(kind, set()).add(repr(body["variables"]))
                 t = time.perf_counter()
                 r = await http.post("/graphql", json=body, headers=headers)
                 latencies.append((time.perf_counter() - t) * 1000)
@@ -165,6 +246,7 @@ async def run_level(
             rss_samples.append((round(time.perf_counter() - started), round(rss_mb(pid), 1)))
             await asyncio.sleep(RSS_SAMPLE_S)
 
+    load_before = os.getloadavg()
     started = time.perf_counter()
     tasks = [client(k) for k in range(clients)]
     if watch_pid is not None:
@@ -183,6 +265,10 @@ async def run_level(
         "p99_ms": round(pct(latencies, 99), 1),
         "mix": {k: len(v) for k, v in sorted(by_kind.items())},
         "p50_ms_by_kind": {k: round(pct(v, 50), 1) for k, v in sorted(by_kind.items())},
+        "p95_ms_by_kind": {k: round(pct(v, 95), 1) for k, v in sorted(by_kind.items())},
+        "distinct_requests_by_kind": {k: len(v) for k, v in sorted(distinct.items())},
+        # 1-minute load average of the machine (2 cores, shared) before and after the level
+        "loadavg_1m": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
     }
 
 
@@ -191,6 +277,7 @@ def main(argv: list[str] | None = None) -> None:
     args.add_argument("--seconds", type=float, default=30.0)
     args.add_argument("--soak-minutes", type=float, default=0.0)
     opts = args.parse_args(argv if argv is not None else [])
+    load_at_start = os.getloadavg()  # the machine's own load, before this bench adds any
     with running_neo4j() as settings:
         registry = PolicyRegistry.load(settings.policy_file)
         fresh_start(settings)
@@ -218,17 +305,25 @@ def main(argv: list[str] | None = None) -> None:
         "rss_mb_end": round(memory_end, 1),
         "rss_ratio": round(memory_end / memory_warm, 3),
         "rss_ratio_soak": round(memory_end / memory_levels, 3),
+        "loadavg_at_start": [round(x, 2) for x in load_at_start],
     }
+    command = f"python -m bench.load --seconds {opts.seconds:g} --soak-minutes {opts.soak_minutes:g}"
+    result["command"] = command
     table = [
         "# mixed load against cairn serve (loopback)",
         "",
-        "| clients | requests | errors | req/s | p50 ms | p95 ms | p99 ms |",
-        "|---|---|---|---|---|---|---|",
+        f"`{command}` on {os.cpu_count()} cores; the 1-minute load average before → after each level "
+        "is in the last column (the machine is shared, so absolute times move with it; this bench's "
+        "own client, service and Neo4j count in it). Load average (1, 5, 15 min) before the bench "
+        f"started: {', '.join(f'{x:.2f}' for x in load_at_start)}.",
+        "",
+        "| clients | requests | errors | req/s | p50 ms | p95 ms | p99 ms | load avg |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in [*levels, *([soak] if soak else [])]:
         table.append(
             f"| {row['clients']} | {row['requests']} | {row['errors']} | {row['rps']} | {row['p50_ms']} | "
-            f"{row['p95_ms']} | {row['p99_ms']} |"
+            f"{row['p95_ms']} | {row['p99_ms']} | {row['loadavg_1m'][0]} → {row['loadavg_1m'][1]} |"
         )
     table += [
         "",
@@ -238,9 +333,13 @@ def main(argv: list[str] | None = None) -> None:
         f"end/warm-up {memory_end / memory_warm:.3f}, "
         f"end/after-levels {memory_end / memory_levels:.3f} (soak {opts.soak_minutes} min)",
     ]
-    for row in levels:
+    labelled = [(f"{r['clients']} clients", r) for r in levels] + ([("the soak", soak)] if soak else [])
+    for label, row in labelled:
         kinds = ", ".join(f"{k} {v} ms" for k, v in row["p50_ms_by_kind"].items())
-        table.append(f"p50 by kind at {row['clients']} clients: {kinds}")
+        table.append(f"p50 by kind at {label}: {kinds}")
+    for row in levels:
+        kinds = ", ".join(f"{k} {v}" for k, v in row["distinct_requests_by_kind"].items())
+        table.append(f"distinct requests by kind at {row['clients']} clients: {kinds}")
     if soak:
         curve = ", ".join(f"{t}: {m:.0f}" for t, m in soak["rss_samples"])
         table += ["", f"RSS during the soak (s: MB): {curve}"]

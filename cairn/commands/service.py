@@ -17,9 +17,14 @@ from cairn.policy.passport import DEFAULT_LIFETIME_S, MAX_LIFETIME_S, headers_fo
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
 from cairn.runtime.database import connection, sync_driver
+from cairn.runtime.embedder import set_torch_threads
 from cairn.runtime.malloc import cap_malloc_arenas
 from cairn.runtime.settings import Settings, get_settings
 from cairn.schema.migrate import SCHEMA_VERSION, schema_version
+
+# One intra-op thread per forward pass: the service's parallelism is across requests, whose
+# query embeddings share passes (docs/design.md §Embedding under load).
+SERVE_TORCH_THREADS = 1
 
 
 def _check_database(settings: Settings, demo: bool) -> None:
@@ -50,6 +55,7 @@ def serve(
         update={k: v for k, v in {"host": host, "port": port}.items() if v is not None}
     )
     cap_malloc_arenas(settings.malloc_arenas)  # first, before any thread allocates
+    set_torch_threads(SERVE_TORCH_THREADS)
     if settings.passport_secret is None and not is_loopback(settings.host):
         raise fail("refusing to listen on a non-loopback address without CAIRN_PASSPORT_SECRET")
     if settings.embedded and not neo4j_server.status(settings).running:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import is_dataclass
+from functools import lru_cache
 from typing import Any, cast
 
 import strawberry
 import structlog
 from graphql import (
     DirectiveNode,
+    DocumentNode,
     GraphQLError,
     GraphQLResolveInfo,
     GraphQLSyntaxError,
@@ -18,6 +21,7 @@ from graphql import (
     ValidationRule,
     VariableDefinitionNode,
     get_named_type,
+    parse,
     print_ast,
 )
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
@@ -32,6 +36,7 @@ from strawberry.extensions import (
 from strawberry.permission import BasePermission
 from strawberry.scalars import JSON
 from strawberry.schema.config import StrawberryConfig
+from strawberry.schema.schema import validate_document
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext, Info
 
@@ -356,16 +361,65 @@ class CairnSchema(strawberry.Schema):
         super().process_errors(unexpected, execution_context)
 
 
+# The document limits' rule classes, made once: strawberry's QueryDepthLimiter and
+# MaxAliasesLimiter make a new class per instance, and the extensions are instantiated per
+# request, so no two requests would validate with the same rules and nothing could be cached.
+LIMIT_RULES = (
+    *QueryDepthLimiter(max_depth=10).validation_rules,
+    *MaxAliasesLimiter(max_alias_count=15).validation_rules,
+    MaxDirectivesRule,
+)
+# Distinct documents (not variables) remembered; a client sends the same few documents with
+# new variables, so this bounds memory without missing (docs/design.md §Embedding under load).
+DOCUMENT_CACHE = 256
+
+
+@lru_cache(maxsize=DOCUMENT_CACHE)
+def _parse(query: str, max_tokens: int | None) -> DocumentNode:
+    return parse(query, max_tokens=max_tokens)
+
+
+@lru_cache(maxsize=DOCUMENT_CACHE)
+def _validate(schema: Any, document: Any, rules: tuple[type[Any], ...]) -> tuple[GraphQLError, ...]:
+    return tuple(validate_document(schema, document, rules))
+
+
+class CachedParse(SchemaExtension):
+    """A document text is parsed once (with the token limit in the key). A text that does not
+    parse is left to strawberry's own parse, so its refusal is answered exactly as before."""
+
+    def on_parse(self) -> Iterator[None]:
+        ctx = self.execution_context
+        if ctx.query and ctx.graphql_document is None:
+            with contextlib.suppress(Exception):  # strawberry's own parse answers it
+                ctx.graphql_document = _parse(ctx.query, ctx.parse_options.get("max_tokens"))
+        yield
+
+
+class CachedValidation(SchemaExtension):
+    """A document is validated once per rule set: the key holds the whole rule tuple, so a role
+    refused introspection (RoleGatedIntrospection adds a rule) never shares an entry with one
+    allowed it. Each request gets its own list of the (immutable) errors."""
+
+    def on_validate(self) -> Iterator[None]:
+        ctx = self.execution_context
+        if ctx.graphql_document is not None:
+            ctx.pre_execution_errors = list(
+                _validate(ctx.schema._schema, ctx.graphql_document, tuple(ctx.validation_rules))
+            )
+        yield
+
+
 schema = CairnSchema(
     query=Query,
     mutation=Mutation,
     config=StrawberryConfig(disable_field_suggestions=True),
     extensions=[
-        lambda: QueryDepthLimiter(max_depth=10),
-        lambda: MaxAliasesLimiter(max_alias_count=15),
         lambda: MaxTokensLimiter(max_token_count=2000),
-        lambda: AddValidationRules([MaxDirectivesRule]),
+        CachedParse,
+        lambda: AddValidationRules(list(LIMIT_RULES)),
         RoleGatedIntrospection,
+        CachedValidation,
         TextLimit,
         CodedErrors,
     ],

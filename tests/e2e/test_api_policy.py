@@ -291,6 +291,27 @@ def test_introspection_only_for_roles_allowed(client: TestClient, registry: Poli
     assert gql(client, q, passport(registry, "director"))["data"]["__schema"]["queryType"]["name"] == "Query"
 
 
+def test_a_validated_document_is_not_reused_across_roles_or_limits(
+    client: TestClient, registry: PolicyRegistry
+) -> None:
+    """Parsing and validation are cached per document (cairn.resolvers.schema): the same text
+    allowed to one role is still refused to another, in either order, and a refused document is
+    refused again (not remembered as valid)."""
+    q = "{ __schema { mutationType { name } } }"
+    for _ in range(2):
+        assert gql(client, q, passport(registry, "director"))["data"]["__schema"]["mutationType"]
+        staff = gql(client, q, passport(registry, "staff"))
+        assert staff.get("data") is None and "introspection" in staff["errors"][0]["message"]
+    shallow = '{ node(id: "x") { id } }'
+    many = "{ " + " ".join(f'a{i}: node(id: "{STAFF_ANCHOR}") {{ id }}' for i in range(40)) + " }"
+    for _ in range(2):
+        body = gql(client, many, passport(registry, "director"))
+        assert body.get("data") is None and body["errors"][0]["extensions"]["code"] == (
+            "GRAPHQL_VALIDATION_FAILED"
+        )
+        assert "data" in gql(client, shallow, passport(registry, "director"))
+
+
 def test_no_field_suggestions_no_get_no_form_posts(client: TestClient, registry: PolicyRegistry) -> None:
     body = gql(client, '{ nod(id: "x") { id } }', passport(registry, "director"))
     assert "Did you mean" not in json.dumps(body)

@@ -1,0 +1,70 @@
+"""The batching embedder (cairn.runtime.embedder): concurrent calls share forward passes, every
+caller gets its own vectors in its own order, and one bad request fails alone."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, cast
+
+import numpy as np
+import pytest
+
+from cairn.runtime.embedder import BATCH_SIZE, Embedder, get_embedder
+
+
+@pytest.fixture(scope="module")
+def model() -> Embedder:
+    e = get_embedder()
+    e.embed(["the model thread is up and idle"])
+    return e
+
+
+def direct(e: Embedder, texts: list[str]) -> Any:
+    return e._model.encode(texts, batch_size=BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True)
+
+
+def test_requests_queued_during_a_pass_share_the_next_one(model: Embedder) -> None:
+    texts = [f"question {i} about cloud costs and running plans" for i in range(BATCH_SIZE + 6)]
+    before = model.passes
+    with model._ready:  # the model thread cannot take anything until all are queued
+        futures = [model._submit([t]) for t in texts]
+    got = np.vstack([f.result() for f in futures])
+    assert model.passes - before == 2  # one full batch, then the six left over
+    np.testing.assert_allclose(got, direct(model, texts), atol=1e-5)
+
+
+def test_a_long_call_goes_in_batches_and_keeps_its_order(model: Embedder) -> None:
+    texts = [("word " * (i % 40)) + f"text {i}" for i in range(3 * BATCH_SIZE + 5)]
+    before = model.passes
+    got = model.embed(texts)
+    assert model.passes - before == 4
+    np.testing.assert_allclose(got, direct(model, texts), atol=1e-5)
+
+
+def test_concurrent_callers_each_get_their_own_vectors(model: Embedder) -> None:
+    texts = [f"caller {i} asks about topic {i * 7}" for i in range(24)]
+    out: dict[int, Any] = {}
+
+    def call(i: int) -> None:
+        out[i] = model.embed([texts[i], texts[-1 - i]])
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(texts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    expected = direct(model, texts)
+    for i, vectors in out.items():
+        np.testing.assert_allclose(vectors, expected[[i, len(texts) - 1 - i]], atol=1e-5)
+
+
+def test_a_request_that_cannot_be_embedded_fails_alone(model: Embedder) -> None:
+    with model._ready:
+        good = model._submit(["a fine question"])
+        bad = model._submit(cast(list[str], [{"not": "a text"}]))
+        also_good = model._submit(["another fine question"])
+    assert good.result().shape == (1, 384)
+    assert also_good.result().shape == (1, 384)
+    with pytest.raises(Exception):  # noqa: B017 (whatever the tokenizer raises)
+        bad.result()
+    assert model.embed(["the model thread still serves"]).shape == (1, 384)
