@@ -204,7 +204,8 @@ def run_conversation(
         scores.add("dense", q, [facts[i].dia_ids for i in order])
         lexical = np.argsort(-bm25.get_scores(WORD.findall(q.text.lower())), kind="stable")
         scores.add("bm25", q, [facts[i].dia_ids for i in lexical])
-        vector = embedder.embed([q.text])[0]
+        # the other variants reuse the question's vector (embedded once, only if one runs)
+        vector = embedder.embed([q.text])[0] if len(retrievers) > 1 else None
         for name, retriever in retrievers.items():
             if name == "cairn":  # timed like the dense search: embedding the question included
                 result, ms = timed(lambda r=retriever, q=q: r.search(scope, q.text, top_k=max(KS)))

@@ -50,11 +50,12 @@ MATCH (:JournalEntry {id: marker})-[:ABOUT]->(d:Dossier)
 RETURN marker, min(d.id) AS applied_to
 """
 
+# Journal entries, each with its own time ``e.now`` (one statement may journal several packets).
 WRITE_JOURNAL_ENTRIES = """
 UNWIND $entries AS e
 MERGE (j:Entity:JournalEntry {id: e.id})
-ON CREATE SET j.created_at = datetime($now)
-SET j += e.props, j.timestamp = datetime($now)
+ON CREATE SET j.created_at = datetime(e.now)
+SET j += e.props, j.timestamp = datetime(e.now)
 WITH j, e
 UNWIND e.about AS dossier_id
 MATCH (d:Dossier {id: dossier_id})
@@ -119,9 +120,10 @@ CENTROID_SUM_FROM_FACTS = """
 """
 
 # Per packet fact, its hits: the top ``$k`` of ``$fetch`` index candidates rescored with exact
-# cosine, in active dossiers with exactly the packet's access fields; texts only for hits at
-# duplicate distance. Per dossier hit, its centroid sum (the stored one, else summed from its
-# facts) and its fact count (a degree lookup).
+# cosine, in active dossiers with exactly its packet's access fields (``$accesses[q.p]``: one
+# statement votes for every packet of a transaction, docs/design.md §Dossier queries); texts
+# only for hits at duplicate distance. Per packet and dossier hit, the dossier's centroid sum
+# (the stored one, else summed from its facts) and its fact count (a degree lookup).
 VOTE_FOR_DOSSIERS = f"""
 UNWIND $queries AS q
 CALL (q) {{
@@ -130,20 +132,21 @@ CALL (q) {{
   WHERE score >= $min_score
   ORDER BY score DESC, f.id
   LIMIT $k
+  WITH f, score, $accesses[q.p] AS access
   MATCH (d:Dossier)-[:HAS_FACT]->(f)
   WHERE d.status = 'active'
-    AND d.domain = $access.domain AND d.sensitivity = $access.sensitivity
-    AND d.namespaces = $access.namespaces AND d.roles_allowed = $access.roles_allowed
+    AND d.domain = access.domain AND d.sensitivity = access.sensitivity
+    AND d.namespaces = access.namespaces AND d.roles_allowed = access.roles_allowed
   RETURN d, f.id AS fact_id, score, CASE WHEN score >= $dup_score THEN f.text END AS text
 }}
-WITH d, collect({{i: q.i, fact_id: fact_id, score: score, text: text}}) AS hits
+WITH q.p AS p, d, collect({{i: q.i, fact_id: fact_id, score: score, text: text}}) AS hits
 OPTIONAL CALL (d) {{
   WITH d WHERE d.centroid_sum IS NULL
   {CENTROID_SUM_FROM_FACTS}
 }}
-RETURN d.id AS dossier_id, d.title AS title, hits, coalesce(d.centroid_sum, centroid_sum) AS centroid,
+RETURN p, d.id AS dossier_id, d.title AS title, hits, coalesce(d.centroid_sum, centroid_sum) AS centroid,
        COUNT {{ (d)-[:HAS_FACT]->() }} AS size
-ORDER BY dossier_id
+ORDER BY p, dossier_id
 """
 
 # --- packet writes (docs/design.md §Routing) -----------------------------------------------------

@@ -13,6 +13,10 @@ transaction of four statements:
    pool of central facts inside Neo4j, so no stored vector is read back;
 4. journal every change (created / fact_skipped / summary_updated / fact_added).
 
+``ingest_packets`` applies up to ``PACKETS_PER_TRANSACTION`` packets in one transaction with the
+same steps, batched: one lock, one vote for all of them, one write per packet, one journal
+statement (``_apply_group``).
+
 A failure anywhere rolls all of it back: the dossier and its facts appear whole or not at all.
 """
 
@@ -31,7 +35,7 @@ from numpy.typing import NDArray
 from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.adjudicator import Adjudicator
 from cairn.memory.dossiers.dedup import DEDUP_COSINE, same_fact
-from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
+from cairn.memory.dossiers.journal import Entry, entry_id, entry_rows, write_entries, write_rows
 from cairn.memory.dossiers.lock import take_lock
 from cairn.memory.dossiers.models import Access, FactPacket, InputError, Problem, parse_packet
 from cairn.memory.dossiers.summary import SUMMARY_PARAMS
@@ -47,6 +51,7 @@ from cairn.memory.dossiers.voting import (
     decide,
     plan_routes,
     run_vote,
+    run_votes,
     tally,
 )
 from cairn.policy.scope import Scope
@@ -460,15 +465,20 @@ def _apply(
     model: str,
     preset: _Preset | None,
     pending: _Pending | None = None,
+    voted: Vote | None = None,
+    journal: list[dict[str, Any]] | None = None,
     *,
     writer: Scope | None = None,
 ) -> RoutingResult:
     """Vote, route, write and journal one packet; the caller holds the routing lock.
 
-    ``writer``: the caller's scope (None: an operator); the packet's block is linked only if the
-    writer may read it."""
+    A group (``_apply_group``) passes the packet's vote on the graph as committed (``voted``; the
+    group's writes so far are added from ``pending``) and collects its journal rows in
+    ``journal``, to write them with the group's in one statement. ``writer``: the caller's scope
+    (None: an operator); the packet's block is linked only if the writer may read it.
+    """
     key = packet.key
-    vote = run_vote(tx, vectors, packet.access)
+    vote = run_vote(tx, vectors, packet.access) if voted is None else voted
     if pending is not None:
         vote = pending.add(vote, vectors, packet.access)
     candidates = tally(vote.hits, vote.titles)
@@ -546,7 +556,10 @@ def _apply(
         ]
         tx.run(cypher.ADD_RESTATED_PROVENANCE, rows=rows).consume()
     entries = _entries(packet, key, placements, skipped, summaries, candidates)
-    write_entries(tx, key, entries, packet.access, now)
+    if journal is None:
+        write_entries(tx, key, entries, packet.access, now)
+    else:
+        journal += entry_rows(key, entries, packet.access, now)
     if pending is not None:
         pending.record(packet, vectors, vote, placements, sums)
     main = max(placements, key=lambda p: len(p.added), default=None)
@@ -565,23 +578,38 @@ def _apply(
 def _apply_group(
     tx: ManagedTransaction, packets: list[FactPacket], vectors: list[NDArray[np.float32]], model: str
 ) -> list[RoutingResult]:
-    """Several packets in one transaction, in order, each under its own idempotency key."""
+    """Several packets in one transaction, in order, each under its own idempotency key.
+
+    Four statements for the group, and one write per packet: the lock, which packets were applied
+    before, one vote for all the others (the vector index shows only committed facts, so each
+    packet's vote is the same at the start of the group as it would be later in it; the group's
+    own writes are added exactly by ``_Pending``), each packet's routes, then every journal entry.
+    """
     take_lock(tx)
     markers = [entry_id(p.key, 0) for p in packets]
     applied = {
         str(r["marker"]): str(r["applied_to"]) for r in tx.run(cypher.PACKETS_APPLIED, markers=markers)
     }
+    todo: list[int] = []
+    seen: set[str] = set()
+    for n, (p, marker) in enumerate(zip(packets, markers, strict=True)):
+        if marker not in applied and p.key not in seen:
+            todo.append(n)
+        seen.add(p.key)
+    votes = dict(zip(todo, run_votes(tx, [(vectors[n], packets[n].access) for n in todo]), strict=True))
     pending = _Pending()
+    journal: list[dict[str, Any]] = []
     results: list[RoutingResult] = []
     done: dict[str, str] = {}
-    for p, vecs, marker in zip(packets, vectors, markers, strict=True):
+    for n, (p, vecs, marker) in enumerate(zip(packets, vectors, markers, strict=True)):
         where = applied.get(marker) or done.get(p.key)
         if where is not None:
             results.append(RoutingResult(where, "already_applied", p.key))
             continue
-        result = _apply(tx, p, vecs, model, None, pending)
+        result = _apply(tx, p, vecs, model, None, pending, votes[n], journal)
         done[p.key] = result.dossier_id
         results.append(result)
+    write_rows(tx, journal)
     return results
 
 

@@ -3,7 +3,7 @@
 Each create, fact added, summary update, duplicate skipped, merge, split, archive and link is one
 ``JournalEntry`` node with an ``ABOUT`` edge to every dossier it concerns. An entry carries
 the access fields of the dossier it is about, so a role sees a dossier's history exactly when
-it sees the dossier. Entries written in one transaction share a timestamp and are ordered by
+it sees the dossier. The entries of one unit of work share a timestamp and are ordered by
 ``seq``; ids are derived from the unit of work (``je-<key>-<seq>``), so a unit applied twice
 is recognised by its first entry (see ``lock.take_lock``).
 """
@@ -49,7 +49,7 @@ def entry_id(key: str, seq: int) -> str:
     return f"je-{key}-{seq}"
 
 
-def entry_rows(key: str, entries: list[Entry], access: Access) -> list[dict[str, Any]]:
+def entry_rows(key: str, entries: list[Entry], access: Access, now: str) -> list[dict[str, Any]]:
     rows = []
     for seq, e in enumerate(entries):
         if e.op not in OPS:
@@ -67,9 +67,15 @@ def entry_rows(key: str, entries: list[Entry], access: Access) -> list[dict[str,
             "details": json.dumps(e.details, sort_keys=True),
             **access.props(),
         }
-        rows.append({"id": entry_id(key, seq), "about": list(e.about), "props": props})
+        rows.append({"id": entry_id(key, seq), "about": list(e.about), "props": props, "now": now})
     return rows
 
 
 def write_entries(tx: ManagedTransaction, key: str, entries: list[Entry], access: Access, now: str) -> None:
-    tx.run(cypher.WRITE_JOURNAL_ENTRIES, entries=entry_rows(key, entries, access), now=now).consume()
+    write_rows(tx, entry_rows(key, entries, access, now))
+
+
+def write_rows(tx: ManagedTransaction, rows: list[dict[str, Any]]) -> None:
+    """Journal rows (``entry_rows``), of one unit of work or several, in one statement."""
+    if rows:
+        tx.run(cypher.WRITE_JOURNAL_ENTRIES, entries=rows).consume()

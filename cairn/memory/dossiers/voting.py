@@ -1,6 +1,7 @@
 """Multi-vector voting (docs/design.md §Routing): every fact of a packet votes for the dossiers it resembles.
 
-All query vectors go to Neo4j in ONE round trip (``UNWIND $queries ... CALL (q) {...}``): per
+All query vectors go to Neo4j in ONE round trip (``UNWIND $queries ... CALL (q) {...}``; for
+ingest, the vectors of every packet of a transaction, ``run_votes``): per
 fact, the top 10 stored facts from the fact vector index with cosine >= 0.4 (exact cosine,
 see ``OVERFETCH``), each hit a vote for the dossier holding that fact. The same round trip
 returns, once per dossier hit, its centroid sum and fact count, and the text of every hit
@@ -129,28 +130,35 @@ class Decision:
 
 
 def vote_params(
-    vectors: NDArray[np.float32],
-    access: Access,
+    packets: Sequence[tuple[NDArray[np.float32], Access]],
     threshold: float = VOTE_THRESHOLD,
     k: int = TOP_K_PER_FACT,
     dup_threshold: float = DEDUP_COSINE,
 ) -> dict[str, Any]:
+    """Parameters of one vote for several packets (each: its fact vectors and its access)."""
     return {
         "dup_score": index_score(dup_threshold),
-        "queries": [{"i": i, "vec": [float(x) for x in v]} for i, v in enumerate(vectors)],
+        "queries": [
+            {"p": p, "i": i, "vec": [float(x) for x in v]}
+            for p, (vectors, _) in enumerate(packets)
+            for i, v in enumerate(vectors)
+        ],
+        "accesses": [access.props() for _, access in packets],
         "index": cypher.FACT_VECTOR_INDEX,
         "k": k,
         "fetch": OVERFETCH * k,
         "min_score": index_score(threshold),
-        "access": access.props(),
     }
 
 
-def run_vote(tx: ManagedTransaction, vectors: NDArray[np.float32], access: Access) -> Vote:
-    """One round trip: every hit of every fact, and the state of every dossier hit."""
-    result = tx.run(cypher.VOTE_FOR_DOSSIERS, vote_params(vectors, access))
-    vote = Vote([], {}, {})
-    for r in result:
+def run_votes(tx: ManagedTransaction, packets: Sequence[tuple[NDArray[np.float32], Access]]) -> list[Vote]:
+    """One round trip for several packets: every hit of every fact, and the state of every dossier
+    hit, one ``Vote`` per packet (as if each had voted alone on the graph the statement reads)."""
+    votes = [Vote([], {}, {}) for _ in packets]
+    if not packets:
+        return votes
+    for r in tx.run(cypher.VOTE_FOR_DOSSIERS, vote_params(packets)):
+        vote = votes[int(r["p"])]
         did = str(r["dossier_id"])
         vote.titles[did] = r["title"] or ""
         centroid = None if r["centroid"] is None else np.asarray(r["centroid"], dtype=np.float64)
@@ -159,8 +167,14 @@ def run_vote(tx: ManagedTransaction, vectors: NDArray[np.float32], access: Acces
             Hit(int(h["i"]), did, str(h["fact_id"]), plain_cosine(float(h["score"])), h["text"])
             for h in r["hits"]
         )
-    vote.hits.sort(key=lambda h: (h.fact_index, -h.score, h.fact_id))
-    return vote
+    for vote in votes:
+        vote.hits.sort(key=lambda h: (h.fact_index, -h.score, h.fact_id))
+    return votes
+
+
+def run_vote(tx: ManagedTransaction, vectors: NDArray[np.float32], access: Access) -> Vote:
+    """One round trip: every hit of every fact, and the state of every dossier hit."""
+    return run_votes(tx, [(vectors, access)])[0]
 
 
 def tally(hits: Sequence[Hit], titles: dict[str, str]) -> list[Candidate]:
