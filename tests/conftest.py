@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,13 +25,25 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.pop("NEO4J_URI", None)
 if os.environ.get("CAIRN_TEST_NEO4J_URI"):
     os.environ["NEO4J_URI"] = os.environ["CAIRN_TEST_NEO4J_URI"]
+    os.environ["CAIRN_BENCH_NEO4J_URI"] = os.environ["CAIRN_TEST_NEO4J_URI"]
 else:
     os.environ["CAIRN_DATA_DIR"] = os.environ.get("CAIRN_TEST_DATA_DIR", "/tmp/cairn-test-data")
     os.environ["CAIRN_BOLT_PORT"] = os.environ.get("CAIRN_TEST_BOLT_PORT", "17687")
     os.environ["CAIRN_HTTP_PORT"] = os.environ.get("CAIRN_TEST_HTTP_PORT", "17474")
+    os.environ.pop("CAIRN_BENCH_NEO4J_URI", None)
 os.environ.setdefault("CAIRN_TRACE_DIR", tempfile.mkdtemp(prefix="cairn-traces-"))
 
 from cairn.runtime.embedder import BATCH_SIZE, DIMENSIONS, Embedder, get_embedder
+
+# A bench module a test imports (its input generators) points the process at the bench's own
+# database when imported (bench/common.py use_bench_neo4j): the bench settings name the test
+# database too, so importing one changes nothing (tests/e2e/conftest.py checks).
+for name in ("DATA_DIR", "BOLT_PORT", "HTTP_PORT"):
+    if f"CAIRN_{name}" in os.environ:
+        os.environ[f"CAIRN_BENCH_{name}"] = os.environ[f"CAIRN_{name}"]
+TEST_DATABASE = {
+    k: os.environ.get(k) for k in ("NEO4J_URI", "CAIRN_DATA_DIR", "CAIRN_BOLT_PORT", "CAIRN_HTTP_PORT")
+}
 
 # `make fuzz` selects this profile (HYPOTHESIS_PROFILE=fuzz, or `pytest --hypothesis-profile
 # fuzz`): the leak properties run CAIRN_FUZZ_EXAMPLES (10,000) examples each instead of 200.
@@ -47,18 +60,27 @@ class MemoEmbedder(Embedder):
     def __init__(self, inner: Embedder) -> None:  # the wrapped model is already loaded
         self.name = inner.name
         self._inner = inner
+        self._embed = inner.embed  # the model's own method, even if a test routes inner.embed here
         self._seen: dict[str, Any] = {}
 
     def embed(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> Any:
         missing = [t for t in dict.fromkeys(texts) if t not in self._seen]
         if missing:
-            self._seen.update(zip(missing, self._inner.embed(missing, batch_size), strict=True))
+            self._seen.update(zip(missing, self._embed(missing, batch_size), strict=True))
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         return np.array([self._seen[t] for t in texts], dtype=np.float32)
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         return self._inner.token_counts(texts)
+
+    def save(self, path: Path) -> Path:
+        """Every text embedded so far with its vector, for a process of its own
+        (tests/e2e/warm_cli.py, VECTORS_ENV)."""
+        texts = list(self._seen)
+        vectors = np.array([self._seen[t] for t in texts], dtype=np.float32).reshape(len(texts), DIMENSIONS)
+        np.savez(path, texts=np.array(texts, dtype=str), vectors=vectors)
+        return path
 
 
 @pytest.fixture(scope="session")

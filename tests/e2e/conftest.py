@@ -7,6 +7,7 @@ read in tests/conftest.py) and stop it at the end, so a developer's demo databas
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
 from cairn.schema.checksum import graph_checksum
 from cairn.schema.migrate import migrate
+from tests.conftest import TEST_DATABASE
 from tests.e2e.warm_cli import WarmCLI
 
 ACME = REPO_ROOT / "fixtures" / "acme"
@@ -38,6 +40,8 @@ ROLES = REPO_ROOT / "fixtures" / "policy" / "roles.yaml"
 
 @pytest.fixture(scope="session")
 def settings() -> Settings:
+    # Still the database tests/conftest.py chose, whatever the test modules imported.
+    assert {k: os.environ.get(k) for k in TEST_DATABASE} == TEST_DATABASE
     return get_settings()
 
 

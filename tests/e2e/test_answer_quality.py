@@ -19,7 +19,6 @@ from neo4j import Driver
 from typer.testing import CliRunner
 
 from cairn.cli import app
-from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.memory.ask import AskResult, AskService
 from cairn.memory.templater import relation_words
 from cairn.policy.passport import headers_for, verify
@@ -27,7 +26,7 @@ from cairn.policy.preselector import AnchorNotVisible
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import Settings
-from tests.e2e.conftest import ACME, wipe
+from tests.e2e.conftest import load_acme
 from tests.llm_server import running_llm_server
 
 EXPECTED = Path(__file__).resolve().parents[2] / "fixtures" / "acme-expected-causes.yaml"
@@ -40,8 +39,7 @@ def answers(
     driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[tuple[str, str], AskResult | None]]:
     """Every anchor asked as every role once (None when the role may not see the anchor)."""
-    wipe(driver)
-    ingest_fixture_dir(driver, ACME)
+    load_acme(driver)  # the demo org as a fresh load writes it; shared when unchanged
     registry = PolicyRegistry.load(settings.policy_file)
     traces = tmp_path_factory.mktemp("traces")
 

@@ -7,7 +7,10 @@ set. The runs that are killed (and the ones that meet the dead server) are proce
 own, forked from one warm process that has imported the CLI and loaded the model once
 (tests/e2e/warm_cli.py); the runs nothing interrupts (the reference, the completing re-run, the
 idempotent one) go through the same CLI in this process, whose model is already loaded (a
-process each would import torch and load the model again for nothing the property needs). The
+process each would import torch and load the model again for nothing the property needs) and
+embed through the session's memory of vectors. The killed runs of an ingest that embeds every
+text before its first write (so no kill, which waits for writes, can land while embedding) take
+the vectors this process already made from a file instead of embedding the same texts again. The
 strongest check is the last one: the graph after several kills and a re-run is the graph an
 uninterrupted run writes (timestamps aside), so no dossier is half-written and no journal entry
 is missing or doubled.
@@ -21,7 +24,7 @@ import os
 import random
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,9 +39,11 @@ from cairn.cli import app
 from cairn.ingest.correspondence import collisions
 from cairn.runtime import neo4j_server
 from cairn.runtime.database import sync_driver
+from cairn.runtime.embedder import get_embedder
 from cairn.runtime.settings import Settings
+from tests.conftest import MemoEmbedder
 from tests.e2e.conftest import wipe
-from tests.e2e.warm_cli import Run, WarmCLI
+from tests.e2e.warm_cli import VECTORS_ENV, Run, WarmCLI
 
 pytestmark = pytest.mark.restarts
 
@@ -47,6 +52,7 @@ EVENTS = 3000
 KILLS = 2  # every one must land mid-way (issue 13: at least two mid-way kills per ingest)
 PACKETS = 150
 LETTERS = 900  # four write batches of 256
+RETRY_S = "3"  # CAIRN_NEO4J_RETRY_S of the runs that meet the killed server (default 15)
 OUTAGE_MESSAGE = "lost the connection to Neo4j"
 LOG = "collisions.jsonl"
 
@@ -143,6 +149,10 @@ class Ingest:
     args: Callable[[Path, Path], list[str]]  # (input, work dir) -> CLI arguments
     progress_query: str
     total: int
+    # Embeds every stale text before its first write, so a kill (which waits for writes to
+    # progress) never lands while embedding: its killed runs may take known vectors from the
+    # test's model (warm_cli.VECTORS_ENV) instead of embedding the same texts again.
+    embeds_before_writing: bool = False
 
     def progress(self, driver: Driver) -> int:
         return int(driver.execute_query(self.progress_query)[0][0]["c"])
@@ -169,6 +179,7 @@ FIXTURES = Ingest(
     lambda src, _work: ["ingest", "fixtures", str(src)],
     "MATCH (n:Entity) WHERE n.id STARTS WITH 'crash-' RETURN count(n) AS c",
     DECISIONS + EVENTS,
+    embeds_before_writing=True,
 )
 PACKETS_INGEST = Ingest(
     "packets",
@@ -187,10 +198,33 @@ LETTERS_INGEST = Ingest(
 INGESTS = [FIXTURES, PACKETS_INGEST, LETTERS_INGEST]
 
 
-def cli_process(cli: WarmCLI, args: list[str], work: Path) -> Run:
-    """The command in a process of its own (a fork of the warm CLI), output to a file in ``work``."""
+def cli_process(cli: WarmCLI, args: list[str], work: Path, **env: str) -> Run:
+    """The command in a process of its own (a fork of the warm CLI), output to a file in ``work``,
+    with ``env`` on top of the test's environment."""
     work.mkdir(parents=True, exist_ok=True)
-    return cli.run(args, work / f"cli-{time.monotonic_ns()}.out", COLUMNS="300")
+    return cli.run(args, work / f"cli-{time.monotonic_ns()}.out", COLUMNS="300", **env)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def remembered_vectors(embedder: MemoEmbedder) -> Iterator[None]:
+    """The in-process runs embed through the session's memory (tests/conftest.py): the
+    reference run embeds a text, the completing re-runs (here and in the outage test, on the
+    same seeded input) find its vector there. The killed runs, forks of the warm CLI, embed
+    with their own model."""
+    model = get_embedder()
+    assert embedder._inner is model
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(model, "embed", embedder.embed)
+        yield
+
+
+def known_vectors(ingest: Ingest, embedder: MemoEmbedder, work: Path) -> dict[str, str]:
+    """The environment that lets a killed run of ``ingest`` reuse the vectors this process has
+    (none unless its ingest embeds before writing)."""
+    if not ingest.embeds_before_writing:
+        return {}
+    work.mkdir(parents=True, exist_ok=True)
+    return {VECTORS_ENV: str(embedder.save(work / "vectors.npz"))}
 
 
 def run_to_end(args: list[str]) -> str:
@@ -297,7 +331,7 @@ def assert_whole(driver: Driver) -> None:
 
 @pytest.mark.parametrize("ingest", INGESTS, ids=lambda i: i.name)
 def test_sigkilled_ingest_rerun_writes_what_an_uninterrupted_run_writes(
-    ingest: Ingest, driver: Driver, warm_cli: WarmCLI, tmp_path: Path
+    ingest: Ingest, driver: Driver, warm_cli: WarmCLI, embedder: MemoEmbedder, tmp_path: Path
 ) -> None:
     source = ingest.prepare(tmp_path)
     wipe(driver)
@@ -306,6 +340,7 @@ def test_sigkilled_ingest_rerun_writes_what_an_uninterrupted_run_writes(
     reference_log = sorted(logged_collisions(tmp_path / "reference" / LOG, section_names(driver)))
     assert ingest.progress(driver) == ingest.total
 
+    vectors = known_vectors(ingest, embedder, tmp_path / "vectors")
     wipe(driver)
     work = tmp_path / "killed"
     rng = random.Random(f"{ingest.name}-kills")
@@ -317,7 +352,7 @@ def test_sigkilled_ingest_rerun_writes_what_an_uninterrupted_run_writes(
         # A random point: past a random share of what is left, then a random extra delay, so
         # the kill lands while embedding, inside a transaction or between two.
         target = done + rng.randint(1, max(1, (ingest.total - done) // 2))
-        proc = cli_process(warm_cli, ingest.args(source, work), tmp_path / "out")
+        proc = cli_process(warm_cli, ingest.args(source, work), tmp_path / "out", **vectors)
         deadline = time.monotonic() + 600
         while proc.poll() is None and ingest.progress(driver) < target and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -343,13 +378,23 @@ def test_sigkilled_ingest_rerun_writes_what_an_uninterrupted_run_writes(
 
 @pytest.mark.parametrize("ingest", INGESTS, ids=lambda i: i.name)
 def test_neo4j_killed_mid_ingest_is_reported_and_recovered(
-    ingest: Ingest, driver: Driver, settings: Settings, warm_cli: WarmCLI, tmp_path: Path
+    ingest: Ingest,
+    driver: Driver,
+    settings: Settings,
+    warm_cli: WarmCLI,
+    embedder: MemoEmbedder,
+    tmp_path: Path,
 ) -> None:
     if not settings.embedded:
         pytest.skip("kills the embedded server")
     source = ingest.prepare(tmp_path)
     wipe(driver)
-    proc = cli_process(warm_cli, ingest.args(source, tmp_path), tmp_path / "out")
+    # A retry window of RETRY_S instead of the default 15 s: the property is that the command
+    # retries, then reports the outage in one line; how long it retries is a setting.
+    vectors = known_vectors(ingest, embedder, tmp_path / "vectors")
+    proc = cli_process(
+        warm_cli, ingest.args(source, tmp_path), tmp_path / "out", CAIRN_NEO4J_RETRY_S=RETRY_S, **vectors
+    )
     while proc.poll() is None and ingest.progress(driver) == 0:
         time.sleep(0.02)
     assert proc.poll() is None, "the ingest finished before the server could be killed"
@@ -359,7 +404,7 @@ def test_neo4j_killed_mid_ingest_is_reported_and_recovered(
     started = time.monotonic()
     out, _ = proc.communicate(timeout=600)
     text = out.decode()
-    # The driver retries transient errors for CAIRN_NEO4J_RETRY_S (15 s), then the command says what happened,
+    # The driver retries transient errors for CAIRN_NEO4J_RETRY_S, then the command says what happened,
     # in one line, and does not claim success for anything.
     assert proc.returncode == 3, text
     assert OUTAGE_MESSAGE in text and "Traceback" not in text, text

@@ -14,9 +14,8 @@ import pytest
 from neo4j import Driver
 from playwright.sync_api import Route, expect, sync_playwright
 
-from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.runtime.settings import Settings
-from tests.e2e.conftest import ACME, wipe
+from tests.e2e.conftest import load_acme
 from tests.e2e.test_web_ui import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, LiveService
 
 pytestmark = pytest.mark.browser
@@ -24,8 +23,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def service(driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    wipe(driver)
-    ingest_fixture_dir(driver, ACME)
+    load_acme(driver)  # the demo org as a fresh load writes it; shared when unchanged
     local = settings.model_copy(
         update={"host": "127.0.0.1", "passport_secret": None, "trace_dir": tmp_path_factory.mktemp("traces")}
     )

@@ -18,11 +18,10 @@ from pathlib import Path
 import pytest
 from neo4j import Driver
 
-from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import REPO_ROOT, Settings
-from tests.e2e.conftest import ACME, wipe
+from tests.e2e.conftest import load_acme
 from tests.e2e.test_web_ui import LiveService
 
 AUDIT_PACKAGES = ("graphql-http@1.23.1", "graphql@16.9.0")
@@ -35,7 +34,7 @@ def audit_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("the audit runs on Node.js: npm and node are not on PATH")
     folder = tmp_path_factory.mktemp("graphql-http")
     subprocess.run(
-        ["npm", "install", "--silent", "--no-audit", "--no-fund", *AUDIT_PACKAGES],
+        ["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefer-offline", *AUDIT_PACKAGES],
         cwd=folder,
         check=True,
         timeout=300,
@@ -46,8 +45,7 @@ def audit_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def service(driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    wipe(driver)
-    ingest_fixture_dir(driver, ACME)
+    load_acme(driver)  # the demo org as a fresh load writes it; shared when unchanged
     local = settings.model_copy(
         update={"host": "127.0.0.1", "passport_secret": None, "trace_dir": tmp_path_factory.mktemp("traces")}
     )

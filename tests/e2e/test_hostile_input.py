@@ -28,7 +28,7 @@ from cairn.policy.passport import OPTIONAL, REQUIRED, PassportError, headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import REPO_ROOT, Settings
 from cairn.schema.checksum import graph_checksum
-from tests.e2e.conftest import ACME, wipe
+from tests.e2e.conftest import load_acme
 
 json_leaf = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=30)
@@ -89,9 +89,7 @@ FOLDERS = ("decisions", "events", "transitions", "edges/aliases")
 
 @pytest.fixture(scope="module")
 def acme(driver: Driver) -> Driver:
-    wipe(driver)
-    ingest_fixture_dir(driver, ACME)
-    return driver
+    return load_acme(driver)  # the demo org as a fresh load writes it; shared when unchanged
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))

@@ -27,16 +27,17 @@ from cairn.memory.dossiers.lock import LOCK_ID
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
-from cairn.runtime.database import connection
+from cairn.runtime.database import connection, sync_driver
 from cairn.runtime.embedder import get_embedder
 from cairn.runtime.malloc import cap_malloc_arenas
 from cairn.runtime.settings import Settings
-from cairn.schema.migrate import SCHEMA_VERSION
+from cairn.schema.migrate import SCHEMA_VERSION, migrate, schema_version
 from tests.e2e.warm_cli import WarmCLI
 
 pytestmark = pytest.mark.restarts
 
 SET_VERSION = "MATCH (m:CairnSchema {id: 'schema'}) SET m.version = $v"
+MARKER_LABEL = "CairnLifecycleMarker"  # not an Entity: wipe() leaves it alone
 NODE = 'query { node(id: "no-such-node") { id } }'
 PACKET = "mutation($p: JSON!) { ingestFactPacket(packet: $p) { action dossierId } }"
 WAITING_ON_THE_LOCK = """
@@ -243,10 +244,16 @@ def test_an_outage_is_reported_and_readiness_recovers(
     if not settings.embedded:
         pytest.skip("stops the embedded server")
     staff = headers_for(registry, "staff")
+    # The same restart shows the server's own stop and start keep the data and the schema
+    # (tests/e2e/test_neo4j_lifecycle.py has the rest of the server's lifecycle).
+    marker = f"lifecycle-{uuid.uuid4()}"
+    driver.execute_query(f"CREATE (:{MARKER_LABEL} {{id: $id, note: 'survives restart'}})", id=marker)
     with serving(warm_cli, tmp_path, CAIRN_NEO4J_RETRY_S="2") as served:
         assert graphql(served.url, NODE, staff).json() == {"data": {"node": None}}
-        neo4j_server.stop(settings)
         try:
+            assert neo4j_server.stop(settings) is True
+            assert neo4j_server.status(settings).running is False
+            assert neo4j_server.stop(settings) is False  # nothing left to stop
             started = time.monotonic()
             down = httpx.get(f"{served.url}/ready", timeout=30)
             probe_s = time.monotonic() - started
@@ -260,7 +267,23 @@ def test_an_outage_is_reported_and_readiness_recovers(
             assert "retry" in error["message"] and str(settings.bolt_port) not in str(reply)
             assert httpx.get(f"{served.url}/health").status_code == 200
         finally:
-            neo4j_server.start(settings)
+            if not neo4j_server.status(settings).running:
+                assert neo4j_server.start(settings).running
+        with sync_driver(settings) as fresh:
+            records, _, _ = fresh.execute_query(
+                f"MATCH (m:{MARKER_LABEL} {{id: $id}}) RETURN m.note AS note", id=marker
+            )
+            assert schema_version(fresh) == SCHEMA_VERSION
+            assert migrate(fresh) == []
+        assert [r["note"] for r in records] == ["survives restart"]
+        # The session driver's pooled connections died with the old process; it reconnects.
+        records, _, _ = driver.execute_query(
+            f"MATCH (m:{MARKER_LABEL} {{id: $id}}) RETURN count(m) AS c", id=marker
+        )
+        assert records[0]["c"] == 1
+        records, _, _ = driver.execute_query("MATCH (n:Entity) RETURN count(n) AS c")
+        assert records[0]["c"] >= 0
+        driver.execute_query(f"MATCH (m:{MARKER_LABEL} {{id: $id}}) DELETE m", id=marker)
         deadline = time.monotonic() + 60
         while httpx.get(f"{served.url}/ready", timeout=30).status_code != 200:
             assert time.monotonic() < deadline, "not ready again after Neo4j came back"

@@ -18,11 +18,38 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 # --- the server (python -m tests.e2e.warm_cli) ------------------------------------------------------
+
+
+# A child given VECTORS_ENV (a .npz of texts and their vectors, MemoEmbedder.save in
+# tests/conftest.py) takes a text's vector from there and runs the model only for the others.
+VECTORS_ENV = "CAIRN_TEST_VECTORS"
+
+
+def _remember_vectors(path: str) -> None:
+    import numpy as np
+
+    from cairn.runtime.embedder import BATCH_SIZE, get_embedder
+
+    model = get_embedder()
+    with np.load(path) as saved:
+        known = dict(zip(saved["texts"].tolist(), saved["vectors"], strict=True))
+    embed = model.embed
+
+    def remembered(texts: Any, batch_size: int = BATCH_SIZE) -> Any:
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
+        if missing:
+            known.update(zip(missing, embed(missing, batch_size), strict=True))
+        if not texts:
+            return embed(texts)
+        return np.array([known[t] for t in texts], dtype=np.float32)
+
+    model.embed = remembered  # type: ignore[method-assign]
 
 
 def _child(out: str, env: dict[str, str], args: list[str]) -> None:
@@ -33,6 +60,8 @@ def _child(out: str, env: dict[str, str], args: list[str]) -> None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.environ.update(env)
+    if os.environ.get(VECTORS_ENV):
+        _remember_vectors(os.environ[VECTORS_ENV])
     from cairn.cli import main
     from cairn.runtime.settings import get_settings
 
