@@ -556,23 +556,39 @@ FACT_DENSE_EXACT = f"""
   LIMIT $depth
   RETURN -1 AS dense_fetched, collect({_FACT_CANDIDATE}) AS dense
 """
-# The full-text list. No query words (``$lucene`` empty): no row reaches the index and the
-# list is empty.
+# The full-text list, scored by BM25 over the facts the caller may read (docs/design.md §Dossiers,
+# "Fact search scores"): Lucene's own score counts hidden facts in its IDF and average length,
+# so it only finds, per query word, the facts holding it; every statistic is taken here from the
+# visible ones. N: visible facts; avgdl: their mean length in characters (BM25 reads length only
+# as dl / avgdl); df: visible facts holding the word (Lucene's english analyzer decides, as for
+# the match); tf: the word's occurrences in the fact's lower-cased text, at least 1. Lucene's
+# form: idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl)), idf = ln(1 + (N - df + 0.5) / (df + 0.5)).
+# No query words (``$terms`` empty): no row reaches the index and the list is empty.
 FACT_FULLTEXT = f"""
-  WITH $lucene AS lucene WHERE lucene <> ''
-  CALL db.index.fulltext.queryNodes($text_index, lucene, {{limit: $text_fetch}}) YIELD node, score
-  WITH collect({{f: node, score: score}}) AS fetched
-  CALL (fetched) {{
-    UNWIND fetched AS x
-    WITH x.f AS f, x.score AS score
+  WITH $terms AS terms WHERE size(terms) > 0
+  CALL () {{
+    MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact)
+    WHERE {_FACT_CANDIDATE_VISIBLE}
+    RETURN count(f) AS n, avg(size(f.text)) AS avgdl
+  }}
+  UNWIND terms AS t
+  CALL (t) {{
+    CALL db.index.fulltext.queryNodes($text_index, t) YIELD node AS f
     MATCH (d:Dossier)-[:HAS_FACT]->(f)
     WHERE {_FACT_CANDIDATE_VISIBLE}
-    WITH f, d, score
-    ORDER BY score DESC, f.id
-    LIMIT $depth
-    RETURN collect({_FACT_CANDIDATE}) AS text
+    RETURN collect({{f: f, dossier_id: d.id}}) AS matches
   }}
-  RETURN size(fetched) AS text_fetched, text
+  WITH n, avgdl, t, matches, log(1.0 + (n - size(matches) + 0.5) / (size(matches) + 0.5)) AS idf
+  UNWIND matches AS m
+  WITH m.f AS f, m.dossier_id AS dossier_id, avgdl, idf,
+       size([w IN split(toLower(m.f.text), $separators) WHERE w = t]) AS count
+  WITH f, dossier_id, avgdl, idf, CASE WHEN count > 0 THEN toFloat(count) ELSE 1.0 END AS tf
+  WITH f, dossier_id,
+       sum(idf * tf / (tf + $k1 * (1.0 - $b + $b * size(f.text) / avgdl))) AS score
+  ORDER BY score DESC, f.id
+  LIMIT $depth
+  WITH collect({{f: f, dossier_id: dossier_id, score: score}}) AS text
+  RETURN text
 """
 # Pseudo-relevance feedback: the query moved toward the mean of its top ``$feedback`` dense
 # hits (Rocchio), asked again; it finds facts worded like the answers rather than the question.
@@ -669,7 +685,7 @@ def fact_search_query(dense: str) -> str:
         f"CALL (fused) {{{FACT_BLOCK_NEIGHBOURS}}}\n"
         f"CALL (dense, text, feedback, fused, neighbours) {{{FACT_RANK_POOL}}}\n"
         f"CALL (top) {{{FACT_DOSSIER_HEADERS}}}\n"
-        "RETURN dense_fetched, size(dense) AS dense_count, text_fetched, size(text) AS text_count,\n"
+        "RETURN dense_fetched, size(dense) AS dense_count,\n"
         "       total, ranked, facts, headers"
     )
 

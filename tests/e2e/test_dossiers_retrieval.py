@@ -35,7 +35,7 @@ from cairn.memory.dossiers.facts import (
     FactRetriever,
     FusionConfig,
     content_words,
-    lucene_query,
+    query_terms,
 )
 from cairn.memory.dossiers.facts import format_for_context as format_facts
 from cairn.memory.dossiers.governor import process_fact_packet
@@ -541,12 +541,11 @@ def test_full_text_finds_a_rare_word_that_dense_misses(empty_db: Driver, embedde
     assert hit.observed_at is not None and hit.observed_at.startswith("2023-05-08")
 
 
-def test_lucene_query_passes_no_syntax_through() -> None:
-    assert (
-        lucene_query('Oscar AND (dog* OR "cat") -x ~2 \\ /re/')
-        == "oscar OR and OR dog OR or OR cat OR x OR 2 OR re"
-    )
-    assert lucene_query("?!") == ""
+def test_query_terms_pass_no_syntax_through() -> None:
+    """Each term is a Lucene query of its own: letters and digits only, no english stop word."""
+    terms = query_terms('Oscar AND (dog* OR "cat") -x ~2 \\ /re/ the Dog')
+    assert terms == ["oscar", "dog", "cat", "x", "2", "re"]
+    assert query_terms("?!") == []
 
 
 def test_content_words_keep_the_topic_only() -> None:
@@ -581,7 +580,8 @@ def test_fact_context_respects_the_budget_and_shows_observed_dates(
     for budget in (5, 40, 80, 150):
         text = format_facts(hits, max_tokens=budget)
         assert count_tokens(text) <= budget
-        shown = [h.fact["text"] for h in hits if h.fact["text"] in text]
+        # A fact is shown by its own line (the summary may quote facts out of rank order).
+        shown = [h.fact["text"] for h in hits if f"] {h.fact['text']}\n" in text]
         assert shown == [h.fact["text"] for h in hits[: len(shown)]]  # a prefix of the ranking
     assert format_facts(hits, max_tokens=5) == ""
     assert format_facts([]) == ""

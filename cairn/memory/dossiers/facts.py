@@ -6,7 +6,9 @@ returning dossiers with their newest facts found 5% of the evidence where a flat
 over the facts found 59%, so this ranks facts directly and uses dossiers only as context.
 
 Ranking is hybrid: the Fact vector index (cosine, re-scored exactly) and Neo4j's full-text
-index on ``Fact.text`` (Lucene BM25, english analyzer) each give a ranked list, fused by
+index on ``Fact.text`` (english analyzer; it finds each query word's facts, which are scored by
+BM25 over the caller's visible facts only: docs/design.md §Fact search scores, never by
+Lucene's score, whose statistics count hidden facts) each give a ranked list, fused by
 their scores rescaled to [0, 1] (cosine min-max over the list, BM25 over its best); this beat
 reciprocal rank fusion (RRF, still a ``FusionConfig`` option) because it keeps how far ahead
 the best matches are. Then
@@ -17,16 +19,17 @@ told in the same session. What was measured for each choice is in bench/results/
 Scope: every candidate list is filtered by the caller's Scope inside Cypher (the policy
 module's ``acl_visible`` on the fact and its dossier, and the HAS_FACT edge allowlist)
 before it is ordered, cut or counted. Both indexes are queried before the filter (they
-cannot take one), so each fetch is larger than the list it must fill and grows until the
-list is full or the index has nothing more; only then does the dense side fall back to an
-exact scan over the visible facts. Hidden facts cost time, never a rank.
+cannot take one). The vector index's fetch is larger than the list it must fill and grows
+until the list is full or the index has nothing more; only then does the dense side fall back
+to an exact scan over the visible facts. The full-text side takes every match of each word,
+so it has no fetch to grow. Hidden facts cost time, never a rank or a score.
 
 One round trip per search: both lists, the top fused seeds' block neighbours, the ranked pool
 and the headers of the returned facts' dossiers come from one query (``FACT_SEARCH`` in
 ``cairn.graph.dossiers``, imported as ``cypher``); only the top_k facts' fields travel
 (carrying every candidate's was most of the latency), never a vector (a dossier's visible
 facts' vectors only when some are hidden, to rebuild its summary).
-It is repeated only when a list must be refetched larger.
+It is repeated only when the dense list must be refetched larger.
 """
 
 from __future__ import annotations
@@ -170,10 +173,55 @@ def content_words(text: str) -> str:
     return " ".join(kept)
 
 
-def lucene_query(text: str, drop: frozenset[str] = frozenset()) -> str:
-    """The question as a Lucene OR of its words: no syntax from the caller reaches the parser."""
-    words = [w for w in dict.fromkeys(w.lower() for w in _WORD.findall(text)) if w not in drop]
-    return " OR ".join(words[:MAX_QUERY_WORDS])
+# Lucene's english stop words: its analyzer drops them, so a query of one alone finds nothing.
+LUCENE_STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
+)
+# What splits a fact's text into words when its term frequencies are counted (``cypher.FACT_FULLTEXT``).
+TEXT_SEPARATORS = [" ", "\t", "\n", ".", ",", ";", ":", "!", "?", '"', "(", ")", "[", "]", "/", "-"]
+BM25_K1 = 1.2  # Lucene's defaults
+BM25_B = 0.75
+
+
+def query_terms(text: str, drop: frozenset[str] = frozenset()) -> list[str]:
+    """The question's distinct lower-cased words, each a Lucene query of one word: no syntax from
+    the caller reaches the parser (a word is letters and digits only)."""
+    words = dict.fromkeys(w.lower() for w in _WORD.findall(text))
+    return [w for w in words if w not in drop and w not in LUCENE_STOP_WORDS][:MAX_QUERY_WORDS]
 
 
 @dataclass(frozen=True)
@@ -268,7 +316,10 @@ class FactRetriever:
         params: dict[str, Any] = {
             **scope.cypher_params(),
             "vec": vec,
-            "lucene": lucene_query(query, QUESTION_WORDS if cfg.drop_question_words else frozenset()),
+            "terms": query_terms(query, QUESTION_WORDS if cfg.drop_question_words else frozenset()),
+            "separators": TEXT_SEPARATORS,
+            "k1": BM25_K1,
+            "b": BM25_B,
             "depth": max(cfg.depth, 2 * top_k),
             "statuses": ["active", "archived"] if include_archived else ["active"],
             "vector_index": cypher.FACT_VECTOR_INDEX,
@@ -334,25 +385,20 @@ class FactRetriever:
         return taken
 
     def _fetch(self, params: dict[str, Any]) -> dict[str, Any]:
-        """One round trip, repeated only while a list is short of ``depth`` visible facts and its
-        index has more: the fetch grows; past ``MAX_FETCH`` the dense list is an exact scan."""
+        """One round trip, repeated only while the dense list is short of ``depth`` visible facts
+        and its index has more: the fetch grows; past ``MAX_FETCH`` the dense list is an exact
+        scan. The full-text list takes every visible match of each word, so it is never short."""
         query = cypher.FACT_SEARCH
-        dense_fetch = text_fetch = max(FIRST_FETCH, 2 * params["depth"])
+        dense_fetch = max(FIRST_FETCH, 2 * params["depth"])
         while True:
-            records, _, _ = self.driver.execute_query(
-                query, {**params, "dense_fetch": dense_fetch, "text_fetch": text_fetch}
-            )
+            records, _, _ = self.driver.execute_query(query, {**params, "dense_fetch": dense_fetch})
             r = records[0]
-            dense_short = r["dense_fetched"] == dense_fetch and r["dense_count"] < params["depth"]
-            text_short = r["text_fetched"] == text_fetch and r["text_count"] < params["depth"]
-            if not (dense_short or text_short):
+            if not (r["dense_fetched"] == dense_fetch and r["dense_count"] < params["depth"]):
                 return dict(r)
-            if dense_short and dense_fetch >= MAX_FETCH:
+            if dense_fetch >= MAX_FETCH:
                 query = cypher.FACT_SEARCH_EXACT
-            elif dense_short:
+            else:
                 dense_fetch *= 4
-            if text_short:
-                text_fetch *= 4
 
     def _hits(
         self, scope: Scope, headers: dict[str, DossierView], chosen: Sequence[_Candidate]
