@@ -454,9 +454,8 @@ def test_any_sequence_of_appends_numbers_sections_1_to_n(
     files = {name: folder / f"{name}.md" for name in ("alpha", "beta")}
     written: dict[str, list[str]] = {"alpha": [], "beta": []}
     for name, filed in appends:
-        written[name].extend(
-            letter(f, text=f"{name} letter {len(written[name]) + i}.") for i, f in enumerate(filed)
-        )
+        first = len(written[name])  # each letter's text is distinct: a repeat is a real "duplicate"
+        written[name].extend([letter(f, text=f"{name} letter {first + i}.") for i, f in enumerate(filed)])
         write(files[name], *written[name])
         report = sync(driver, files[name], folder / "c.jsonl", embedder)
         assert report.conflicts == [] and len(report.created) == len(filed)
