@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from neo4j import Driver
+from neo4j import Driver, ManagedTransaction
 
 from cairn.policy.acl import acl_visible
 from cairn.policy.profiles import SENSITIVITY_RANK, PolicyRegistry, matches
@@ -129,6 +129,15 @@ def stored_ids(driver: Driver, scope: Scope, ids: Iterable[str]) -> StoredIds:
     hidden = frozenset(str(r["id"]) for r in records if not r["visible"])
     domains = {str(r["id"]): str(r["domain"]) for r in records if r["visible"] and r["domain"]}
     return StoredIds(visible, times, hidden, domains)
+
+
+def hidden_ids(tx: ManagedTransaction, scope: Scope, ids: Iterable[str]) -> frozenset[str]:
+    """The given ids that are stored but hidden from ``scope``, read inside ``tx`` (so under the
+    locks it holds): ids a write derives from a caller's key must not land on one of them."""
+    if scope.unrestricted:
+        return frozenset()
+    records = tx.run(STORED_FOR_SCOPE, {**scope.cypher_params(), "ids": sorted(set(ids))})
+    return frozenset(str(r["id"]) for r in records if not r["visible"])
 
 
 def readable_by_some_role(driver: Driver, registry: PolicyRegistry, rows: list[dict[str, Any]]) -> set[str]:

@@ -55,6 +55,7 @@ from cairn.memory.dossiers.voting import (
     tally,
 )
 from cairn.policy.scope import Scope
+from cairn.policy.writes import TAKEN_ID, hidden_ids
 from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
 
 EMBED_CHUNK = 64  # facts embedded per batch when ingesting many packets (small: routing overlaps)
@@ -397,7 +398,16 @@ def _apply_one(
     writer: Scope | None,
 ) -> RoutingResult:
     """The whole packet in one transaction (re-run from the top by the driver on a transient error)."""
-    applied_to = take_lock(tx, entry_id(packet.key, 0))
+    marker = entry_id(packet.key, 0)
+    applied_to = take_lock(tx, marker)
+    if writer is not None:
+        # A key (given or hashed) whose packet, dossier or facts the writer cannot read is taken,
+        # and said to be so in the words used for any hidden id, never where it went
+        # (docs/design.md §Policy module).
+        facts = [fact_id(packet.key, i) for i in range(len(packet.facts))]
+        own = [marker, dossier_id_for(packet.key), *facts]
+        if hidden_ids(tx, writer, [*own, *([applied_to] if applied_to else [])]):
+            raise InputError("fact packet", [Problem("packet_id", f"the packet key {TAKEN_ID}")])
     if applied_to is not None:
         return RoutingResult(applied_to, "already_applied", packet.key)
     return _apply(tx, packet, vectors, model, preset, writer=writer)
