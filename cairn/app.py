@@ -33,7 +33,7 @@ from strawberry.http import GraphQLHTTPResponse
 from cairn.memory import trace as bundles
 from cairn.memory.ask import AskService
 from cairn.memory.factors.intents import intent_classifier
-from cairn.policy.passport import Caller, PassportError, headers_for, verify
+from cairn.policy.passport import Caller, PassportError, headers_for, secret_problem, verify
 from cairn.policy.profiles import PolicyRegistry
 from cairn.resolvers.context import RequestContext, Services
 from cairn.resolvers.schema import schema
@@ -201,6 +201,8 @@ def _stored_schema_version(services: Services) -> int | None:
 
 def create_app(settings: Settings | None = None) -> Starlette:
     settings = settings or get_settings()
+    if problem := secret_problem(settings.passport_secret, min_chars=1):  # `cairn serve` wants more
+        raise ValueError(problem)
     configure_logging()
     registry = PolicyRegistry.load(settings.policy_file)
     state: dict[str, Any] = {}

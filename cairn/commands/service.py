@@ -13,7 +13,7 @@ from cairn.app import create_app, is_loopback
 from cairn.commands.common import console, fail, old_schema
 from cairn.commands.database import neo4j_start
 from cairn.ingest.demo import FIXTURES, load_demo
-from cairn.policy.passport import DEFAULT_LIFETIME_S, MAX_LIFETIME_S, headers_for
+from cairn.policy.passport import DEFAULT_LIFETIME_S, MAX_LIFETIME_S, headers_for, secret_problem
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
 from cairn.runtime.database import connection, sync_driver
@@ -56,6 +56,8 @@ def serve(
     )
     cap_malloc_arenas(settings.malloc_arenas)  # first, before any thread allocates
     set_torch_threads(SERVE_TORCH_THREADS)
+    if problem := secret_problem(settings.passport_secret):
+        raise fail(problem)
     if settings.passport_secret is None and not is_loopback(settings.host):
         raise fail("refusing to listen on a non-loopback address without CAIRN_PASSPORT_SECRET")
     if settings.embedded and not neo4j_server.status(settings).running:

@@ -40,6 +40,9 @@ VALIDITY = (ISSUED_AT, EXPIRES)  # required, and signed, when the server has a s
 DEFAULT_LIFETIME_S = 900
 MAX_LIFETIME_S = 24 * 3600  # a longer-lived passport is refused: a leak must not last forever
 CLOCK_SKEW_S = 30
+# The shortest passport secret `cairn serve` accepts: an HMAC key anyone can guess (or an empty
+# one, which CAIRN_PASSPORT_SECRET= sets) lets anyone sign any role (docs/design.md §Passport).
+MIN_SECRET_CHARS = 16
 
 _TOKEN = re.compile(r"^[A-Za-z0-9._@:/-]{1,128}$")
 # Request ids name trace folders: no separators, no leading dot, ASCII only.
@@ -117,6 +120,17 @@ def canonical(headers: Mapping[str, str]) -> bytes:
         if value is not None:
             lines.append(f"{name.lower()}:{value}")
     return "\n".join(lines).encode()
+
+
+def secret_problem(secret: str | None, min_chars: int = MIN_SECRET_CHARS) -> str | None:
+    """Why ``secret`` cannot sign passports (None: it can, or there is none)."""
+    if secret is None:
+        return None
+    if not secret.strip():
+        return "CAIRN_PASSPORT_SECRET is set but blank: every passport signed with it could be forged"
+    if len(secret) < min_chars:
+        return f"CAIRN_PASSPORT_SECRET must be at least {min_chars} characters long"
+    return None
 
 
 def sign(headers: Mapping[str, str], secret: str) -> str:
