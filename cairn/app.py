@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -134,6 +135,15 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
     def __init__(self) -> None:
         super().__init__(schema, allow_queries_via_get=False, multipart_uploads_enabled=False)
         self.services: Services | None = None  # set by the lifespan once Neo4j is connected
+
+    def decode_json(self, data: str | bytes) -> object:
+        """strawberry turns only a JSONDecodeError into a 400: bytes that are not UTF-8 (or a
+        gzip body, never decoded here) and nesting too deep for the parser's recursion also get
+        one, with a code, instead of a bare 500 (docs/design.md §Errors)."""
+        try:
+            return json.loads(data)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise UnreadableRequest(400, "Unable to parse request body as JSON") from exc
 
     async def render_graphql_ide(self, request: Request) -> Response:
         """strawberry's own page loads GraphiQL from a CDN; ours serves the vendored copy."""

@@ -1,0 +1,63 @@
+"""Request bodies the JSON parser cannot read (red-team pass on HTTP, 2026-11-25).
+
+Found against the running ``cairn serve --demo``: a POST to /graphql whose body was not UTF-8
+(one 0xff byte in the query, or a gzip body sent with ``Content-Encoding: gzip``), or JSON
+nested 100,000 arrays deep, was answered ``500 Internal Server Error`` in plain text, with no
+``extensions.code``, and logged a traceback: strawberry turns only a ``JSONDecodeError`` into
+a 400, while these raise ``UnicodeDecodeError`` and ``RecursionError``. Fixed in
+``cairn.app.CairnGraphQL.decode_json``: every body that does not parse is a 400 ``BAD_REQUEST``,
+like malformed JSON (docs/design.md §Errors).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from neo4j import Driver
+from starlette.testclient import TestClient
+
+from cairn.app import create_app
+from cairn.policy.profiles import PolicyRegistry
+from cairn.runtime.settings import Settings
+from tests.e2e.conftest import passport
+
+BODIES = {
+    "not utf-8": b'{"query": "{ __typename \xff }"}',
+    "gzip": b"\x1f\x8b\x08\x00" + bytes(60),
+    "latin-1": '{"query": "{ __typename }", "x": "caf\xe9"}'.encode("latin-1"),
+    "deeply nested": b'{"query": "{ __typename }", "variables": {"a": '
+    + b"[" * 100_000
+    + b"]" * 100_000
+    + b"}}",
+    "lone surrogate escape": b'{"query": "{ __typename }", "x": "\\udc80"}',
+}
+
+
+@pytest.fixture(scope="module")
+def client(acme: Driver, settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+        yield c
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_an_unparseable_body_is_a_coded_400(name: str, client: TestClient, registry: PolicyRegistry) -> None:
+    headers = {**passport(registry, "staff"), "Content-Type": "application/json"}
+    if name == "gzip":
+        headers["Content-Encoding"] = "gzip"
+    response = client.post("/graphql", content=BODIES[name], headers=headers)
+    if name == "lone surrogate escape":  # valid JSON: parsed, and the query runs
+        assert response.status_code == 200, response.text
+        assert response.json()["data"] == {"__typename": "Query"}
+        return
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert [e["extensions"]["code"] for e in body["errors"]] == ["BAD_REQUEST"]
+    assert "Traceback" not in response.text and "Error" not in body["errors"][0]["message"]
+
+
+def test_a_readable_body_still_runs(client: TestClient, registry: PolicyRegistry) -> None:
+    headers = {**passport(registry, "staff"), "Content-Type": "application/json"}
+    response = client.post("/graphql", content=json.dumps({"query": "{ __typename }"}), headers=headers)
+    assert response.json() == {"data": {"__typename": "Query"}}
