@@ -148,7 +148,7 @@ def source_name(path: Path) -> str:
 
 
 def check_source(source: str) -> str:
-    if not SOURCE_PATTERN.match(source):
+    if not SOURCE_PATTERN.fullmatch(source):  # not match: "$" also matches before a final newline
         raise ValueError(f"source name '{source}' must be a lower-case slug (a-z, 0-9, '-'; at most 64)")
     return source
 
