@@ -45,7 +45,7 @@ from cairn.memory.factors.recalculation import (
     synthesise,
 )
 from cairn.policy.scope import Scope
-from cairn.policy.writes import TAKEN_ID, stored_ids
+from cairn.policy.writes import TAKEN_ID, edge_problem, stored_ids
 from cairn.runtime.embedder import Embedder, get_embedder
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$")
@@ -251,7 +251,30 @@ def _check_inputs(
         missing = [i for i in wanted if i not in found]
         if missing:
             raise FactorError("NOT_FOUND", f"unknown influencing factor '{missing[0]}'", "influenced_by")
+    _check_edges(driver, scope, factor_id, wanted, session_id)
     return state.name
+
+
+def _check_edges(
+    driver: Driver, scope: Scope, factor_id: str, influences: Sequence[str], session_id: str | None
+) -> None:
+    """The entry is stored with ABOUT, CURRENT_STATE, PART_OF and INFLUENCED_BY edges: a writer
+    whose headers drop one of these types (X-Edge-Allow) could not read back what it wrote, so
+    it may not write it (cairn.policy.writes.edge_problem; docs/design.md §Policy module)."""
+    if scope.unrestricted:
+        return
+    ids = [factor_id, *influences, *([session_id] if session_id else [])]
+    domains = stored_ids(driver, scope, ids).domains  # all visible: checked above
+    home = domains.get(factor_id, "")
+    edges = [
+        ("ABOUT", home, home, "factor_id"),
+        ("CURRENT_STATE", home, home, "factor_id"),
+        ("PART_OF", home, domains.get(session_id, home) if session_id else home, "session_id"),
+        *(("INFLUENCED_BY", home, domains.get(i, ""), "influenced_by") for i in influences),
+    ]
+    for rel, start, end, field in edges:
+        if (problem := edge_problem(scope, rel, start, end)) is not None:
+            raise FactorError("INVALID_INPUT", problem.message, field)
 
 
 def _entry_text(name: str, rationale: str, excerpt: str) -> str:
