@@ -111,6 +111,13 @@ def edge_problem(scope: Scope, rel_type: str, start_domain: str, end_domain: str
     return WriteProblem("type", f"this role may not walk {rel_type} edges between these domains")
 
 
+def edges_problems(scope: Scope, rel_types: Iterable[str], domain: str) -> list[WriteProblem]:
+    """The edge types, stored between nodes of ``domain``, that ``scope`` could not walk back: a
+    write that stores them (a dossier's HAS_FACT, a journal's ABOUT, ...) would put data where
+    the writer cannot read it, e.g. when its X-Edge-Allow header dropped their type."""
+    return [p for rel in rel_types if (p := edge_problem(scope, rel, domain, domain)) is not None]
+
+
 @dataclass(frozen=True)
 class StoredIds:
     """What the store holds under some ids, as far as one scope may know it."""

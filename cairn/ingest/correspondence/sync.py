@@ -68,7 +68,7 @@ from cairn.ingest.correspondence.parser import (
 )
 from cairn.memory.correspondence import Numbering
 from cairn.policy.scope import Scope
-from cairn.policy.writes import create_problems
+from cairn.policy.writes import create_problems, edges_problems
 from cairn.runtime.embedder import MODEL_NAME, Embedder, get_embedder
 from cairn.schema.section_text import embeddable_text
 
@@ -338,6 +338,12 @@ def sync_bytes(
             namespaces=s.access.namespaces,
             roles_allowed=s.access.roles_allowed,
         )
+    ]
+    refused += [  # a reply is stored as a RESPONDS_TO edge, which the writer must be able to walk
+        Issue(s.line, f"responds to: {p.message}")
+        for s in parsed.sections
+        if s.responds_to
+        for p in edges_problems(scope, ["RESPONDS_TO"], s.access.domain)
     ]
     if refused:
         raise CorrespondenceError(label, refused)

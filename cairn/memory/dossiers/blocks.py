@@ -96,7 +96,7 @@ def ingest_blocks(
     """
     parsed = [_as_block(b, f"blocks[{i}]: " if len(blocks) > 1 else "") for i, b in enumerate(blocks)]
     for b in parsed:
-        b.access.check_writer(writer, "block", f"{b.block_id}.access")
+        b.access.check_writer(writer, "block", f"{b.block_id}.access", edges=("PART_OF",))
     seen: set[str] = set()
     problems = []
     for b in parsed:

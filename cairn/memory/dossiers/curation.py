@@ -57,14 +57,20 @@ def _key(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:20]
 
 
-def _load(tx: ManagedTransaction, ids: list[str], writer: Scope | None) -> dict[str, dict[str, Any]]:
-    """The dossiers' rows; one that is absent, or outside ``writer``'s profile, is "no dossier"."""
+def _load(
+    tx: ManagedTransaction, ids: list[str], writer: Scope | None, edges: tuple[str, ...] = ("ABOUT",)
+) -> dict[str, dict[str, Any]]:
+    """The dossiers' rows; one that is absent, or outside ``writer``'s profile, is "no dossier".
+    The change journals ABOUT them (a merge also moves HAS_FACT): a writer that could not walk
+    those edges back may not make it."""
     found = {r["id"]: r.data() for r in tx.run(cypher.LOAD_DOSSIER_ACCESS, ids=ids)}
     missing = [
         i for i in ids if i not in found or (writer is not None and _access(found[i]).problems_for(writer))
     ]
     if missing:
         raise CurationError(f"no dossier {missing[0]!r}")
+    for i in ids:
+        _access(found[i]).check_writer(writer, "dossier change", edges=edges)
     return found
 
 
@@ -94,7 +100,7 @@ def _merge(
 ) -> CurationResult:
     key = _key("merge", source, target)
     done = take_lock(tx, entry_id(key, 0)) is not None
-    rows = _load(tx, [source, target], writer)  # before anything is said about them
+    rows = _load(tx, [source, target], writer, ("ABOUT", "HAS_FACT"))  # before anything is said about them
     if done:
         return CurationResult("merged", (target, source), already_done=True)
     for did in (source, target):

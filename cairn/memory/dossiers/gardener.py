@@ -33,7 +33,7 @@ from cairn.errors import EXIT_FAILED, CairnError
 from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.adjudicator import Adjudicator
 from cairn.memory.dossiers.blocks import block_node_id
-from cairn.memory.dossiers.governor import RoutingResult, process_fact_packet
+from cairn.memory.dossiers.governor import PACKET_EDGES, RoutingResult, process_fact_packet
 from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
 from cairn.memory.dossiers.lock import take_lock
 from cairn.memory.dossiers.models import Access, FactItem, FactPacket
@@ -319,6 +319,7 @@ def garden_block(
     )
     if writer is not None and access.problems_for(writer):
         raise BlockNotFound(f"no block {block_id!r}")
+    access.check_writer(writer, "block", edges=PACKET_EDGES)  # it routes the block's facts
     report = GardenReport(block_id)
     if props.get("processed_at") is not None:
         report.already_processed = True

@@ -60,6 +60,8 @@ from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
 
 EMBED_CHUNK = 64  # facts embedded per batch when ingesting many packets (small: routing overlaps)
 PACKETS_PER_TRANSACTION = 16  # ingest_packets commits this many packets at once
+# What a packet stores between nodes of its domain: dossier to fact, fact to block, journal to dossier.
+PACKET_EDGES = ("HAS_FACT", "FROM_BLOCK", "ABOUT")
 
 
 @dataclass(frozen=True)
@@ -203,7 +205,7 @@ def process_fact_packet(
     the vote under the lock agrees with it (same candidates), otherwise the rule decides.
     """
     packet = _as_packet(packet)
-    packet.access.check_writer(writer, "fact packet")
+    packet.access.check_writer(writer, "fact packet", edges=PACKET_EDGES)
     model = embedder or get_embedder()
     if vectors is None:
         vectors = model.embed([f.text for f in packet.facts])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -31,7 +31,7 @@ from pydantic import (
 
 from cairn.errors import CairnError
 from cairn.policy.scope import Scope
-from cairn.policy.writes import create_problems
+from cairn.policy.writes import create_problems, edges_problems
 
 DEFAULT_DOMAIN = "acme/assistant"
 DEFAULT_NAMESPACES = ("internal",)
@@ -99,9 +99,17 @@ class Access(_Strict):
             raise ValueError(f"invalid name {bad[0]!r}")
         return tuple(sorted(set(value)))  # sorted: equal access compares equal in Cypher
 
-    def check_writer(self, writer: Scope | None, what: str, where: str = "access") -> None:
-        """Raise ``AccessRefused`` when ``writer`` may not create data with these access fields."""
-        if writer is not None and (problems := self.problems_for(writer, where)):
+    def check_writer(
+        self, writer: Scope | None, what: str, where: str = "access", edges: Sequence[str] = ()
+    ) -> None:
+        """Raise ``AccessRefused`` when ``writer`` may not create data with these access fields,
+        or store ``edges`` (edge types) between such nodes that it could not walk back."""
+        if writer is None:
+            return
+        problems = self.problems_for(writer, where) + [
+            Problem(f"{where}.edges", p.message) for p in edges_problems(writer, edges, self.domain)
+        ]
+        if problems:
             raise AccessRefused(what, problems)
 
     def problems_for(self, scope: Scope, where: str = "access") -> list[Problem]:
