@@ -22,11 +22,12 @@ from cross_web import HTTPException as UnreadableRequest
 from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLHTTPResponse
@@ -52,6 +53,46 @@ READY_TIMEOUT_S = 3.0
 # A GraphQL request body larger than this is answered 413 before it is read whole or parsed.
 # Generous for the largest legitimate request (a correspondence file synced as `markdown`).
 MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+# Sent with every HTTP answer (docs/design.md §HTTP hardening). GraphiQL's page needs an inline
+# script and eval (its bundle compiles with `new Function`); every other page gets neither.
+SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'"
+)
+GRAPHIQL_CSP = CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inline' 'unsafe-eval'")
+
+
+class SecurityHeaders:
+    """Adds SECURITY_HEADERS and a Content-Security-Policy to every HTTP response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        csp = GRAPHIQL_CSP if scope["path"] == "/graphql" else CSP
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                message = {
+                    **message,
+                    "headers": [*headers, *SECURITY_HEADERS, (b"content-security-policy", csp.encode())],
+                }
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 def is_loopback(host: str) -> bool:
@@ -316,4 +357,4 @@ def create_app(settings: Settings | None = None) -> Starlette:
     ]
     if WEB_DIR.is_dir():
         routes.append(Mount("/ui", StaticFiles(directory=WEB_DIR, html=True)))
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(SecurityHeaders)])

@@ -70,6 +70,7 @@ def serve(
         port=settings.port,
         timeout_graceful_shutdown=30,
         log_level="info",
+        server_header=False,  # no software banner (docs/design.md §HTTP hardening)
     )
 
 
