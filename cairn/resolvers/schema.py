@@ -17,6 +17,7 @@ from graphql import (
     GraphQLResolveInfo,
     GraphQLSyntaxError,
     NoSchemaIntrospectionCustomRule,
+    OperationDefinitionNode,
     ValidationContext,
     ValidationRule,
     VariableDefinitionNode,
@@ -407,6 +408,16 @@ class CachedValidation(SchemaExtension):
             ctx.pre_execution_errors = list(
                 _validate(ctx.schema._schema, ctx.graphql_document, tuple(ctx.validation_rules))
             )
+            operations = sum(isinstance(d, OperationDefinitionNode) for d in ctx.graphql_document.definitions)
+            if not ctx.pre_execution_errors and ctx._provided_operation_name is None and operations > 1:
+                # GraphQL spec, GetOperation: several operations and no name is a request error
+                # (strawberry would run the first one).
+                ctx.pre_execution_errors = [
+                    GraphQLError(
+                        "operationName is required when the document holds several operations",
+                        extensions={"code": "GRAPHQL_VALIDATION_FAILED"},
+                    )
+                ]
         yield
 
 
