@@ -12,9 +12,9 @@ for a role allowed the LLM, every prompt sent to it.
 Run by hand against `cairn serve --demo` (a larger battery, 3,355 requests per view) it found no
 difference beyond those disclosures for staff, manager and a director narrowed to low
 sensitivity (whose 241 LLM prompts were identical too); the suite keeps a smaller battery for
-staff and the narrowed director. Deleting stands in for never writing: nothing a reader sees is
-computed from other nodes at write time across ACLs (dossiers join, merge and link only
-dossiers with equal access fields), so what is left equals a store that never held the rest.
+staff and the narrowed director. Deleting stands in for never writing because what a reader
+sees of a dossier is never computed at write time from facts of another access (packets join,
+and curation merges and links, only dossiers with equal access fields).
 """
 
 from __future__ import annotations
