@@ -82,7 +82,7 @@ class AskService:
         budget: Budget | None = None,
     ) -> AskResult:
         # Looked up per call, not cached at import: `cairn ask` sets the level before its first ask.
-        log = structlog.get_logger("cairn.ask")
+        log = structlog.get_logger("cairn.ask").bind()  # bound once: the proxy would bind per call
         budget = budget or Budget()
         lat: dict[str, float] = {}
         started = time.perf_counter()

@@ -96,7 +96,7 @@ class _Unset:
 UNSET = _Unset()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Scored:
     """One ranked candidate with the signals that produced its score, for selection_metrics."""
 
@@ -170,22 +170,28 @@ def select(cs: CandidateSet) -> Selection:
     anchor_words = _words(cs.anchor)
     anchor_ts = node_timestamp(cs.anchor)
     nodes, duplicates = _unique(n for n in cs.nodes if n.id != cs.anchor.id)
-    role = parts(cs)
+    tier_of = {node_id: _TIER_INDEX[part] for node_id, part in parts(cs).items()}.get
+    context = _TIER_INDEX["context"]
     keyed = []
     for n in nodes:
         value = n.fields.get("timestamp")
         raw = None if value is None else str(value)  # node_timestamp, inline: it runs per node
         ts = _parse_timestamp(raw) if raw else None
         scored = _score(n, anchor_words, anchor_ts, ts)
-        newest = (1, 0.0) if ts is None else (0, -ts.timestamp())  # dated first, newer first
-        tier = _TIER_INDEX[role.get(n.id, "context")]
-        keyed.append(((tier, -scored.score, *newest, n.id), scored))
-    keyed.sort(key=_first)
-    return Selection([scored for _, scored in keyed], duplicates)
+        # Dated first, newer first; the ids are unique (_unique), so no two keys are equal and
+        # the tuples sort by the key alone (the Scored at the end is never compared).
+        if ts is None:
+            keyed.append((tier_of(n.id, context), -scored.score, 1, 0.0, n.id, scored))
+        else:
+            keyed.append((tier_of(n.id, context), -scored.score, 0, -_epoch(ts), n.id, scored))
+    keyed.sort()
+    return Selection([item[5] for item in keyed], duplicates)
 
 
-def _first(item: tuple[tuple[int, float, int, float, str], Scored]) -> tuple[int, float, int, float, str]:
-    return item[0]
+@lru_cache(maxsize=8192)
+def _epoch(ts: datetime) -> float:
+    """A parsed timestamp as seconds (the ordering key), once per value: nodes recur."""
+    return ts.timestamp()
 
 
 _TIER_INDEX = {name: i for i, name in enumerate(TIERS)}
@@ -211,27 +217,33 @@ def _score(
         if ts is None or anchor_ts is None
         else round(abs((ts - anchor_ts).total_seconds()) / 86400, 2)
     )
-    title = headline(node)
-    words, quality = _text_signals(title, _tag_text(fields.get("tags")))
+    words, quality, union_base = _text_signals(headline(node), _tag_text(fields.get("tags")))
     # Jaccard overlap, importance, 1/hop and the share of expected fields, each rounded to 4
     # places; their values are few (ratios of small counts, the fixture's priors), so each
-    # rounding is remembered (_rounded) rather than redone per node.
-    union = len(words | anchor_words)
-    sim = _rounded(("sim", len(words & anchor_words), union))
+    # rounding is remembered (_SIM, _IMPORTANCE, ...) rather than redone per node.
+    common = len(words & anchor_words)
+    sim_key = (common, union_base + len(anchor_words) - common)  # the size of the union, no new set
+    sim = _SIM.get(sim_key)
+    if sim is None:
+        sim = _remember(_SIM, sim_key, round(common / sim_key[1] if sim_key[1] else 0.0, 4))
     value = fields.get("importance")
-    importance = _rounded(("importance", value.__class__, value))  # 1, 1.0 and True are equal keys
-    adjacency = _rounded(("adjacency", node.hop))
+    if value.__class__ is float:  # the usual prior; keyed by floats only (1, 1.0 and True are equal keys)
+        importance = _IMPORTANCE.get(value)
+        if importance is None:
+            importance = _rounded(("importance", float, value))
+            if value == value:  # not NaN: a NaN key is never found again
+                _remember(_IMPORTANCE, value, importance)
+    else:
+        importance = _rounded(("importance", value.__class__, value))
+    adjacency = _ADJACENCY.get(node.hop)
+    if adjacency is None:
+        adjacency = _remember(_ADJACENCY, node.hop, round(1.0 / max(node.hop, 1), 4))
     expected = EXPECTED_FIELDS.get(node.label, DEFAULT_EXPECTED_FIELDS)
-    present = sum(fields.get(name) not in _EMPTY for name in expected)
+    present = 0
+    for name in expected:
+        if fields.get(name) not in _EMPTY:
+            present += 1
     completeness = _rounded(("completeness", present, len(expected)))
-    signals = {
-        "sim": sim,
-        "recency_days": days,
-        "importance": importance,
-        "adjacency": adjacency,
-        "completeness": completeness,
-        "quality": quality,
-    }
     recency = 1.0 / (1.0 + days / RECENCY_HALF_LIFE_DAYS)
     # The WEIGHTS in their order, summed left to right as sum() over WEIGHTS would.
     score = (
@@ -243,7 +255,26 @@ def _score(
         + _W_COMPLETENESS * completeness
         + _W_QUALITY * quality
     )
+    signals = {
+        "sim": sim,
+        "recency_days": days,
+        "importance": importance,
+        "adjacency": adjacency,
+        "completeness": completeness,
+        "quality": quality,
+    }
     return Scored(node.id, round(score, 6), signals)
+
+
+_SIM: dict[tuple[int, int], float] = {}
+_IMPORTANCE: dict[float, float] = {}
+_ADJACENCY: dict[int, float] = {}
+
+
+def _remember(cache: dict[Any, float], key: Any, value: float) -> float:
+    if len(cache) < _MAX_ROUNDED:
+        cache[key] = value
+    return value
 
 
 class _Rounded(dict[tuple[Any, ...], float]):
@@ -280,10 +311,11 @@ _ROUNDED = _Rounded()
 
 
 @lru_cache(maxsize=8192)
-def _text_signals(title: str | None, tag_text: str) -> tuple[frozenset[str], float]:
-    """A headline's words (with the tags') and its rounded quality, once per text pair: the
-    same nodes recur from ask to ask."""
-    return _word_set(f"{title or ''} {tag_text}"), round(_quality(title), 4)
+def _text_signals(title: str | None, tag_text: str) -> tuple[frozenset[str], float, int]:
+    """A headline's words (with the tags'), its rounded quality and its word count, once per
+    text pair: the same nodes recur from ask to ask."""
+    words = _word_set(f"{title or ''} {tag_text}")
+    return words, round(_quality(title), 4), len(words)
 
 
 def _tag_text(tags: object) -> str:

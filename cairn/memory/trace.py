@@ -41,6 +41,7 @@ import json
 import queue
 import threading
 import zipfile
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ import structlog
 from cairn.errors import EXIT_FAILED, CairnError
 from cairn.memory.selector import select
 from cairn.policy.passport import Caller, is_request_id
-from cairn.policy.preselector import CandidateEdge, CandidateNode, CandidateSet
+from cairn.policy.preselector import CandidateEdge, CandidateNode, CandidateSet, scope_params
 
 VIEW_FILES = (
     "_meta.json",
@@ -95,8 +96,13 @@ def _owner(caller: Caller) -> str:
     """Who may read a trace: the user, its role, the policy and the scope it asked under, so a
     passport narrowed by its headers never reads what the same user saw with a wider view."""
     # NUL cannot occur in a user id, role name, policy key or JSON text, so the parts cannot run together.
-    view = json.dumps(caller.scope.cypher_params(), sort_keys=True, default=str)
-    key = "\0".join((caller.user_id, caller.role, caller.profile.policy_key, view))
+    # The scope's parameters as the walk got them (built once per distinct scope, not per ask).
+    view = json.dumps(scope_params(caller.scope), sort_keys=True, default=str)
+    return _owner_of("\0".join((caller.user_id, caller.role, caller.profile.policy_key, view)))
+
+
+@lru_cache(maxsize=1024)
+def _owner_of(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
@@ -186,20 +192,20 @@ def pack_evidence(nodes: list[CandidateNode]) -> bytes:
     ``bundle_fp`` is their hash and a reader can check the stored evidence against it.
     """
     fields = [n.fields for n in nodes]
-    names = sorted({name for f in fields for name in f})
-    columns: dict[str, list[Any]] = {name: [None] * len(fields) for name in names}
-    for i, f in enumerate(fields):
-        for name, value in f.items():
-            columns[name][i] = value
+    ids = [n.id for n in nodes]
     # Every node's own id among its fields (the usual case): said once, not stored twice.
-    own_id = all(f.get("id") == n.id for f, n in zip(fields, nodes, strict=True))
+    own_id = [f.get("id") for f in fields] == ids
+    names = set().union(*fields)
+    if own_id:
+        names.discard("id")
+    # A column per field name, read per name (absent: None); orjson writes tuples as arrays.
     return canonical_json(
         {
-            "ids": [n.id for n in nodes],
+            "ids": ids,
             "labels": [n.label for n in nodes],
             "hops": [n.hop for n in nodes],
-            "masked": [list(n.masked) for n in nodes],
-            "fields": {name: values for name, values in columns.items() if not (own_id and name == "id")},
+            "masked": [n.masked for n in nodes],
+            "fields": {name: [f.get(name) for f in fields] for name in names},
             "id_in_fields": own_id,
         }
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any
 
 from neo4j import Driver
@@ -31,7 +32,7 @@ REFERENCE_FIELDS = ("alias_of_decision",)
 POSITIONAL_FIELDS = {"Section": ("section_number", "ordinal", "source_line", "collision")}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CandidateNode:
     id: str
     label: str
@@ -230,24 +231,25 @@ def _assemble(
     anchor = drop_dangling_references(anchor, visible)
     others = sorted(
         (drop_dangling_references(n, visible) for n in seen.values() if n.id != anchor.id),
-        key=_node_key,
+        key=_NODE_KEY,
     )
     # Keyed (type, source, target), one edge per key: the sorted keys are the edges' order.
     return CandidateSet(anchor, others, [edges[k] for k in sorted(edges)]), trace
 
 
-def _node_key(n: CandidateNode) -> tuple[int, str]:
-    return (n.hop, n.id)
+# (hop, id): the order of the walk's nodes after the anchor.
+_NODE_KEY = attrgetter("hop", "id")
 
 
-# Scope.cypher_params per scope: a caller's scope is rebuilt per request from the same profile
-# and headers, and its regexes were built again each time. Keyed by every field of the scope,
-# so two scopes share parameters only when they are equal in everything.
+# Scope.cypher_params per scope (scope_params; the trace's owner key reads them too): a caller's
+# scope is rebuilt per request from the same profile and headers, and its regexes were built
+# again each time. Keyed by every field of the scope, so two scopes share parameters only when
+# they are equal in everything.
 _PARAMS: dict[tuple[Any, ...], dict[str, object]] = {}
 _MAX_PARAMS = 1024
 
 
-def _scope_params(scope: Scope) -> dict[str, object]:
+def scope_params(scope: Scope) -> dict[str, object]:
     key = tuple(
         tuple(value.items()) if isinstance(value, dict) else value
         for value in (getattr(scope, f.name) for f in fields(scope))
@@ -272,7 +274,7 @@ def preselect(
 ) -> tuple[CandidateSet, PolicyTrace]:
     """Scoped k-hop expansion from ``anchor_id`` in one round trip (the hop limit is the scope's)."""
     depth = max(0, scope.max_hops if hops is None else min(hops, scope.max_hops))
-    params = {**_scope_params(scope), "anchor": anchor_id, "cap": cap}
+    params = {**scope_params(scope), "anchor": anchor_id, "cap": cap}
     records, _, _ = driver.execute_query(EXPAND_QUERIES[depth], params)
     # The values are plain maps and lists already: Record.data() would walk every one again.
     return _assemble(scope, anchor_id, dict(records[0]) if records else None)
