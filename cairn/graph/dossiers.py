@@ -151,32 +151,40 @@ ORDER BY p, dossier_id
 
 # --- packet writes (docs/design.md §Routing) -----------------------------------------------------
 
-# Every route of one packet into its dossier, in one statement whose cost does not grow with
-# the dossier: the facts are written, the centroid sum (advanced in Python from the one the
-# vote read) is stored, and the summary is re-chosen from the dossier's pool of central facts
-# and the new facts. Returns the summary before and after. ``FROM_BLOCK`` is drawn only to a
-# block the writer may read: to a writer, a hidden block is one that does not exist.
+# Every route of each packet (``$packets``, in order) into its dossier, in one statement whose
+# cost does not grow with the dossier: the facts are written, the centroid sum (advanced in Python
+# from the one the vote read) is stored, and the summary is re-chosen from the dossier's pool of
+# central facts and the new facts. Returns, per packet (``pk.n``) and dossier, the summary before
+# and after. A transaction of ``ingest_packets`` writes all its packets with this one statement
+# (docs/design.md §Dossier queries): each packet's subquery runs after the previous one's, so a
+# dossier two packets route into shows the second the first one's writes, as separate statements
+# did. ``FROM_BLOCK`` is drawn only to a block the writer may read: to a writer, a hidden block is
+# one that does not exist.
 WRITE_ROUTES = f"""
-UNWIND $routes AS r
-MERGE (d:Entity:Dossier {{id: r.dossier_id}})
-ON CREATE SET d += $create_props, d.created_at = datetime($now), d.summary = ''
-WITH d, r, d.summary AS previous
-OPTIONAL MATCH (b:Block {{block_id: $block_id}}) WHERE {acl_visible("b")}
-CALL (d, r, b) {{
-  UNWIND r.facts AS row
-  MERGE (f:Entity:Fact {{id: row.id}})
-  ON CREATE SET f.created_at = datetime($now)
-  SET f += row.props, f.added_at = datetime($now), f.observed_at = datetime($observed_at)
-  MERGE (d)-[:HAS_FACT]->(f)
-  FOREACH (_ IN CASE WHEN b IS NULL THEN [] ELSE [1] END | MERGE (f)-[:FROM_BLOCK]->(b))
+UNWIND $packets AS pk
+CALL (pk) {{
+  UNWIND pk.routes AS r
+  MERGE (d:Entity:Dossier {{id: r.dossier_id}})
+  ON CREATE SET d += pk.create_props, d.created_at = datetime(pk.now), d.summary = ''
+  WITH pk, d, r, d.summary AS previous
+  OPTIONAL MATCH (b:Block {{block_id: pk.block_id}}) WHERE {acl_visible("b")}
+  CALL (pk, d, r, b) {{
+    UNWIND r.facts AS row
+    MERGE (f:Entity:Fact {{id: row.id}})
+    ON CREATE SET f.created_at = datetime(pk.now)
+    SET f += row.props, f.added_at = datetime(pk.now), f.observed_at = datetime(pk.observed_at)
+    MERGE (d)-[:HAS_FACT]->(f)
+    FOREACH (_ IN CASE WHEN b IS NULL THEN [] ELSE [1] END | MERGE (f)-[:FROM_BLOCK]->(b))
+  }}
+  SET d.centroid_sum = r.centroid_sum, d.last_updated = datetime(pk.now)
+  WITH d, r, previous, [row IN r.facts | row.id] AS new_ids
+  CALL (d, new_ids) {{
+    {SUMMARY_POOL_RANKED}
+  }}
+  SET d.summary_pool = pool, d.summary = {SUMMARY_FROM_CENTRAL}
+  RETURN d.id AS dossier_id, previous, d.summary AS summary
 }}
-SET d.centroid_sum = r.centroid_sum, d.last_updated = datetime($now)
-WITH d, r, previous, [row IN r.facts | row.id] AS new_ids
-CALL (d, new_ids) {{
-  {SUMMARY_POOL_RANKED}
-}}
-SET d.summary_pool = pool, d.summary = {SUMMARY_FROM_CENTRAL}
-RETURN d.id AS dossier_id, previous, d.summary AS summary
+RETURN pk.n AS packet, dossier_id, previous, summary
 """
 
 # A skipped duplicate's turn and block ids join those of the stored fact it restates (each
@@ -531,15 +539,18 @@ _FACT_HIT_FIELDS = """f {.id, .text, .fact_type, .confidence, .added_at, .observ
 # A candidate inside the query: the node itself (its fields are read only for the facts returned).
 _FACT_CANDIDATE = "{f: f, dossier_id: d.id, score: score}"
 
-# The dense list from the vector index (rescored exactly), as a subquery body.
+# The dense list from the vector index, as a subquery body. The index keeps full floats (schema 5,
+# ``cairn.schema.migrate.FACT_INDEX``), so its score is the exact cosine on the same (1 + cos) / 2
+# scale as ``vector.similarity.cosine``: no candidate's vector is read again to re-score it.
 FACT_DENSE_FROM_INDEX = f"""
-  CALL db.index.vector.queryNodes($vector_index, $dense_fetch, $vec) YIELD node
-  WITH collect(node) AS fetched
+  CALL db.index.vector.queryNodes($vector_index, $dense_fetch, $vec) YIELD node, score
+  WITH collect({{f: node, score: score}}) AS fetched
   CALL (fetched) {{
-    UNWIND fetched AS f
+    UNWIND fetched AS hit
+    WITH hit.f AS f, hit.score AS score
     MATCH (d:Dossier)-[:HAS_FACT]->(f)
     WHERE {_FACT_CANDIDATE_VISIBLE}
-    WITH f, d, vector.similarity.cosine(f.embedding, $vec) AS score
+    WITH f, d, score
     ORDER BY score DESC, f.id
     LIMIT $depth
     RETURN collect({_FACT_CANDIDATE}) AS dense
@@ -600,13 +611,14 @@ FACT_FEEDBACK = f"""
   WITH collect(g.embedding) AS tops
   WHERE size(tops) > 0
   WITH [i IN range(0, size($vec) - 1) | $vec[i] + reduce(a = 0.0, e IN tops | a + e[i]) / size(tops)] AS v
-  CALL db.index.vector.queryNodes($vector_index, $dense_fetch, v) YIELD node
-  WITH v, collect(node) AS fetched
-  CALL (v, fetched) {{
-    UNWIND fetched AS f
+  CALL db.index.vector.queryNodes($vector_index, $dense_fetch, v) YIELD node, score
+  WITH collect({{f: node, score: score}}) AS fetched
+  CALL (fetched) {{
+    UNWIND fetched AS hit
+    WITH hit.f AS f, hit.score AS score
     MATCH (d:Dossier)-[:HAS_FACT]->(f)
     WHERE {_FACT_CANDIDATE_VISIBLE}
-    WITH f, d, vector.similarity.cosine(f.embedding, v) AS score
+    WITH f, d, score
     ORDER BY score DESC, f.id
     LIMIT $depth
     RETURN collect({_FACT_CANDIDATE}) AS hits

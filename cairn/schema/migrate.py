@@ -14,8 +14,8 @@ from neomodel import db as neomodel_db
 
 from cairn.schema.nodes import EMBEDDING_DIMENSIONS, MACHINERY_CLASSES, NODE_CLASSES, vector_index_name
 
-SCHEMA_VERSION = 4  # 2: uniqueness constraints on the lock and version nodes; 3: Fact.text full-text;
-# 4: the Section vector index without quantization (SECTION_INDEX_CONFIG)
+SCHEMA_VERSION = 5  # 2: uniqueness constraints on the lock and version nodes; 3: Fact.text full-text;
+# 4: the Section vector index without quantization (SECTION_INDEX_CONFIG); 5: the Fact one too
 
 SHOW_CONSTRAINTS = "SHOW CONSTRAINTS YIELD name RETURN name"
 SHOW_INDEXES = "SHOW INDEXES YIELD name RETURN name"
@@ -32,13 +32,17 @@ SECTION_INDEX_CONFIG: dict[str, object] = {
     "vector.hnsw.m": 16,
     "vector.hnsw.ef_construction": 100,
 }
-READ_SECTION_INDEX = f"""
-SHOW VECTOR INDEXES YIELD name, options WHERE name = '{SECTION_INDEX}'
-RETURN options.indexConfig AS config
-"""
-DROP_SECTION_INDEX = f"DROP INDEX {SECTION_INDEX} IF EXISTS"
-CREATE_SECTION_INDEX = f"""
-CREATE VECTOR INDEX {SECTION_INDEX} IF NOT EXISTS FOR (n:Section) ON n.embedding
+
+
+def _read_index(name: str) -> str:
+    return (
+        f"SHOW VECTOR INDEXES YIELD name, options WHERE name = '{name}' RETURN options.indexConfig AS config"
+    )
+
+
+def _create_index(label: str, name: str) -> str:
+    return f"""
+CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{label}) ON n.embedding
 OPTIONS {{indexConfig: {{
   `vector.dimensions`: {EMBEDDING_DIMENSIONS},
   `vector.similarity_function`: 'cosine',
@@ -47,6 +51,24 @@ OPTIONS {{indexConfig: {{
   `vector.hnsw.ef_construction`: {SECTION_INDEX_CONFIG["vector.hnsw.ef_construction"]}
 }}}}
 """
+
+
+READ_SECTION_INDEX = _read_index(SECTION_INDEX)
+DROP_SECTION_INDEX = f"DROP INDEX {SECTION_INDEX} IF EXISTS"
+CREATE_SECTION_INDEX = _create_index("Section", SECTION_INDEX)
+# Fact search takes the Fact index's own scores as the dense list's cosines without reading the
+# candidates' vectors again (docs/design.md §Dossier queries): with full floats the index score is
+# the exact cosine; quantized, it was not, and every candidate's vector was read to re-score it.
+FACT_INDEX = vector_index_name("Fact")
+READ_FACT_INDEX = _read_index(FACT_INDEX)
+DROP_FACT_INDEX = f"DROP INDEX {FACT_INDEX} IF EXISTS"
+CREATE_FACT_INDEX = _create_index("Fact", FACT_INDEX)
+# The full-float vector indexes (SECTION_INDEX_CONFIG): name, read its config, drop, create. Each
+# is created before neomodel installs the labels, which would create the default (quantized) one.
+FULL_FLOAT_INDEXES = (
+    (SECTION_INDEX, READ_SECTION_INDEX, DROP_SECTION_INDEX, CREATE_SECTION_INDEX),
+    (FACT_INDEX, READ_FACT_INDEX, DROP_FACT_INDEX, CREATE_FACT_INDEX),
+)
 
 
 def _schema_names(driver: Driver) -> set[str]:
@@ -60,10 +82,11 @@ def _schema_names(driver: Driver) -> set[str]:
 def migrate(driver: Driver) -> list[str]:
     """Install every missing constraint and index; return the names that were created."""
     before = _schema_names(driver)
-    if _section_index_outdated(driver):
-        driver.execute_query(DROP_SECTION_INDEX)
-        before.discard(SECTION_INDEX)
-    driver.execute_query(CREATE_SECTION_INDEX)  # before neomodel, which would create the default
+    for name, read, drop, create in FULL_FLOAT_INDEXES:
+        if _index_outdated(driver, read):
+            driver.execute_query(drop)
+            before.discard(name)
+        driver.execute_query(create)
     neomodel_db.set_connection(driver=driver)
     sink = io.StringIO()
     for cls in (*NODE_CLASSES, *MACHINERY_CLASSES):
@@ -73,10 +96,10 @@ def migrate(driver: Driver) -> list[str]:
     return sorted(_schema_names(driver) - before)
 
 
-def _section_index_outdated(driver: Driver) -> bool:
-    """Whether the Section vector index exists with other settings than SECTION_INDEX_CONFIG
-    (a database created before schema 4): it is then rebuilt, which re-reads every section."""
-    records, _, _ = driver.execute_query(READ_SECTION_INDEX)
+def _index_outdated(driver: Driver, read: str) -> bool:
+    """Whether a full-float vector index exists with other settings than SECTION_INDEX_CONFIG (a
+    database from before schema 4, or 5 for the Fact index): it is then rebuilt, re-reading every node."""
+    records, _, _ = driver.execute_query(read)
     if not records:
         return False
     config = dict(records[0]["config"] or {})

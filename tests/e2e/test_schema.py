@@ -9,6 +9,7 @@ from neo4j import Driver
 from neo4j.exceptions import ConstraintError
 
 from cairn.schema.migrate import (
+    READ_FACT_INDEX,
     READ_SECTION_INDEX,
     SCHEMA_VERSION,
     SECTION_INDEX_CONFIG,
@@ -126,17 +127,19 @@ def test_schema_version_is_recorded(driver: Driver) -> None:
     assert records[0]["c"] == 1
 
 
-def test_migrate_rebuilds_a_quantized_section_index(driver: Driver) -> None:
-    """A database from before schema 4 has the Section index quantized; migrate rebuilds it with
-    full floats (correspondence search re-scores its neighbours and needs them found)."""
-    name = vector_index_name("Section")
+@pytest.mark.parametrize(("label", "read"), [("Section", READ_SECTION_INDEX), ("Fact", READ_FACT_INDEX)])
+def test_migrate_rebuilds_a_quantized_vector_index(driver: Driver, label: str, read: str) -> None:
+    """A database from before schema 4 (Section) or 5 (Fact) has the index quantized; migrate
+    rebuilds it with full floats (correspondence search re-scores the Section index's neighbours
+    and needs them found; fact search takes the Fact index's scores as exact cosines)."""
+    name = vector_index_name(label)
     driver.execute_query(f"DROP INDEX {name}")
     driver.execute_query(
-        f"CREATE VECTOR INDEX {name} FOR (n:Section) ON n.embedding OPTIONS {{indexConfig: "
+        f"CREATE VECTOR INDEX {name} FOR (n:{label}) ON n.embedding OPTIONS {{indexConfig: "
         f"{{`vector.dimensions`: {EMBEDDING_DIMENSIONS}, `vector.similarity_function`: 'cosine'}}}}"
     )
     assert migrate(driver) == [name]
-    records, _, _ = driver.execute_query(READ_SECTION_INDEX)
+    records, _, _ = driver.execute_query(read)
     config = records[0]["config"]
     assert {key: config[key] for key in SECTION_INDEX_CONFIG} == SECTION_INDEX_CONFIG
     assert config["vector.quantization.enabled"] is False

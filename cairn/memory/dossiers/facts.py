@@ -5,7 +5,7 @@ application that feeds a model needs the *facts*, first the ones that answer. On
 returning dossiers with their newest facts found 5% of the evidence where a flat cosine
 over the facts found 59%, so this ranks facts directly and uses dossiers only as context.
 
-Ranking is hybrid: the Fact vector index (cosine, re-scored exactly) and Neo4j's full-text
+Ranking is hybrid: the Fact vector index (full floats, so its score is the exact cosine) and Neo4j's full-text
 index on ``Fact.text`` (english analyzer; it finds each query word's facts, which are scored by
 BM25 over the caller's visible facts only: docs/design.md §Fact search scores, never by
 Lucene's score, whose statistics count hidden facts) each give a ranked list, fused by

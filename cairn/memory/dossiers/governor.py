@@ -14,7 +14,7 @@ transaction of four statements:
 4. journal every change (created / fact_skipped / summary_updated / fact_added).
 
 ``ingest_packets`` applies up to ``PACKETS_PER_TRANSACTION`` packets in one transaction with the
-same steps, batched: one lock, one vote for all of them, one write per packet, one journal
+same steps, batched: one lock, one vote for all of them, one write for all of them, one journal
 statement (``_apply_group``).
 
 A failure anywhere rolls all of it back: the dossier and its facts appear whole or not at all.
@@ -470,27 +470,49 @@ class _Pending:
             self.access[p.dossier_id] = packet.access
 
 
+@dataclass
+class _Planned:
+    """A packet routed in Python, before its write: the ``WRITE_ROUTES`` row, and what its
+    journal entries and result are made of once the write has returned its summaries."""
+
+    packet: FactPacket
+    write: dict[str, Any] | None  # one ``$packets`` row of ``WRITE_ROUTES`` (None: nothing to write)
+    restated: list[dict[str, Any]]  # ``ADD_RESTATED_PROVENANCE`` rows
+    placements: list[Placement]
+    skipped: dict[int, SkippedFact]
+    candidates: list[Candidate]
+    now: str
+
+
 def _apply(
     tx: ManagedTransaction,
     packet: FactPacket,
     vectors: NDArray[np.float32],
     model: str,
     preset: _Preset | None,
-    pending: _Pending | None = None,
-    voted: Vote | None = None,
-    journal: list[dict[str, Any]] | None = None,
     *,
     writer: Scope | None = None,
 ) -> RoutingResult:
-    """Vote, route, write and journal one packet; the caller holds the routing lock.
+    """Vote, route, write and journal one packet; the caller holds the routing lock. ``writer``:
+    the caller's scope (None: an operator); the packet's block is linked only if the writer may read it."""
+    planned = _plan(packet, vectors, model, preset, run_vote(tx, vectors, packet.access))
+    summaries = _write(tx, [planned], writer)[0]
+    entries = _entries(packet, packet.key, planned.placements, planned.skipped, summaries, planned.candidates)
+    write_entries(tx, packet.key, entries, packet.access, planned.now)
+    return _result(planned)
 
-    A group (``_apply_group``) passes the packet's vote on the graph as committed (``voted``; the
-    group's writes so far are added from ``pending``) and collects its journal rows in
-    ``journal``, to write them with the group's in one statement. ``writer``: the caller's scope
-    (None: an operator); the packet's block is linked only if the writer may read it.
-    """
+
+def _plan(
+    packet: FactPacket,
+    vectors: NDArray[np.float32],
+    model: str,
+    preset: _Preset | None,
+    vote: Vote,
+    pending: _Pending | None = None,
+) -> _Planned:
+    """Route one packet in Python from its vote (a group's earlier packets added from ``pending``,
+    which then records this one's writes for the packets after it); nothing is written here."""
     key = packet.key
-    vote = run_vote(tx, vectors, packet.access) if voted is None else voted
     if pending is not None:
         vote = pending.add(vote, vectors, packet.access)
     candidates = tally(vote.hits, vote.titles)
@@ -544,44 +566,59 @@ def _apply(
         for i, d in sorted(duplicates.items())
     }
     now = datetime.now(UTC).isoformat()
-    summaries: dict[str, tuple[str, str]] = {}
+    write = None
     if route_rows:
-        params: dict[str, Any] = {
-            **(writer or Scope.system()).cypher_params(),  # the block is linked only if the writer reads it
-            **SUMMARY_PARAMS,
+        write = {
             "routes": route_rows,
             "create_props": {"title": packet.cluster_label, "status": "active", **packet.access.props()},
             "now": now,
             "observed_at": packet.observed_at,
             "block_id": packet.source_block_id,
         }
-        result = tx.run(cypher.WRITE_ROUTES, params)
-        for r in result:
-            summaries[str(r["dossier_id"])] = (r["previous"] or "", r["summary"])
     restated: dict[str, list[str]] = {}  # stored fact -> the turn ids restating it, in packet order
     for i, d in sorted(duplicates.items()):
         if d.earlier is None:
             restated.setdefault(d.of, []).extend([t for t in [packet.facts[i].turn_id] if t])
-    if restated:
-        rows = [
-            {"id": fid, "turns": turns, "blocks": [packet.source_block_id]} for fid, turns in restated.items()
-        ]
-        tx.run(cypher.ADD_RESTATED_PROVENANCE, rows=rows).consume()
-    entries = _entries(packet, key, placements, skipped, summaries, candidates)
-    if journal is None:
-        write_entries(tx, key, entries, packet.access, now)
-    else:
-        journal += entry_rows(key, entries, packet.access, now)
+    rows = [
+        {"id": fid, "turns": turns, "blocks": [packet.source_block_id]} for fid, turns in restated.items()
+    ]
     if pending is not None:
         pending.record(packet, vectors, vote, placements, sums)
+    return _Planned(packet, write, rows, placements, skipped, candidates, now)
+
+
+def _write(
+    tx: ManagedTransaction, planned: Sequence[_Planned], writer: Scope | None
+) -> list[dict[str, tuple[str, str]]]:
+    """Every planned packet's routes in one ``WRITE_ROUTES``, then the restated duplicates'
+    provenance in one statement, both in packet order; per packet, its dossiers' summaries
+    (before, after)."""
+    summaries: list[dict[str, tuple[str, str]]] = [{} for _ in planned]
+    packets = [{**p.write, "n": n} for n, p in enumerate(planned) if p.write is not None]
+    if packets:
+        params: dict[str, Any] = {
+            **(writer or Scope.system()).cypher_params(),  # the block is linked only if the writer reads it
+            **SUMMARY_PARAMS,
+            "packets": packets,
+        }
+        for r in tx.run(cypher.WRITE_ROUTES, params):
+            summaries[int(r["packet"])][str(r["dossier_id"])] = (r["previous"] or "", r["summary"])
+    rows = [row for p in planned for row in p.restated]
+    if rows:
+        tx.run(cypher.ADD_RESTATED_PROVENANCE, rows=rows).consume()
+    return summaries
+
+
+def _result(planned: _Planned) -> RoutingResult:
+    placements, skipped = planned.placements, planned.skipped
     main = max(placements, key=lambda p: len(p.added), default=None)
     return RoutingResult(
         dossier_id=main.dossier_id if main else next(iter(skipped.values())).dossier_id,
         action=main.action if main else "appended",
-        packet_key=key,
+        packet_key=planned.packet.key,
         added=tuple(fid for p in placements for fid in p.added),
         skipped=tuple(skipped.values()),
-        candidates=tuple(candidates),
+        candidates=tuple(planned.candidates),
         decision=main.decision if main else None,
         placements=tuple(placements),
     )
@@ -592,10 +629,12 @@ def _apply_group(
 ) -> list[RoutingResult]:
     """Several packets in one transaction, in order, each under its own idempotency key.
 
-    Four statements for the group, and one write per packet: the lock, which packets were applied
+    Five statements for the group, whatever its size: the lock, which packets were applied
     before, one vote for all the others (the vector index shows only committed facts, so each
     packet's vote is the same at the start of the group as it would be later in it; the group's
-    own writes are added exactly by ``_Pending``), each packet's routes, then every journal entry.
+    own writes are added exactly by ``_Pending``), every packet's routes (one ``WRITE_ROUTES``,
+    packet after packet; the restated duplicates' provenance after it when there are any), then
+    every journal entry.
     """
     take_lock(tx)
     markers = [entry_id(p.key, 0) for p in packets]
@@ -610,15 +649,20 @@ def _apply_group(
         seen.add(p.key)
     votes = dict(zip(todo, run_votes(tx, [(vectors[n], packets[n].access) for n in todo]), strict=True))
     pending = _Pending()
+    planned = {n: _plan(packets[n], vectors[n], model, None, votes[n], pending) for n in todo}
+    summaries = dict(zip(planned, _write(tx, list(planned.values()), None), strict=True))
     journal: list[dict[str, Any]] = []
     results: list[RoutingResult] = []
     done: dict[str, str] = {}
-    for n, (p, vecs, marker) in enumerate(zip(packets, vectors, markers, strict=True)):
+    for n, (p, marker) in enumerate(zip(packets, markers, strict=True)):
         where = applied.get(marker) or done.get(p.key)
         if where is not None:
             results.append(RoutingResult(where, "already_applied", p.key))
             continue
-        result = _apply(tx, p, vecs, model, None, pending, votes[n], journal)
+        plan = planned[n]
+        entries = _entries(p, p.key, plan.placements, plan.skipped, summaries[n], plan.candidates)
+        journal += entry_rows(p.key, entries, p.access, plan.now)
+        result = _result(plan)
         done[p.key] = result.dossier_id
         results.append(result)
     write_rows(tx, journal)
