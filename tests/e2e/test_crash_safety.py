@@ -14,6 +14,11 @@ the vectors this process already made from a file instead of embedding the same 
 strongest check is the last one: the graph after several kills and a re-run is the graph an
 uninterrupted run writes (timestamps aside), so no dossier is half-written and no journal entry
 is missing or doubled.
+
+The three outage tests share one SIGKILL of the server and one start after it (the `outage`
+fixture): the three ingests run at once, each paused once past its first write, so all three
+meet the same dead server mid-way; each test checks what its own process said and that a
+re-run completes its ingest.
 """
 
 from __future__ import annotations
@@ -376,45 +381,97 @@ def test_sigkilled_ingest_rerun_writes_what_an_uninterrupted_run_writes(
     assert sorted(logged_collisions(work / LOG, section_names(driver))) == reference_log
 
 
-@pytest.mark.parametrize("ingest", INGESTS, ids=lambda i: i.name)
-def test_neo4j_killed_mid_ingest_is_reported_and_recovered(
-    ingest: Ingest,
+@dataclass
+class Outage:
+    """What one SIGKILL of the server, with the three ingests mid-way, left: each ingest's input
+    and work folder, whether its process was still running when the server died, and what it
+    said afterwards (exit status, output, seconds from the kill until it gave up)."""
+
+    sources: dict[str, Path]
+    work: dict[str, Path]
+    running_at_kill: dict[str, bool]
+    said: dict[str, tuple[int, str, float]]
+
+
+@pytest.fixture(scope="module")
+def outage(
     driver: Driver,
     settings: Settings,
     warm_cli: WarmCLI,
     embedder: MemoEmbedder,
-    tmp_path: Path,
-) -> None:
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Outage:
+    """One kill of the embedded server for the three ingests' outage tests, and one start after
+    it (each start costs a server start): the three processes meet the same dead server, each
+    on its own ingest, and each test checks its own.
+
+    The three run at once; each is paused (SIGSTOP) as soon as it has written its first unit,
+    so that all three are mid-way when the server dies whatever their speeds, and continued
+    (SIGCONT) after the kill: each then meets the dead server in the middle of its work, as a
+    process that lost the server while busy elsewhere (embedding, between two transactions, or
+    waiting on a reply) does."""
     if not settings.embedded:
         pytest.skip("kills the embedded server")
-    source = ingest.prepare(tmp_path)
+    root = tmp_path_factory.mktemp("outage")
     wipe(driver)
-    # A retry window of RETRY_S instead of the default 15 s: the property is that the command
-    # retries, then reports the outage in one line; how long it retries is a setting.
-    vectors = known_vectors(ingest, embedder, tmp_path / "vectors")
-    proc = cli_process(
-        warm_cli, ingest.args(source, tmp_path), tmp_path / "out", CAIRN_NEO4J_RETRY_S=RETRY_S, **vectors
-    )
-    while proc.poll() is None and ingest.progress(driver) == 0:
+    sources: dict[str, Path] = {}
+    work: dict[str, Path] = {}
+    procs: dict[str, Run] = {}
+    for ingest in INGESTS:
+        work[ingest.name] = root / ingest.name
+        work[ingest.name].mkdir()
+        sources[ingest.name] = ingest.prepare(work[ingest.name])
+        # A retry window of RETRY_S instead of the default 15 s: the property is that the
+        # command retries, then reports the outage in one line; how long it retries is a setting.
+        vectors = known_vectors(ingest, embedder, work[ingest.name] / "vectors")
+        procs[ingest.name] = cli_process(
+            warm_cli,
+            ingest.args(sources[ingest.name], work[ingest.name]),
+            work[ingest.name] / "out",
+            CAIRN_NEO4J_RETRY_S=RETRY_S,
+            **vectors,
+        )
+    waiting = {ingest.name: ingest for ingest in INGESTS}
+    while waiting:
+        for name, ingest in list(waiting.items()):
+            if procs[name].poll() is not None:
+                del waiting[name]  # finished or failed before its pause: its test says so
+            elif ingest.progress(driver) > 0:
+                procs[name].send_signal(signal.SIGSTOP)
+                del waiting[name]
         time.sleep(0.02)
-    assert proc.poll() is None, "the ingest finished before the server could be killed"
+    running = {name: proc.poll() is None for name, proc in procs.items()}
     pid = neo4j_server.status(settings).pid
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     started = time.monotonic()
-    out, _ = proc.communicate(timeout=600)
-    text = out.decode()
-    # The driver retries transient errors for CAIRN_NEO4J_RETRY_S, then the command says what happened,
-    # in one line, and does not claim success for anything.
-    assert proc.returncode == 3, text
-    assert OUTAGE_MESSAGE in text and "Traceback" not in text, text
-    assert not any(word in text for word in ("ingested", "packet(s):", "created", "unchanged")), text
-    print(f"{ingest.name}: gave up {time.monotonic() - started:.0f} s after the kill: {text.strip()[-300:]}")
-
+    for proc in procs.values():
+        proc.send_signal(signal.SIGCONT)
+    said = {}
+    for name, proc in procs.items():
+        out, _ = proc.communicate(timeout=600)
+        said[name] = (proc.wait(), out.decode(), time.monotonic() - started)
     (Path(settings.neo4j_home) / "run" / "cairn-neo4j.pid").unlink(missing_ok=True)
     neo4j_server.start(settings)
+    return Outage(sources, work, running, said)
+
+
+@pytest.mark.parametrize("ingest", INGESTS, ids=lambda i: i.name)
+def test_neo4j_killed_mid_ingest_is_reported_and_recovered(
+    ingest: Ingest, outage: Outage, settings: Settings
+) -> None:
+    assert outage.running_at_kill[ingest.name], "the ingest finished before the server could be killed"
+    returncode, text, gave_up_s = outage.said[ingest.name]
+    # The driver retries transient errors for CAIRN_NEO4J_RETRY_S, then the command says what happened,
+    # in one line, and does not claim success for anything.
+    assert returncode == 3, text
+    assert OUTAGE_MESSAGE in text and "Traceback" not in text, text
+    assert not any(word in text for word in ("ingested", "packet(s):", "created", "unchanged")), text
+    print(f"{ingest.name}: gave up {gave_up_s:.0f} s after the kill: {text.strip()[-300:]}")
+
+    source, work = outage.sources[ingest.name], outage.work[ingest.name]
     with sync_driver(settings) as fresh:
         assert_whole(fresh)
-        run_to_end(ingest.args(source, tmp_path))
+        run_to_end(ingest.args(source, work))
         assert ingest.progress(fresh) == ingest.total
         assert_whole(fresh)

@@ -38,6 +38,7 @@ from cairn.resolvers.schema import schema
 from cairn.runtime.embedder import get_embedder
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import REPO_ROOT, Settings
+from tests.conftest import MemoEmbedder
 from tests.e2e.conftest import wipe
 
 DOMAINS = ("org/corp", "org/prod", "org/reg_a", "org/reg_b")
@@ -56,6 +57,7 @@ PHRASES = (
     "launch the assistant beta",
     "sell annual committed credit bundles",
 )
+QUERIES = (*PHRASES, "what did we decide about pricing?")  # what the search property asks
 LEAK_EXAMPLES = max(200, settings().max_examples)  # the fuzz profile raises it (tests/conftest.py)
 FUZZ_RESULTS = REPO_ROOT / "bench" / "results" / "fuzz.md"
 
@@ -129,14 +131,32 @@ def profiles(draw: st.DrawFn) -> RoleProfile:
     )
 
 
-CREATE_NODES = {
-    "Decision": "UNWIND $rows AS row CREATE (n:Entity:Decision) SET n = row",
-    "Event": "UNWIND $rows AS row CREATE (n:Entity:Event) SET n = row",
+# One query, one transaction, one round trip per example: the previous example's nodes out, this
+# one's nodes and edges in (the module's first wipe, in the ``server`` fixture, clears whatever
+# an earlier module left).
+WRITE_GRAPH = """
+OPTIONAL MATCH (old:Entity)
+DETACH DELETE old
+WITH count(*) AS _
+CALL () {
+  UNWIND $decisions AS row
+  CREATE (n:Entity:Decision) SET n = row
 }
-CREATE_EDGES = {
-    t: f"UNWIND $rows AS row MATCH (a:Entity {{id: row.a}}), (b:Entity {{id: row.b}}) CREATE (a)-[:{t}]->(b)"
-    for t in ("CAUSAL_PRECEDES", "ALIAS_OF")
+CALL () {
+  UNWIND $events AS row
+  CREATE (n:Entity:Event) SET n = row
 }
+CALL () {
+  UNWIND $causal AS row
+  MATCH (a:Entity {id: row.a}), (b:Entity {id: row.b})
+  CREATE (a)-[:CAUSAL_PRECEDES]->(b)
+}
+CALL () {
+  UNWIND $aliases AS row
+  MATCH (a:Entity {id: row.a}), (b:Entity {id: row.b})
+  CREATE (a)-[:ALIAS_OF]->(b)
+}
+"""
 
 
 def _props(node: dict[str, Any], vectors: np.ndarray) -> dict[str, Any]:
@@ -161,12 +181,21 @@ def _props(node: dict[str, Any], vectors: np.ndarray) -> dict[str, Any]:
 
 
 def write_graph(driver: Driver, g: dict[str, Any], vectors: np.ndarray) -> None:
-    wipe(driver)
-    for label, query in CREATE_NODES.items():
-        rows = [_props(n, vectors) for n in g["nodes"] if n["label"] == label]
-        driver.execute_query(query, rows=rows)
-    for t, query in CREATE_EDGES.items():
-        driver.execute_query(query, rows=[{"a": a, "b": b} for a, b, et in g["edges"] if et == t])
+    """The example's graph and nothing else in the store (every Entity before it deleted)."""
+
+    def rows(label: str) -> list[dict[str, Any]]:
+        return [_props(n, vectors) for n in g["nodes"] if n["label"] == label]
+
+    def pairs(t: str) -> list[dict[str, str]]:
+        return [{"a": a, "b": b} for a, b, et in g["edges"] if et == t]
+
+    driver.execute_query(
+        WRITE_GRAPH,
+        decisions=rows("Decision"),
+        events=rows("Event"),
+        causal=pairs("CAUSAL_PRECEDES"),
+        aliases=pairs("ALIAS_OF"),
+    )
 
 
 def visible(node: dict[str, Any], p: RoleProfile) -> bool:
@@ -311,17 +340,32 @@ TALLY = Tally()
 
 
 @pytest.fixture(scope="module")
-def server(settings: Settings, driver: Driver) -> Iterator[Server]:
+def server(settings: Settings, driver: Driver, embedder: MemoEmbedder) -> Iterator[Server]:
+    """The server's code path, its model remembering each query text's vector (the session's
+    MemoEmbedder, tests/conftest.py): a query drawn again is not run through the model again,
+    and gets the vector the model gave it (the properties are about who sees what, which no
+    forward pass decides; every example still embeds its query through the resolver)."""
+    wipe(driver)
+    model = get_embedder()
+    assert embedder._inner is model
     srv = Server(settings, driver)
-    yield srv
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(model, "embed", embedder.embed)
+        yield srv
     srv.close()
     if os.environ.get("HYPOTHESIS_PROFILE") == "fuzz":
         TALLY.write(FUZZ_RESULTS)
 
 
 @pytest.fixture(scope="module")
-def vectors() -> np.ndarray:
-    return get_embedder().embed(list(PHRASES))
+def vectors(embedder: MemoEmbedder) -> np.ndarray:
+    return embedder.embed(list(PHRASES))
+
+
+@pytest.fixture(scope="module")
+def query_vectors(embedder: MemoEmbedder) -> dict[str, np.ndarray]:
+    """The reference's vector of every query text the search property draws, made once."""
+    return dict(zip(QUERIES, embedder.embed(list(QUERIES)), strict=True))
 
 
 def _node_fields(view: dict[str, Any]) -> dict[str, Any]:
@@ -390,7 +434,7 @@ def replace_hops(p: RoleProfile, hops: int) -> RoleProfile:
 @given(
     g=graphs(),
     p=profiles(),
-    q=st.sampled_from((*PHRASES, "what did we decide about pricing?")),
+    q=st.sampled_from(QUERIES),
     threshold=st.sampled_from((-1.0, 0.0, 0.3)),
     k=st.integers(1, 5),
 )
@@ -398,6 +442,7 @@ def test_search_ranks_and_counts_visible_nodes_only(
     driver: Driver,
     server: Server,
     vectors: np.ndarray,
+    query_vectors: dict[str, np.ndarray],
     g: dict[str, Any],
     p: RoleProfile,
     q: str,
@@ -409,7 +454,7 @@ def test_search_ranks_and_counts_visible_nodes_only(
         answer = server.execute(p, SEARCH, q=q, k=k, t=threshold)
         assert not answer["errors"], answer["errors"]
         result = answer["data"]["search"]
-        qv = get_embedder().embed([q])[0]
+        qv = query_vectors[q]
         expected = sorted(
             ((float(np.dot(vectors[n["phrase"]], qv)), n["id"]) for n in g["nodes"] if visible(n, p)),
             key=lambda t: (-t[0], t[1]),
