@@ -16,16 +16,20 @@ from cairn.schema.catalog import RELATION_TYPES
 MAX_HOPS = 6
 
 
-def acl_reason(var: str) -> str:
-    """Cypher expression: null when ``var`` is visible, else the first reason it is not."""
+def acl_reason(var: str, in_scope: str | None = None) -> str:
+    """Cypher expression: null when ``var`` is visible, else the first reason it is not.
+
+    ``in_scope`` is an expression already holding ``coalesce(var.domain, '') =~ $domain_re``,
+    for a query that needs that test for several predicates of one row (the walk,
+    cairn/policy/walk.py, with ``edge_allowed_from``)."""
+    in_scope = in_scope or f"coalesce({var}.domain, '') =~ $domain_re"
     return f"""
 CASE
   WHEN $unrestricted THEN null
-  WHEN NOT coalesce({var}.domain, '') =~ $domain_re THEN 'scope:domain'
+  WHEN NOT {in_scope} THEN 'scope:domain'
   WHEN NOT $role IN coalesce({var}.roles_allowed, []) THEN 'acl:role_missing'
   WHEN NOT any(ns IN coalesce({var}.namespaces, []) WHERE ns IN $namespaces) THEN 'acl:namespace_mismatch'
-  WHEN coalesce({{low: 0, medium: 1, high: 2}}[{var}.sensitivity], 99) > $ceiling
-    THEN 'acl:sensitivity_exceeded'
+  WHEN NOT coalesce({var}.sensitivity, '') IN $sensitivities THEN 'acl:sensitivity_exceeded'
   ELSE null
 END"""
 
@@ -36,7 +40,7 @@ def acl_visible(var: str) -> str:
   coalesce({var}.domain, '') =~ $domain_re
   AND $role IN coalesce({var}.roles_allowed, [])
   AND any(ns IN coalesce({var}.namespaces, []) WHERE ns IN $namespaces)
-  AND coalesce({{low: 0, medium: 1, high: 2}}[{var}.sensitivity], 99) <= $ceiling))"""
+  AND coalesce({var}.sensitivity, '') IN $sensitivities))"""
 
 
 def edge_allowed(rel: str, start: str, end: str, walk: str) -> str:
@@ -57,6 +61,26 @@ def edge_allowed(rel: str, start: str, end: str, walk: str) -> str:
         direction = f"((({walk}) AND rule.out) OR (NOT ({walk}) AND rule.in))"
     return f"""($unrestricted OR any(rule IN $rules WHERE rule.type = {type_expr} AND {direction}
   AND coalesce({start}.domain, '') =~ rule.from_re AND coalesce({end}.domain, '') =~ rule.to_re))"""
+
+
+def edge_allowed_from(rel: str, here: tuple[str, str], there: tuple[str, str], outgoing: str) -> str:
+    """``edge_allowed`` for a walk standing on a node and looking at one of its edges.
+
+    ``here`` (the node walked from) and ``there`` (the node reached) are pairs of expressions:
+    the node's coalesced domain, and whether that domain is in the scope (``=~ $domain_re``,
+    computed once per row and shared with ``acl_reason``). ``outgoing`` is true when the edge is
+    stored from ``here`` to ``there``. The same rule as ``edge_allowed``, with two shortcuts that
+    change no verdict: the scope's rules are looked up by edge type (``$edge_rules``) rather than
+    scanned, and a rule whose from (to) globs cover every domain of the scope (``from_all``,
+    ``to_all``: Scope.cypher_params) accepts an end whose domain is in the scope without its
+    own regex; any other end is matched against the rule's regex as before. The walk evaluates
+    this on every edge of every frontier node (docs/design.md §Queries by capability)."""
+    (h, h_in), (t, t_in) = here, there
+    return f"""($unrestricted OR any(rule IN coalesce($edge_rules[{rel}], []) WHERE CASE WHEN {outgoing}
+  THEN rule.out AND ((rule.from_all AND {h_in}) OR {h} =~ rule.from_re)
+       AND ((rule.to_all AND {t_in}) OR {t} =~ rule.to_re)
+  ELSE rule.in AND ((rule.from_all AND {t_in}) OR {t} =~ rule.from_re)
+       AND ((rule.to_all AND {h_in}) OR {h} =~ rule.to_re) END))"""
 
 
 def step_allowed(rel: str, start: str, end: str, walk: str, reached: str) -> str:

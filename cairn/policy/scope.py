@@ -91,22 +91,33 @@ class Scope:
 
     def cypher_params(self) -> dict[str, object]:
         """The scope as Cypher parameters for the predicates of ``cairn.policy.acl``."""
+        rules = [
+            {
+                "type": r.type,
+                "out": r.direction in ("out", "both"),
+                "in": r.direction in ("in", "both"),
+                "from_re": glob_regex(r.from_domains),
+                "to_re": glob_regex(r.to_domains),
+                # The rule's globs cover every domain the scope sees (acl.edge_allowed_from).
+                "from_all": all(_covered(d, r.from_domains) for d in self.domains),
+                "to_all": all(_covered(d, r.to_domains) for d in self.domains),
+            }
+            for r in self.edges
+        ]
+        by_type: dict[str, list[dict[str, object]]] = {}
+        for rule in rules:
+            by_type.setdefault(str(rule["type"]), []).append(rule)
         return {
             "unrestricted": self.unrestricted,
             "role": self.role,
             "namespaces": list(self.namespaces),
             "ceiling": self.ceiling,
+            # The levels at or under the ceiling: a stored level is checked by list membership, no
+            # rank map built and looked up per node; an unknown or missing level is in no list.
+            "sensitivities": [level for level, rank in SENSITIVITY_RANK.items() if rank <= self.ceiling],
             "domain_re": glob_regex(self.domains),
-            "rules": [
-                {
-                    "type": r.type,
-                    "out": r.direction in ("out", "both"),
-                    "in": r.direction in ("in", "both"),
-                    "from_re": glob_regex(r.from_domains),
-                    "to_re": glob_regex(r.to_domains),
-                }
-                for r in self.edges
-            ],
+            "rules": rules,
+            "edge_rules": by_type,  # the same rules keyed by edge type (acl.edge_allowed_from)
             "edge_types": sorted({r.type for r in self.edges}),
             "max_hops": self.max_hops,
         }

@@ -7,11 +7,13 @@ query module, and nothing below the policy layer needs to be imported to run it.
 
 from __future__ import annotations
 
-from cairn.policy.acl import MAX_HOPS, acl_reason, edge_allowed
+from cairn.policy.acl import MAX_HOPS, acl_reason, edge_allowed_from
 from cairn.schema.nodes import INTERNAL_FIELDS
 
-ACL_REASON = acl_reason("n")
-EDGE_OK = edge_allowed("type(r)", "startNode(r)", "endNode(r)", "outgoing")
+# Both read what the hop body computes once per edge: each end's domain (``here``: the frontier
+# node's, ``there``: the neighbour's) and whether it is in the scope (``here_in``, ``there_in``).
+ACL_REASON = acl_reason("n", in_scope="there_in")
+EDGE_OK = edge_allowed_from("type(r)", ("here", "here_in"), ("there", "there_in"), "outgoing")
 # The walk's rows, as positional lists (what each place holds; preselector._assemble reads them).
 EDGE_ROW = ("from_id", "id", "rel_type", "relation", "relations", "reason", "outgoing")
 HIDDEN_ROW = ("id", "edge_ok", "acl")
@@ -23,17 +25,32 @@ NODE_PROPS = "{.*, " + ", ".join(f"{name}: null" for name in sorted(INTERNAL_FIE
 def _hop_body(capped: bool) -> str:
     """Every edge incident to the frontier node ``f``, classified: the edge rule per step, the
     ACL on the node it reaches. Hidden neighbours stay (id, reason) material; visible ones are
-    capped per edge type (``$cap``) beyond the first hop, most important first."""
-    kept = "found[0..$cap]" if capped else "found"
-    return f"""
+    capped per edge type (``$cap``) beyond the first hop, most important first (ties by id).
+
+    Only a group over the cap is sorted: the rows leave in no particular order otherwise, and
+    nothing downstream reads their order (preselector._assemble keys and sorts what it keeps),
+    so the common case (a few neighbours per type) pays for no sort."""
+    head = f"""
+    WITH f, coalesce(f.domain, '') AS here
+    WITH f, here, here =~ $domain_re AS here_in
     MATCH (f)-[r]-(n:Entity)
-    WITH f, r, n, startNode(r) = f AS outgoing
-    WITH r, n, outgoing, {EDGE_OK} AS edge_ok, {ACL_REASON} AS acl
-    WITH r, n, outgoing, edge_ok, acl, (edge_ok AND acl IS NULL) AS visible
-    ORDER BY visible DESC, coalesce(n.importance, 0.0) DESC, n.id
-    WITH type(r) AS rel_type, visible,
+    WITH r, n, startNode(r) = f AS outgoing, here, here_in, coalesce(n.domain, '') AS there
+    WITH r, n, outgoing, here, here_in, there, there =~ $domain_re AS there_in
+    WITH r, n, outgoing, {EDGE_OK} AS edge_ok, {ACL_REASON} AS acl"""
+    if not capped:
+        return f"""{head}
+    RETURN type(r) AS rel_type, (edge_ok AND acl IS NULL) AS visible, r, n, outgoing, edge_ok, acl"""
+    return f"""{head}
+    WITH type(r) AS rel_type, (edge_ok AND acl IS NULL) AS visible,
          collect({{r: r, n: n, outgoing: outgoing, edge_ok: edge_ok, acl: acl}}) AS found
-    UNWIND CASE WHEN visible THEN {kept} ELSE found END AS k
+    CALL (found, visible) {{
+      WITH found WHERE visible AND size(found) > $cap
+      UNWIND found AS k
+      WITH k ORDER BY coalesce(k.n.importance, 0.0) DESC, k.n.id
+      LIMIT $cap
+      RETURN collect(k) AS kept
+    }}
+    UNWIND CASE WHEN visible AND size(found) > $cap THEN kept ELSE found END AS k
     RETURN rel_type, visible, k.r AS r, k.n AS n, k.outgoing AS outgoing,
            k.edge_ok AS edge_ok, k.acl AS acl"""
 

@@ -94,3 +94,44 @@ def test_two_hops_reach_further(acme_db: Driver) -> None:
 def test_unknown_anchor_is_not_visible(acme_db: Driver) -> None:
     with pytest.raises(AnchorNotVisible):
         expand(acme_db, "acme-corp-no-such-decision-2099")
+
+
+def _capped_walk(driver: Driver, anchor: str, hops: int, cap: int) -> dict[str, int]:
+    """The walk's node set worked out in Python: every neighbour at the first hop; beyond it, per
+    frontier node and edge type, the ``cap`` edges to the most important neighbours (ties by id)."""
+    seen, frontier, reached_at = {anchor}, [anchor], {}
+    for hop in range(1, hops + 1):
+        reached: set[str] = set()
+        for node in frontier:
+            records, _, _ = driver.execute_query(
+                "MATCH (:Entity {id: $id})-[r]-(n:Entity) "
+                "RETURN type(r) AS type, n.id AS id, coalesce(n.importance, 0.0) AS importance",
+                id=node,
+            )
+            by_type: dict[str, list[tuple[float, str]]] = {}
+            for r in records:
+                by_type.setdefault(r["type"], []).append((-r["importance"], r["id"]))
+            for rows in by_type.values():
+                kept = sorted(rows) if hop == 1 else sorted(rows)[:cap]
+                reached.update(node_id for _, node_id in kept)
+        frontier = sorted(reached - seen)
+        seen.update(frontier)
+        reached_at.update(dict.fromkeys(frontier, hop))
+    return reached_at
+
+
+def test_the_neighbour_cap_keeps_the_most_important_beyond_the_first_hop(acme_db: Driver) -> None:
+    """docs/design.md §Queries by capability: the cap sorts only a group over it; what it keeps
+    is still the most important neighbours per frontier node and edge type."""
+    records, _, _ = acme_db.execute_query("MATCH (n:Decision) RETURN n.id AS id ORDER BY id")
+    anchors = [r["id"] for r in records]
+    capped = 0
+    for anchor in anchors:
+        for hops, cap in ((2, 1), (3, 1), (3, 2)):
+            candidates, _ = preselect(acme_db, Scope.system(), anchor, hops=hops, cap=cap)
+            walked = {n.id: n.hop for n in candidates.nodes}
+            expected = _capped_walk(acme_db, anchor, hops, cap)
+            assert walked == expected, (anchor, hops, cap)
+            uncapped, _ = preselect(acme_db, Scope.system(), anchor, hops=hops)
+            capped += len(uncapped.nodes) > len(walked)
+    assert capped, "the demo org has frontier nodes over the cap, so the cap was exercised"
