@@ -99,8 +99,8 @@ class Scope:
                 "from_re": glob_regex(r.from_domains),
                 "to_re": glob_regex(r.to_domains),
                 # The rule's globs cover every domain the scope sees (acl.edge_allowed_from).
-                "from_all": all(_covered(d, r.from_domains) for d in self.domains),
-                "to_all": all(_covered(d, r.to_domains) for d in self.domains),
+                "from_all": _covers_scope(self.domains, r.from_domains),
+                "to_all": _covers_scope(self.domains, r.to_domains),
             }
             for r in self.edges
         ]
@@ -138,6 +138,16 @@ def intersect_domains(requested: tuple[str, ...], granted: tuple[str, ...]) -> t
     kept = [r for r in requested if _covered(r, granted)]
     kept += [g for g in granted if _covered(g, requested) and g not in kept]
     return tuple(kept)
+
+
+# Characters Java's regex `.` does not match (Python's `.` refuses only the first): a glob holding
+# one is left to the regex, so a cover decided in Python never differs from Cypher's `=~`.
+_LINE_BREAKS = frozenset("\n\r\x85\u2028\u2029")
+
+
+def _covers_scope(domains: tuple[str, ...], globs: tuple[str, ...]) -> bool:
+    """Whether every domain the scope sees is inside ``globs`` (a rule's from or to domains)."""
+    return all(not _LINE_BREAKS & set(d) and _covered(d, globs) for d in domains)
 
 
 def _covered(requested: str, granted: tuple[str, ...]) -> bool:

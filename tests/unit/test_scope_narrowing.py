@@ -67,3 +67,53 @@ def test_broad_domain_request_keeps_the_granted_globs() -> None:
     )
     assert intersect_domains(("acme/region_emea",), ("acme/region_*",)) == ("acme/region_emea",)
     assert intersect_domains(("acme/corporate",), ("acme/product",)) == ()
+
+
+@settings(max_examples=500)
+@given(scope_domains=globs, from_domains=globs, to_domains=globs)
+def test_a_rule_marked_as_covering_the_scope_admits_every_domain_the_scope_sees(
+    scope_domains: tuple[str, ...], from_domains: tuple[str, ...], to_domains: tuple[str, ...]
+) -> None:
+    """acl.edge_allowed_from skips a rule's regex for an in-scope end when the rule covers the
+    scope (``from_all`` / ``to_all``): that must never admit a domain the regex would refuse."""
+    rule = EdgeRule(
+        type="CAUSAL_PRECEDES", direction="both", from_domains=from_domains, to_domains=to_domains
+    )
+    profile = RoleProfile(
+        name="r",
+        domains=scope_domains,
+        sensitivity_ceiling="high",
+        namespaces=("public",),
+        max_hops=3,
+        edges=(rule,),
+        fields={},
+    )
+    params = Scope.from_profile(profile).cypher_params()
+    (cypher_rule,) = params["edge_rules"]["CAUSAL_PRECEDES"]  # type: ignore[index]
+    for name in DOMAIN_NAMES:
+        if matches(name, scope_domains):
+            if cypher_rule["from_all"]:
+                assert matches(name, from_domains), (name, scope_domains, from_domains)
+            if cypher_rule["to_all"]:
+                assert matches(name, to_domains), (name, scope_domains, to_domains)
+    # And the flag is not vacuous: a rule with the scope's own globs covers it.
+    same = Scope.from_profile(
+        profile.model_copy(update={"edges": (rule.model_copy(update={"from_domains": scope_domains}),)})
+    )
+    assert same.cypher_params()["edge_rules"]["CAUSAL_PRECEDES"][0]["from_all"]  # type: ignore[index]
+
+
+def test_a_glob_with_a_line_break_is_left_to_the_regex() -> None:
+    rule = EdgeRule(type="ALIAS_OF", direction="out", from_domains=("acme/*",), to_domains=("acme/*",))
+    profile = RoleProfile(
+        name="r",
+        domains=("acme/x\r*",),
+        sensitivity_ceiling="low",
+        namespaces=("public",),
+        max_hops=1,
+        edges=(rule,),
+        fields={},
+    )
+    params = Scope.from_profile(profile).cypher_params()
+    assert params["edge_rules"]["ALIAS_OF"][0]["from_all"] is False  # type: ignore[index]
+    assert params["sensitivities"] == ["low"]
