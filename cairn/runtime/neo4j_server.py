@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,12 +132,47 @@ def _conf_text(settings: Settings) -> str:
             f"server.memory.pagecache.size={settings.neo4j_pagecache}",
             "dbms.usage_report.enabled=false",
             "db.tx_log.rotation.retention_policy=1 days",
+            # Bolt's own waits at shutdown, 5 s each by default, come after both databases have
+            # stopped and checkpointed: nothing is left to drain (docs/design.md §Embedded Neo4j
+            # start-up).
+            "internal.server.bolt.thread_pool_shutdown_wait_time=0s",
+            "internal.server.bolt.connection_shutdown_wait_time=0s",
             "",
         ]
     )
 
 
-def java_cmd(settings: Settings, main_class: str, *args: str) -> list[str]:
+def server_jvm_flags(settings: Settings) -> list[str]:
+    """The server's extra JVM flags (not the admin tool's): CAIRN_NEO4J_JVM_FLAGS, and with
+    CAIRN_NEO4J_CLASS_ARCHIVE the class-data archive, mapped when it exists and otherwise
+    written when this JVM exits cleanly (Java 17's dynamic AppCDS; a JVM that cannot use an
+    archive warns in the console log and starts without it)."""
+    flags = settings.neo4j_jvm_flags.split()
+    archive = settings.neo4j_class_archive
+    if archive is not None:
+        if archive.exists() and not _maps(settings, archive):
+            archive.unlink()  # torn (its JVM was killed while writing it): written again
+        if archive.exists():
+            flags.append(f"-XX:SharedArchiveFile={archive}")
+        else:
+            archive.parent.mkdir(parents=True, exist_ok=True)
+            # Writing it logs a warning per class it leaves out (some thousands): not wanted in
+            # the console log.
+            flags += [f"-XX:ArchiveClassesAtExit={archive}", "-Xlog:cds*=off"]
+    return flags
+
+
+def _maps(settings: Settings, archive: Path) -> bool:
+    """Whether a JVM starts with ``archive`` (a fraction of a second): one that cannot use it for
+    another Java or other jars starts without it, but a torn archive aborts the JVM."""
+    java = _require("java", "Install a Java 17+ runtime (Debian: apt-get install openjdk-17-jre-headless).")
+    heap = settings.neo4j_heap
+    cmd = [java, f"-Xms{heap}", f"-Xmx{heap}", "-XX:ErrorFile=/dev/null", f"-XX:SharedArchiveFile={archive}"]
+    result = subprocess.run([*cmd, "-version"], capture_output=True, check=False)
+    return result.returncode == 0
+
+
+def java_cmd(settings: Settings, main_class: str, *args: str, jvm_flags: Sequence[str] = ()) -> list[str]:
     java = _require("java", "Install a Java 17+ runtime (Debian: apt-get install openjdk-17-jre-headless).")
     home = settings.neo4j_home
     return [
@@ -144,6 +180,7 @@ def java_cmd(settings: Settings, main_class: str, *args: str) -> list[str]:
         f"-Xms{settings.neo4j_heap}",
         f"-Xmx{settings.neo4j_heap}",
         *JVM_OPENS,
+        *jvm_flags,
         "-cp",
         _classpath(settings),
         f"-Dneo4j.home={home}",
@@ -242,6 +279,7 @@ def start(settings: Settings, timeout_s: float = 180.0) -> ServerStatus:
             f"--home-dir={home}",
             f"--config-dir={home / 'conf'}",
             "--console-mode",
+            jvm_flags=server_jvm_flags(settings),
         ),
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -35,6 +35,10 @@ class Settings(BaseSettings):
     http_port: int = Field(default=7474, alias="CAIRN_HTTP_PORT")
     neo4j_heap: str = Field(default="1g", alias="CAIRN_NEO4J_HEAP")
     neo4j_pagecache: str = Field(default="512m", alias="CAIRN_NEO4J_PAGECACHE")
+    # Start-up of the server's JVM (docs/design.md §Embedded Neo4j start-up): extra flags, split
+    # on spaces, and a class-data archive (made at the first clean stop, mapped by later starts).
+    neo4j_jvm_flags: str = Field(default="", alias="CAIRN_NEO4J_JVM_FLAGS")
+    neo4j_class_archive: Path | None = Field(default=None, alias="CAIRN_NEO4J_CLASS_ARCHIVE")
 
     # Service.
     host: str = Field(default="127.0.0.1", alias="CAIRN_HOST")

@@ -163,10 +163,10 @@ def acme(driver: Driver) -> Driver:
 
 
 @pytest.fixture(scope="module")
-def letters(driver: Driver, settings: Settings) -> Driver:
-    """The demo correspondence, loaded once for the module."""
+def letters(driver: Driver, settings: Settings, embedder: Embedder) -> Driver:
+    """The demo correspondence, loaded once for the module (embedded by the session's model)."""
     wipe(driver)
-    load_demo_correspondence(driver, settings)
+    load_demo_correspondence(driver, settings, embedder)
     return driver
 
 

@@ -16,6 +16,7 @@ from cairn.ingest.correspondence.collisions import default_log_path
 from cairn.ingest.correspondence.demo import DEMO_FILE, load_demo_correspondence
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
+from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
 from tests.e2e.conftest import wipe
 
@@ -37,22 +38,22 @@ SYNC = """mutation($source: String!, $md: String!) {
 }"""
 
 
-def reload(driver: Driver, settings: Settings) -> Driver:
+def reload(driver: Driver, settings: Settings, embedder: Embedder) -> Driver:
     """The demo letters alone, with a fresh collision log (it lives in the test data dir)."""
     wipe(driver)
     default_log_path(settings).unlink(missing_ok=True)
-    load_demo_correspondence(driver, settings)
+    load_demo_correspondence(driver, settings, embedder)
     return driver
 
 
 @pytest.fixture(scope="module")
-def letters(driver: Driver, settings: Settings) -> Driver:
-    return reload(driver, settings)
+def letters(driver: Driver, settings: Settings, embedder: Embedder) -> Driver:
+    return reload(driver, settings, embedder)
 
 
 @pytest.fixture
-def fresh_letters(driver: Driver, settings: Settings) -> Driver:
-    return reload(driver, settings)
+def fresh_letters(driver: Driver, settings: Settings, embedder: Embedder) -> Driver:
+    return reload(driver, settings, embedder)
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,10 @@ own, forked from one warm process that has imported the CLI and loaded the model
 (tests/e2e/warm_cli.py); the runs nothing interrupts (the reference, the completing re-run, the
 idempotent one) go through the same CLI in this process, whose model is already loaded (a
 process each would import torch and load the model again for nothing the property needs) and
-embed through the session's memory of vectors. The killed runs of an ingest that embeds every
-text before its first write (so no kill, which waits for writes, can land while embedding) take
-the vectors this process already made from a file instead of embedding the same texts again. The
+embed through the session's memory of vectors. The killed runs take the vectors this process
+already made from a file instead of embedding the same texts again (a text not there is embedded
+by the child's own model): what is written does not depend on where a vector came from, and the
+kills, which wait for writes to progress, still land inside a transaction or between two. The
 strongest check is the last one: the graph after several kills and a re-run is the graph an
 uninterrupted run writes (timestamps aside), so no dossier is half-written and no journal entry
 is missing or doubled.
@@ -154,10 +155,6 @@ class Ingest:
     args: Callable[[Path, Path], list[str]]  # (input, work dir) -> CLI arguments
     progress_query: str
     total: int
-    # Embeds every stale text before its first write, so a kill (which waits for writes to
-    # progress) never lands while embedding: its killed runs may take known vectors from the
-    # test's model (warm_cli.VECTORS_ENV) instead of embedding the same texts again.
-    embeds_before_writing: bool = False
 
     def progress(self, driver: Driver) -> int:
         return int(driver.execute_query(self.progress_query)[0][0]["c"])
@@ -184,7 +181,6 @@ FIXTURES = Ingest(
     lambda src, _work: ["ingest", "fixtures", str(src)],
     "MATCH (n:Entity) WHERE n.id STARTS WITH 'crash-' RETURN count(n) AS c",
     DECISIONS + EVENTS,
-    embeds_before_writing=True,
 )
 PACKETS_INGEST = Ingest(
     "packets",
@@ -214,8 +210,8 @@ def cli_process(cli: WarmCLI, args: list[str], work: Path, **env: str) -> Run:
 def remembered_vectors(embedder: MemoEmbedder) -> Iterator[None]:
     """The in-process runs embed through the session's memory (tests/conftest.py): the
     reference run embeds a text, the completing re-runs (here and in the outage test, on the
-    same seeded input) find its vector there. The killed runs, forks of the warm CLI, embed
-    with their own model."""
+    same seeded input) find its vector there. The killed runs, forks of the warm CLI, take
+    them from a file (known_vectors)."""
     model = get_embedder()
     assert embedder._inner is model
     with pytest.MonkeyPatch.context() as patch:
@@ -223,11 +219,8 @@ def remembered_vectors(embedder: MemoEmbedder) -> Iterator[None]:
         yield
 
 
-def known_vectors(ingest: Ingest, embedder: MemoEmbedder, work: Path) -> dict[str, str]:
-    """The environment that lets a killed run of ``ingest`` reuse the vectors this process has
-    (none unless its ingest embeds before writing)."""
-    if not ingest.embeds_before_writing:
-        return {}
+def known_vectors(embedder: MemoEmbedder, work: Path) -> dict[str, str]:
+    """The environment that lets a killed run reuse the vectors this process has (warm_cli.VECTORS_ENV)."""
     work.mkdir(parents=True, exist_ok=True)
     return {VECTORS_ENV: str(embedder.save(work / "vectors.npz"))}
 
@@ -345,7 +338,7 @@ def test_sigkilled_ingest_rerun_writes_what_an_uninterrupted_run_writes(
     reference_log = sorted(logged_collisions(tmp_path / "reference" / LOG, section_names(driver)))
     assert ingest.progress(driver) == ingest.total
 
-    vectors = known_vectors(ingest, embedder, tmp_path / "vectors")
+    vectors = known_vectors(embedder, tmp_path / "vectors")
     wipe(driver)
     work = tmp_path / "killed"
     rng = random.Random(f"{ingest.name}-kills")
@@ -355,7 +348,7 @@ def test_sigkilled_ingest_rerun_writes_what_an_uninterrupted_run_writes(
         if done == ingest.total:
             break
         # A random point: past a random share of what is left, then a random extra delay, so
-        # the kill lands while embedding, inside a transaction or between two.
+        # the kill lands inside a transaction or between two.
         target = done + rng.randint(1, max(1, (ingest.total - done) // 2))
         proc = cli_process(warm_cli, ingest.args(source, work), tmp_path / "out", **vectors)
         deadline = time.monotonic() + 600
@@ -423,7 +416,7 @@ def outage(
         sources[ingest.name] = ingest.prepare(work[ingest.name])
         # A retry window of RETRY_S instead of the default 15 s: the property is that the
         # command retries, then reports the outage in one line; how long it retries is a setting.
-        vectors = known_vectors(ingest, embedder, work[ingest.name] / "vectors")
+        vectors = known_vectors(embedder, work[ingest.name] / "vectors")
         procs[ingest.name] = cli_process(
             warm_cli,
             ingest.args(sources[ingest.name], work[ingest.name]),

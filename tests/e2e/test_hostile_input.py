@@ -26,7 +26,7 @@ from cairn.memory.dossiers import blocks, files, governor
 from cairn.memory.dossiers.models import InputError
 from cairn.policy.passport import OPTIONAL, REQUIRED, PassportError, headers_for, verify
 from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime.settings import REPO_ROOT, Settings
+from cairn.runtime.settings import REPO_ROOT
 from cairn.schema.checksum import graph_checksum
 from tests.e2e.conftest import load_acme
 
@@ -138,9 +138,8 @@ def test_random_graphql_payloads_are_refused_cleanly(acme: Driver, payload: Any)
     dropped=st.lists(st.sampled_from(REQUIRED), max_size=2, unique=True),
 )
 def test_random_passports_fail_closed_with_a_named_header(
-    settings: Settings, data: st.DataObject, overrides: dict[str, str], dropped: list[str]
+    registry: PolicyRegistry, data: st.DataObject, overrides: dict[str, str], dropped: list[str]
 ) -> None:
-    registry = PolicyRegistry.load(settings.policy_file)
     role = data.draw(st.sampled_from(sorted(registry.roles)))
     headers = {**headers_for(registry, role), **overrides}
     for name in dropped:

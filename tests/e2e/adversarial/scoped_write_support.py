@@ -3,17 +3,13 @@ the writer and a narrowed writer, and records the writer may (or may not) create
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.app import create_app
 from cairn.ingest.org_memory import ingest_payload
 from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
 from tests.e2e.conftest import gql, passport
 
@@ -35,12 +31,6 @@ NARROW = {
     "X-User-Namespaces": "internal",
 }
 WRITERS = {"writer": {}, "narrow-writer": NARROW}
-
-
-@pytest.fixture(scope="module", name="client")
-def client_fixture(acme: Driver, settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as c:
-        yield c
 
 
 def as_writer(registry: PolicyRegistry, who: str) -> dict[str, str]:

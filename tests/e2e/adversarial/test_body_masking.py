@@ -9,27 +9,21 @@ same sections, where the decisions are (so the check is not vacuous).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.app import create_app
 from cairn.memory.correspondence import Reader, linear_tail
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import FieldRule, PolicyRegistry
 from cairn.policy.scope import Scope
-from cairn.runtime.settings import Settings
 
 TAIL = """{ correspondenceTail(n: 500) { id title body execTags execDecisions masked } }"""
 
 
-@pytest.fixture(scope="module")
-def client(letters: Driver, settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as c:
-        yield c
+pytestmark = pytest.mark.usefixtures("letters")
 
 
 def sections(client: TestClient, registry: PolicyRegistry, role: str) -> dict[str, Any]:

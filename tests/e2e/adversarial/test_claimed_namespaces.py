@@ -10,17 +10,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.app import create_app
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.policy.writes import create_problems
-from cairn.runtime.settings import Settings
 from tests.e2e.conftest import gql, passport
 
 CONFIDENTIAL_DECISION = "acme-corp-descope-onprem-2024"  # namespace confidential: director and exec
@@ -30,10 +25,7 @@ NODE = "query($id: ID!) { node(id: $id) { id } }"
 CLAIMS = ("public,internal,confidential", "confidential,internal", "internal,secret-ops")
 
 
-@pytest.fixture(scope="module")
-def client(acme: Driver, settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as c:
-        yield c
+pytestmark = pytest.mark.usefixtures("acme")
 
 
 @pytest.mark.parametrize("claim", CLAIMS)

@@ -13,13 +13,12 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.policy.profiles import PolicyRegistry
-from tests.e2e.adversarial.scoped_write_support import (  # noqa: F401 (fixtures)
+from tests.e2e.adversarial.scoped_write_support import (
     HIDDEN_DECISION,
     HIDDEN_EVENT,
     NEVER,
     WRITERS,
     as_writer,
-    client_fixture,
     decision,
     event,
     refused,

@@ -13,17 +13,14 @@ vacuous. External sees no factor at all: every answer equals the one for an id t
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.app import create_app
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime.settings import Settings
 from tests.e2e.conftest import wipe
 
 ACCESS = {
@@ -68,10 +65,7 @@ def graph(driver: Driver) -> Driver:
     return driver
 
 
-@pytest.fixture(scope="module")
-def client(graph: Driver, settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as c:
-        yield c
+pytestmark = pytest.mark.usefixtures("graph")
 
 
 def ask(client: TestClient, registry: PolicyRegistry, role: str, query: str, **variables: Any) -> Any:

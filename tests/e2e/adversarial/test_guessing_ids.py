@@ -12,19 +12,16 @@ numbers: a guessed ``fromSection`` beyond the role's own numbers answers like an
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.app import create_app
 from cairn.ingest.demo import load_demo
 from cairn.policy.acl import acl_visible
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
-from cairn.runtime.settings import Settings
 from tests.e2e.conftest import wipe
 
 ROLES = ("staff", "manager", "external")
@@ -58,10 +55,7 @@ def demo(driver: Driver) -> Driver:
     return driver
 
 
-@pytest.fixture(scope="module")
-def client(demo: Driver, settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as c:
-        yield c
+pytestmark = pytest.mark.usefixtures("demo")
 
 
 def visible_ids(driver: Driver, scope: Scope) -> dict[str, list[str]]:

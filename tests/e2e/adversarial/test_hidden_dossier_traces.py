@@ -25,24 +25,20 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.app import create_app
 from cairn.memory.dossiers.demo import load_demo_dossiers
 from cairn.memory.dossiers.governor import process_fact_packet
 from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime.settings import Settings
+from tests.e2e.adversarial.conftest import NARROW
 from tests.e2e.conftest import gql, passport, wipe
 
 HIDDEN_BLOCK = "block_005"  # the demo's confidential block: director, exec and writer only
 NEVER_BLOCK = "block_never_stored_099"
-# The writer narrowed below the hidden block's sensitivity and namespace.
-NARROW = {"X-Sensitivity-Ceiling": "low", "X-User-Namespaces": "internal"}
 PACKET = "mutation($p: JSON!) { ingestFactPacket(packet: $p) { dossierId addedFactIds } }"
 ASK = "query($id: ID!) { ask(anchorId: $id) { envelope { permissionsNote } meta } }"
 SEARCH = "query($q: String!) { memorySearch(query: $q, k: 10) { count hits { factId score matched } } }"
@@ -55,10 +51,7 @@ def dossiers(driver: Driver) -> Driver:
     return driver
 
 
-@pytest.fixture(scope="module")
-def client(dossiers: Driver, settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as c:
-        yield c
+pytestmark = pytest.mark.usefixtures("dossiers")
 
 
 def remove_packet(driver: Driver, key: str) -> None:

@@ -35,11 +35,12 @@ import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.app import create_app
 from cairn.ingest.correspondence.demo import DEMO_FILE, DEMO_SOURCE, load_demo_correspondence
 from cairn.ingest.correspondence.sync import sync_bytes
 from cairn.policy.profiles import PolicyRegistry
+from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
+from tests.e2e.adversarial.conftest import NARROW
 from tests.e2e.conftest import gql, passport, wipe
 
 TAIL = "{ correspondenceTail(n: 500) { sectionNumber filedId collision title author date } }"
@@ -48,7 +49,6 @@ IDS = "{ correspondenceTail(n: 500) { id title } }"
 SYNC = """mutation($m: String!) { syncCorrespondence(source: "rt-probe", markdown: $m) {
   created { id sectionNumber } } }"""
 OWN_TAIL = "{ correspondenceTail(n: 500) { id sectionNumber } }"
-NARROW = {"X-Sensitivity-Ceiling": "low", "X-User-Namespaces": "internal"}
 PROBE = """# Probe letters
 
 *Access: domain=acme/correspondence; sensitivity=low; namespaces=internal; roles=staff,writer*
@@ -65,10 +65,7 @@ Probe body text.
 """
 
 
-@pytest.fixture(scope="module")
-def client(letters: Driver, settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as c:
-        yield c
+pytestmark = pytest.mark.usefixtures("letters")
 
 
 def without_hidden_sections(text: str) -> bytes:
@@ -91,18 +88,37 @@ def staff_view(client: TestClient, registry: PolicyRegistry) -> Any:
     return {"tail": tail, "nodes": nodes}
 
 
+class Stores:
+    """The store this module's tests switch between: the demo letters as filed, or as if the
+    sections staff may not read had never been filed (the collision log in the test's folder)."""
+
+    def __init__(self, driver: Driver, settings: Settings, embedder: Embedder, log: Path) -> None:
+        self.driver, self.settings, self.embedder, self.log = driver, settings, embedder, log
+
+    def without_hidden(self) -> None:
+        wipe(self.driver)
+        stripped = without_hidden_sections(DEMO_FILE.read_text(encoding="utf-8"))
+        sync_bytes(self.driver, stripped, DEMO_SOURCE, collision_log=self.log, embedder=self.embedder)
+
+    def demo(self) -> None:
+        wipe(self.driver)
+        load_demo_correspondence(self.driver, self.settings, self.embedder)
+
+
+@pytest.fixture
+def stores(letters: Driver, settings: Settings, embedder: Embedder, tmp_path: Path) -> Iterator[Stores]:
+    """Switches the store; the demo letters are back afterwards, whatever the test did."""
+    store = Stores(letters, settings, embedder, tmp_path / "collisions.log")
+    yield store
+    store.demo()
+
+
 def test_staff_reads_the_letters_as_if_hidden_sections_were_never_filed(
-    letters: Driver, client: TestClient, registry: PolicyRegistry, settings: Settings, tmp_path: Path
+    client: TestClient, registry: PolicyRegistry, stores: Stores
 ) -> None:
     full = staff_view(client, registry)
-    try:
-        wipe(letters)
-        stripped = without_hidden_sections(DEMO_FILE.read_text(encoding="utf-8"))
-        sync_bytes(letters, stripped, DEMO_SOURCE, collision_log=tmp_path / "collisions.log")
-        assert staff_view(client, registry) == full
-    finally:
-        wipe(letters)
-        load_demo_correspondence(letters, settings)
+    stores.without_hidden()
+    assert staff_view(client, registry) == full
 
 
 def test_a_narrowed_writer_is_told_its_own_section_numbers(
@@ -138,16 +154,9 @@ def writer_syncs_a_probe(client: TestClient, registry: PolicyRegistry) -> Any:
 
 
 def test_a_narrowed_writers_sync_report_is_the_same_without_the_hidden_sections(
-    letters: Driver, client: TestClient, registry: PolicyRegistry, settings: Settings, tmp_path: Path
+    client: TestClient, registry: PolicyRegistry, stores: Stores
 ) -> None:
-    try:
-        wipe(letters)
-        stripped = without_hidden_sections(DEMO_FILE.read_text(encoding="utf-8"))
-        sync_bytes(letters, stripped, DEMO_SOURCE, collision_log=tmp_path / "collisions.log")
-        expected = writer_syncs_a_probe(client, registry)
-        wipe(letters)
-        load_demo_correspondence(letters, settings)
-        assert writer_syncs_a_probe(client, registry) == expected
-    finally:
-        wipe(letters)
-        load_demo_correspondence(letters, settings)
+    stores.without_hidden()
+    expected = writer_syncs_a_probe(client, registry)
+    stores.demo()
+    assert writer_syncs_a_probe(client, registry) == expected

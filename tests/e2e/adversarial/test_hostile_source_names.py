@@ -10,16 +10,12 @@ already, and still is, before anything is parsed or written.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.app import create_app
 from cairn.ingest.correspondence.sync import check_source
 from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
 from tests.e2e.conftest import gql, passport
 
@@ -43,10 +39,7 @@ HOSTILE = [
 ]
 
 
-@pytest.fixture(scope="module")
-def client(acme: Driver, settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as c:
-        yield c
+pytestmark = pytest.mark.usefixtures("acme")
 
 
 @pytest.mark.parametrize("name", HOSTILE)

@@ -20,16 +20,14 @@ import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.app import create_app
 from cairn.memory.dossiers.governor import process_fact_packet
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.writes import TAKEN_ID
-from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
+from tests.e2e.adversarial.conftest import NARROW
 from tests.e2e.adversarial.test_hidden_dossier_traces import remove_packet
 from tests.e2e.conftest import gql, passport, wipe
 
-NARROW = {"X-Sensitivity-Ceiling": "low", "X-User-Namespaces": "internal"}
 PACKET = "mutation($p: JSON!) { ingestFactPacket(packet: $p) { dossierId action packetKey addedFactIds } }"
 HIDDEN_KEY = "rt-idem-hidden"
 SECRET = "Project Falcon's budget is 4 million euros"
@@ -68,10 +66,7 @@ def hidden(driver: Driver) -> Iterator[Driver]:
     remove_packet(driver, HIDDEN_KEY)
 
 
-@pytest.fixture(scope="module")
-def client(hidden: Driver, settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as c:
-        yield c
+pytestmark = pytest.mark.usefixtures("hidden")
 
 
 def send(client: TestClient, registry: PolicyRegistry, body: dict[str, Any], **over: str) -> Any:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -21,11 +20,9 @@ from hypothesis import strategies as st
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.app import create_app
 from cairn.policy.passport import OPTIONAL, REQUIRED, SIGNATURE, headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.resolvers.schema import MAX_ERRORS, MAX_TEXT_CHARS
-from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
 
 PASSPORT_HEADERS = (*REQUIRED, *OPTIONAL, SIGNATURE)
@@ -59,10 +56,12 @@ OPERATIONS = {
 }
 
 
+pytestmark = pytest.mark.usefixtures("acme")
+
+
 @pytest.fixture(scope="module")
-def client(acme: Driver, settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
-        yield c
+def client_options() -> dict[str, Any]:
+    return {"raise_server_exceptions": False}
 
 
 def assert_clean(resp: httpx.Response, sent: str = "") -> dict[str, Any]:

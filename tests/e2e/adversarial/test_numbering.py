@@ -10,17 +10,13 @@ demo letters, where sections only director and exec may read sit in the middle o
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.app import create_app
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime.settings import Settings
 from tests.e2e.conftest import gql
 
 ROLES = ("staff", "manager", "external")
@@ -32,10 +28,7 @@ SEARCH = """query($q: String!) {
 }"""
 
 
-@pytest.fixture(scope="module")
-def client(letters: Driver, settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as c:
-        yield c
+pytestmark = pytest.mark.usefixtures("letters")
 
 
 def gql_as(client: TestClient, registry: PolicyRegistry, role: str, query: str, **variables: Any) -> Any:

@@ -9,24 +9,23 @@ a validation error; a named operation still runs alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from typing import Any
 
 import pytest
-from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.app import create_app
 from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime.settings import Settings
 from tests.e2e.conftest import passport
 
 TWO = "query A { __typename } mutation B { __typename }"
 
 
+pytestmark = pytest.mark.usefixtures("acme")
+
+
 @pytest.fixture(scope="module")
-def client(acme: Driver, settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
-        yield c
+def client_options() -> dict[str, Any]:
+    return {"raise_server_exceptions": False}
 
 
 def test_several_operations_without_a_name_run_nothing(client: TestClient, registry: PolicyRegistry) -> None:

@@ -21,7 +21,7 @@ from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
-from tests.e2e.adversarial.scoped_write_support import (  # noqa: F401 (fixtures)
+from tests.e2e.adversarial.scoped_write_support import (
     HIDDEN_DECISION,
     HIDDEN_DECISION_2,
     HIDDEN_EVENT,
@@ -29,7 +29,6 @@ from tests.e2e.adversarial.scoped_write_support import (  # noqa: F401 (fixtures
     NARROW,
     WRITERS,
     as_writer,
-    client_fixture,
     decision,
     event,
     refused,
@@ -38,7 +37,7 @@ from tests.e2e.adversarial.scoped_write_support import (  # noqa: F401 (fixtures
 )
 from tests.e2e.conftest import gql
 
-pytestmark = pytest.mark.parametrize("who", sorted(WRITERS))
+pytestmark = [pytest.mark.parametrize("who", sorted(WRITERS)), pytest.mark.usefixtures("acme")]
 
 
 def stored(driver: Driver, rid: str) -> dict[str, Any]:

@@ -10,15 +10,12 @@ policies in Chromium (tests/e2e/test_web_ui.py, tests/e2e/test_graphiql.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from typing import Any
 
 import pytest
-from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.app import create_app
 from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime.settings import Settings
 from tests.e2e.conftest import passport
 
 EXPECTED = {
@@ -43,10 +40,12 @@ ROUTES = [
 ]
 
 
+pytestmark = pytest.mark.usefixtures("acme")
+
+
 @pytest.fixture(scope="module")
-def client(acme: Driver, settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings), raise_server_exceptions=False, follow_redirects=False) as c:
-        yield c
+def client_options() -> dict[str, Any]:
+    return {"raise_server_exceptions": False, "follow_redirects": False}
 
 
 @pytest.mark.parametrize(("method", "path", "signed"), ROUTES)

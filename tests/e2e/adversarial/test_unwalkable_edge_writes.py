@@ -24,14 +24,15 @@ from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.policy.writes import edge_problem
 from cairn.schema.checksum import graph_checksum
-from tests.e2e.adversarial.scoped_write_support import (  # noqa: F401 (fixtures)
+from tests.e2e.adversarial.scoped_write_support import (
     INGEST,
-    client_fixture,
     decision,
     remove,
     transition,
 )
 from tests.e2e.conftest import gql, passport
+
+pytestmark = pytest.mark.usefixtures("acme")
 
 EDGES = "query($id: ID!) { neighbourhood(id: $id) { edges { type } } }"
 

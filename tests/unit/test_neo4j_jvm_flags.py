@@ -1,0 +1,43 @@
+"""The embedded server's extra JVM flags and its class-data archive (docs/design.md §Embedded
+Neo4j start-up): written when missing, mapped when whole, written again when torn."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cairn.runtime.neo4j_server import server_jvm_flags
+from cairn.runtime.settings import Settings
+
+
+def test_extra_flags_are_split_and_no_archive_is_the_default(tmp_path: Path) -> None:
+    settings = Settings(CAIRN_NEO4J_JVM_FLAGS=" -XX:+UseSerialGC  -Xss2m ", CAIRN_NEO4J_CLASS_ARCHIVE=None)
+    assert settings.neo4j_class_archive is None
+    assert server_jvm_flags(settings) == ["-XX:+UseSerialGC", "-Xss2m"]
+
+
+def test_a_missing_archive_is_written_at_exit(tmp_path: Path) -> None:
+    archive = tmp_path / "sub" / "classes.jsa"
+    flags = server_jvm_flags(Settings(CAIRN_NEO4J_CLASS_ARCHIVE=archive))
+    assert f"-XX:ArchiveClassesAtExit={archive}" in flags
+    assert not any(f.startswith("-XX:SharedArchiveFile") for f in flags)
+    assert archive.parent.is_dir()
+
+
+def test_a_torn_archive_is_dropped_and_written_again(tmp_path: Path) -> None:
+    if shutil.which("java") is None:
+        pytest.skip("needs a Java runtime")
+    archive = tmp_path / "classes.jsa"
+    settings = Settings(CAIRN_NEO4J_CLASS_ARCHIVE=archive, CAIRN_NEO4J_HEAP="64m")
+    # A small archive of its own (a JVM that only prints its version), whole and then torn.
+    write = ["java", f"-XX:ArchiveClassesAtExit={archive}", "-version"]
+    subprocess.run(write, capture_output=True, check=True)
+    assert server_jvm_flags(settings)[-1] == f"-XX:SharedArchiveFile={archive}"
+    archive.chmod(0o644)
+    archive.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    flags = server_jvm_flags(settings)
+    assert not archive.exists()
+    assert f"-XX:ArchiveClassesAtExit={archive}" in flags
