@@ -48,6 +48,8 @@ from cairn.memory.dossiers.retriever import DossierView, header_views
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
+from cairn.runtime.stopwords import FACT_STOP_WORDS as STOP_WORDS
+from cairn.runtime.stopwords import LUCENE_STOP_WORDS, QUESTION_WORDS
 from cairn.runtime.tokens import count_tokens
 
 FIRST_FETCH = 100
@@ -57,100 +59,6 @@ _WORD = re.compile(r"[^\W_]+")
 MAX_QUERY_WORDS = 48
 
 
-# Words that make a question a question: they say what kind of answer is wanted, not what it
-# is about, and (not being in Lucene's english stop list) would match facts that merely use them.
-QUESTION_WORDS = frozenset(
-    [
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "how",
-        "did",
-        "does",
-        "do",
-        "done",
-        "has",
-        "have",
-        "had",
-        "is",
-        "are",
-        "was",
-        "were",
-        "would",
-        "could",
-        "should",
-        "can",
-        "will",
-        "may",
-        "might",
-        "shall",
-        "ever",
-    ]
-)
-
-
-# Function words: they carry no topic (the full-text side drops them through Lucene's english analyzer).
-STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "for",
-        "with",
-        "and",
-        "or",
-        "but",
-        "about",
-        "as",
-        "by",
-        "from",
-        "into",
-        "than",
-        "then",
-        "there",
-        "here",
-        "that",
-        "this",
-        "these",
-        "those",
-        "some",
-        "any",
-        "both",
-        "also",
-        "other",
-        "others",
-        "be",
-        "been",
-        "being",
-        "it",
-        "its",
-        "he",
-        "she",
-        "they",
-        "them",
-        "his",
-        "her",
-        "their",
-        "i",
-        "you",
-        "we",
-        "my",
-        "your",
-        "our",
-        "me",
-        "us",
-    ]
-)
 _POSSESSIVE = re.compile(r"(?:'s|\u2019s|'|\u2019)$")
 _TOKEN = re.compile(r"[^\W_][\w'\u2019-]*")
 
@@ -173,44 +81,6 @@ def content_words(text: str) -> str:
     return " ".join(kept)
 
 
-# Lucene's english stop words: its analyzer drops them, so a query of one alone finds nothing.
-LUCENE_STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "for",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "such",
-        "that",
-        "the",
-        "their",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "was",
-        "will",
-        "with",
-    ]
-)
 # What splits a fact's text into words when its term frequencies are counted (``cypher.FACT_FULLTEXT``).
 TEXT_SEPARATORS = [" ", "\t", "\n", ".", ",", ";", ":", "!", "?", '"', "(", ")", "[", "]", "/", "-"]
 BM25_K1 = 1.2  # Lucene's defaults
