@@ -30,6 +30,28 @@ def plain_cosine(score: float) -> float:
     return 2.0 * score - 1.0
 
 
+def _two(n: str) -> str:
+    return f"right('0' + toString({n}), 2)"
+
+
+def iso_text(x: str) -> str:
+    """Cypher for the value of expression ``x``: a zoned DateTime as the text the driver's
+    ``DateTime.iso_format()`` gives it (``2023-05-08T13:56:00.000000000+00:00``, what
+    ``cairn.policy.preselector.mask`` shows), anything else as it is. Decoding a DateTime costs the
+    Python driver tens of microseconds (a fact search returned ~70 of them); text costs nothing.
+    The offset is split like the driver's, ``divmod(minutes, 60)`` (floor), so -03:30 reads -04:30."""
+    off = f"toInteger(floor({x}.offsetSeconds / 60.0))"
+    hours = f"toInteger(floor({off} / 60.0))"
+    return (
+        f"CASE WHEN valueType({x}) STARTS WITH 'ZONED DATETIME' THEN "
+        f"right('000' + toString({x}.year), 4) + '-' + {_two(f'{x}.month')} + '-' + {_two(f'{x}.day')}"
+        f" + 'T' + {_two(f'{x}.hour')} + ':' + {_two(f'{x}.minute')} + ':' + {_two(f'{x}.second')}"
+        f" + '.' + right('00000000' + toString({x}.nanosecond), 9)"
+        f" + CASE WHEN {hours} < 0 THEN '-' ELSE '+' END + {_two(f'abs({hours})')}"
+        f" + ':' + {_two(f'{off} - 60 * {hours}')} ELSE {x} END"
+    )
+
+
 # --- the routing lock and the journal ------------------------------------------------------------
 
 # Clauses run in order: the journal lookup reads only once the lock is held. Setting a property
@@ -497,8 +519,9 @@ CALL (d) {{
 }}
 WITH d, visible, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
 """
-DOSSIER_HEADER_ROW = """{props: d {.*, centroid_sum: null}, visible_count: size(visible),
-  summary_rows: CASE WHEN size(visible) < stored THEN [f IN visible | f {.text, .embedding}] END}"""
+DOSSIER_HEADER_ROW = f"""{{props: d {{.*, centroid_sum: null, created_at: {iso_text("d.created_at")},
+    last_updated: {iso_text("d.last_updated")}}}, visible_count: size(visible),
+  summary_rows: CASE WHEN size(visible) < stored THEN [f IN visible | f {{.text, .embedding}}] END}}"""
 
 ONE_DOSSIER = f"""
 MATCH (d:Dossier {{id: $id}})
@@ -532,10 +555,12 @@ _FACT_CANDIDATE_VISIBLE = f"""d.status IN $statuses AND {acl_visible("d")} AND {
 
 # What a caller may be shown of a fact hit (before masking); never the 384-float vector. A fact
 # that absorbed skipped duplicates lists every source turn in ``source_turn_ids``.
-_FACT_HIT_FIELDS = """f {.id, .text, .fact_type, .confidence, .added_at, .observed_at, .source_block_id,
+# Its two timestamps travel as the text the caller is shown (``iso_text``), not as DateTimes.
+_FACT_HIT_FIELDS = f"""f {{.id, .text, .fact_type, .confidence, added_at: {iso_text("f.added_at")},
+  observed_at: {iso_text("f.observed_at")}, .source_block_id,
   .turn_index, .domain, .sensitivity, .namespaces, .roles_allowed,
   source_turn_ids: coalesce(f.source_turn_ids, CASE WHEN f.source_turn_id IS NULL THEN []
-                                               ELSE [f.source_turn_id] END)}"""
+                                               ELSE [f.source_turn_id] END)}}"""
 # A candidate inside the query: the node itself (its fields are read only for the facts returned).
 _FACT_CANDIDATE = "{f: f, dossier_id: d.id, score: score}"
 
@@ -688,11 +713,30 @@ FACT_DOSSIER_HEADERS = f"""
 """
 
 
+# The full-text list on its own: it needs no query vector, so fact search runs it while the
+# question is being embedded (docs/design.md §Dossier queries). Only ids and scores travel.
+FACT_TEXT_SEARCH = f"""
+CALL () {{{FACT_FULLTEXT}}}
+RETURN [h IN text | {{id: h.f.id, dossier_id: h.dossier_id, score: h.score}}] AS text
+"""
+# That list inside the main query (``$text``, best first): each fact found again with its dossier
+# and checked again, so a fact hidden or moved since the full-text query is not a candidate.
+FACT_TEXT_GIVEN = f"""
+  UNWIND $text AS hit
+  MATCH (d:Dossier {{id: hit.dossier_id}})-[:HAS_FACT]->(f:Fact {{id: hit.id}})
+  WHERE {_FACT_CANDIDATE_VISIBLE}
+  WITH f, d, hit.score AS score
+  ORDER BY score DESC, f.id
+  RETURN collect({_FACT_CANDIDATE}) AS text
+"""
+
+
 def fact_search_query(dense: str) -> str:
-    """Both ranked lists, the seeds' block neighbours, the ranked pool and its headers: one round
-    trip. ``dense`` is ``FACT_DENSE_FROM_INDEX`` or ``FACT_DENSE_EXACT``."""
+    """The dense list, the given full-text list (``FACT_TEXT_SEARCH``'s), the seeds' block
+    neighbours, the ranked pool and its headers: one round trip. ``dense`` is
+    ``FACT_DENSE_FROM_INDEX`` or ``FACT_DENSE_EXACT``."""
     return (
-        f"CALL () {{{dense}}}\nCALL () {{{FACT_FULLTEXT}}}\nCALL (dense) {{{FACT_FEEDBACK}}}\n"
+        f"CALL () {{{dense}}}\nCALL () {{{FACT_TEXT_GIVEN}}}\nCALL (dense) {{{FACT_FEEDBACK}}}\n"
         f"CALL (dense, text, feedback) {{{FACT_FUSE}}}\n"
         f"CALL (fused) {{{FACT_BLOCK_NEIGHBOURS}}}\n"
         f"CALL (dense, text, feedback, fused, neighbours) {{{FACT_RANK_POOL}}}\n"

@@ -24,18 +24,24 @@ until the list is full or the index has nothing more; only then does the dense s
 to an exact scan over the visible facts. The full-text side takes every match of each word,
 so it has no fetch to grow. Hidden facts cost time, never a rank or a score.
 
-One round trip per search: both lists, the top fused seeds' block neighbours, the ranked pool
-and the headers of the returned facts' dossiers come from one query (``FACT_SEARCH`` in
-``cairn.graph.dossiers``, imported as ``cypher``); only the top_k facts' fields travel
-(carrying every candidate's was most of the latency), never a vector (a dossier's visible
-facts' vectors only when some are hidden, to rebuild its summary).
-It is repeated only when the dense list must be refetched larger.
+Two queries per search, the first hidden behind embedding the question: the full-text list
+needs no vector, so ``FACT_TEXT_SEARCH`` (in ``cairn.graph.dossiers``, imported as ``cypher``)
+runs on a pool thread while the question is embedded and returns only ids and scores. Then one
+round trip, ``FACT_SEARCH``: the dense list, the full-text list found again by id (and checked
+again, so a fact hidden in between is no candidate), the top fused seeds' block neighbours, the
+ranked pool and the headers of the returned facts' dossiers. Only the top_k facts' fields travel
+(carrying every candidate's was most of the latency), their timestamps as text (``iso_text``),
+never a vector (a dossier's visible facts' vectors only when some are hidden, to rebuild its
+summary). It is repeated only when the dense list must be refetched larger.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +54,8 @@ from cairn.memory.dossiers.retriever import DossierView, header_views
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
+from cairn.runtime.stopwords import FACT_STOP_WORDS as STOP_WORDS
+from cairn.runtime.stopwords import LUCENE_STOP_WORDS, QUESTION_WORDS
 from cairn.runtime.tokens import count_tokens
 
 FIRST_FETCH = 100
@@ -55,102 +63,9 @@ MAX_POOL = 1_000_000  # "no cut" for the ranked pool
 MAX_FETCH = 6_400
 _WORD = re.compile(r"[^\W_]+")
 MAX_QUERY_WORDS = 48
+TEXT_THREADS = 8  # full-text queries running while their questions are embedded (``_text_pool``)
 
 
-# Words that make a question a question: they say what kind of answer is wanted, not what it
-# is about, and (not being in Lucene's english stop list) would match facts that merely use them.
-QUESTION_WORDS = frozenset(
-    [
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "how",
-        "did",
-        "does",
-        "do",
-        "done",
-        "has",
-        "have",
-        "had",
-        "is",
-        "are",
-        "was",
-        "were",
-        "would",
-        "could",
-        "should",
-        "can",
-        "will",
-        "may",
-        "might",
-        "shall",
-        "ever",
-    ]
-)
-
-
-# Function words: they carry no topic (the full-text side drops them through Lucene's english analyzer).
-STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "for",
-        "with",
-        "and",
-        "or",
-        "but",
-        "about",
-        "as",
-        "by",
-        "from",
-        "into",
-        "than",
-        "then",
-        "there",
-        "here",
-        "that",
-        "this",
-        "these",
-        "those",
-        "some",
-        "any",
-        "both",
-        "also",
-        "other",
-        "others",
-        "be",
-        "been",
-        "being",
-        "it",
-        "its",
-        "he",
-        "she",
-        "they",
-        "them",
-        "his",
-        "her",
-        "their",
-        "i",
-        "you",
-        "we",
-        "my",
-        "your",
-        "our",
-        "me",
-        "us",
-    ]
-)
 _POSSESSIVE = re.compile(r"(?:'s|\u2019s|'|\u2019)$")
 _TOKEN = re.compile(r"[^\W_][\w'\u2019-]*")
 
@@ -173,44 +88,6 @@ def content_words(text: str) -> str:
     return " ".join(kept)
 
 
-# Lucene's english stop words: its analyzer drops them, so a query of one alone finds nothing.
-LUCENE_STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "for",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "such",
-        "that",
-        "the",
-        "their",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "was",
-        "will",
-        "with",
-    ]
-)
 # What splits a fact's text into words when its term frequencies are counted (``cypher.FACT_FULLTEXT``).
 TEXT_SEPARATORS = [" ", "\t", "\n", ".", ",", ";", ":", "!", "?", '"', "(", ")", "[", "]", "/", "-"]
 BM25_K1 = 1.2  # Lucene's defaults
@@ -245,6 +122,23 @@ class FusionConfig:
     # The dense query is the question's vector plus this times its content words' vector
     # (``content_words``, embedded in the same batch): one vector, one index query (0: the question alone).
     content_weight: float = 1.0
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_pid = 0
+_pool_lock = threading.Lock()
+
+
+def _text_pool() -> ThreadPoolExecutor:
+    """Threads for the full-text queries that overlap embedding (a forked child makes its own). A
+    search whose query no thread has taken up by the time its vector is ready runs it itself, so
+    a busy pool never makes a search slower than running both in turn."""
+    global _pool, _pool_pid
+    with _pool_lock:
+        if _pool is None or _pool_pid != os.getpid():
+            _pool = ThreadPoolExecutor(max_workers=TEXT_THREADS, thread_name_prefix="cairn-fact-text")
+            _pool_pid = os.getpid()
+        return _pool
 
 
 @dataclass(frozen=True)
@@ -312,10 +206,8 @@ class FactRetriever:
         """
         top_k = max(0, top_k)
         cfg = self.config
-        vec = self._query_vector(query, query_vector)
         params: dict[str, Any] = {
             **scope.cypher_params(),
-            "vec": vec,
             "terms": query_terms(query, QUESTION_WORDS if cfg.drop_question_words else frozenset()),
             "separators": TEXT_SEPARATORS,
             "k1": BM25_K1,
@@ -336,7 +228,12 @@ class FactRetriever:
             # The query cuts the ranked pool at top_k; a block decay re-ranks it here, so it needs all.
             "limit": top_k if cfg.block_decay >= 1.0 else MAX_POOL,
         }
-        r = self._fetch(params)
+        # The full-text list needs no vector: it runs on another thread while the question is
+        # embedded (or here, if no thread has taken it up by then), then joins the main query.
+        text_job = _text_pool().submit(self._text_list, params)
+        vec = self._query_vector(query, query_vector)
+        text = self._text_list(params) if text_job.cancel() else text_job.result()
+        r = self._fetch({**params, "vec": vec, "text": text})
         pool = [
             _Candidate(
                 {"fact": fact, "dossier_id": h["dossier_id"]},
@@ -383,6 +280,11 @@ class FactRetriever:
             block = best.hit["fact"].get("source_block_id")
             per_block[block] = per_block.get(block, 0) + 1
         return taken
+
+    def _text_list(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """The full-text list, best first, as ids and scores (``cypher.FACT_TEXT_SEARCH``)."""
+        records, _, _ = self.driver.execute_query(cypher.FACT_TEXT_SEARCH, params)
+        return list(records[0]["text"])
 
     def _fetch(self, params: dict[str, Any]) -> dict[str, Any]:
         """One round trip, repeated only while the dense list is short of ``depth`` visible facts
