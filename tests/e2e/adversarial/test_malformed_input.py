@@ -377,3 +377,34 @@ def test_an_ordinary_refusal_logs_no_traceback(
         body = assert_clean(post(client, registry, "staff", query))
     assert codes(body) == ["NOT_FOUND"]
     assert not [r for r in caplog.records if r.name == "strawberry.execution"], caplog.text[:500]
+
+
+# Every Int argument of the read fields, at the ends of GraphQL's Int (32-bit) and around zero:
+# out of range is a coded refusal or an empty answer, never an internal error (red-team pass
+# 2026-11-26: `correspondenceTail(fromSection: 2147483647)` overflowed Neo4j's list index).
+ANCHOR = "acme-prod-sunset-onprem-connectors-2024"
+INT_ARGUMENTS = {
+    "search.k": 'search(query: "pricing", k: $v) { total }',
+    "neighbourhood.hops": f'neighbourhood(id: "{ANCHOR}", hops: $v) {{ nodes {{ id }} }}',
+    "ask.tokenBudget": f'ask(anchorId: "{ANCHOR}", tokenBudget: $v) {{ response }}',
+    "correspondenceSearch.k": 'correspondenceSearch(query: "pricing", k: $v) { total }',
+    "correspondenceTail.n": "correspondenceTail(n: $v) { id }",
+    "correspondenceTail.fromSection": "correspondenceTail(n: 500, fromSection: $v) { id }",
+    "beingDivergence.k": 'beingDivergence(question: "pricing", beings: ["Dana Okafor"], k: $v) { author }',
+    "dossierSearch.topK": 'dossierSearch(query: "pricing", topK: $v) { count }',
+    "memorySearch.k": 'memorySearch(query: "pricing", k: $v) { count }',
+    "memorySearch.maxTokens": 'memorySearch(query: "pricing", maxTokens: $v) { count }',
+    "relatedDossiers.topK": 'relatedDossiers(id: "dos-x", topK: $v)',
+    "journal.limit": 'journal(factorId: "f-x", limit: $v) { id }',
+}
+
+
+@pytest.mark.parametrize("value", [-(2**31), -1, 0, 1, 2**31 - 500, 2**31 - 1])
+@pytest.mark.parametrize("argument", sorted(INT_ARGUMENTS))
+def test_every_int_argument_at_its_extremes_fails_closed(
+    client: TestClient, registry: PolicyRegistry, argument: str, value: int
+) -> None:
+    body = assert_clean(
+        post(client, registry, "manager", f"query($v: Int!) {{ {INT_ARGUMENTS[argument]} }}", v=value)
+    )
+    assert body.get("data") is not None or codes(body), body
