@@ -408,3 +408,29 @@ def test_every_int_argument_at_its_extremes_fails_closed(
         post(client, registry, "manager", f"query($v: Int!) {{ {INT_ARGUMENTS[argument]} }}", v=value)
     )
     assert body.get("data") is not None or codes(body), body
+
+
+@pytest.mark.parametrize(
+    "variables",
+    ['{"v": "\\ud800"}', '{"v": "acme-\\uDFFF"}', '{"v": "\\ud83d"}', '{"\\udc00": "x", "v": "x"}'],
+)
+def test_a_lone_surrogate_in_the_body_is_a_coded_refusal(
+    client: TestClient, registry: PolicyRegistry, variables: str
+) -> None:
+    """JSON can escape a lone UTF-16 surrogate; it is not Unicode text (red-team pass 2026-11-26:
+    as an id it reached Neo4j's driver and came back INTERNAL_SERVER_ERROR)."""
+    content = '{"query": "query($v: ID!) { node(id: $v) { id } }", "variables": ' + variables + "}"
+    headers = {**headers_for(registry, "staff"), "Content-Type": "application/json"}
+    resp = client.post("/graphql", content=content.encode(), headers=headers)
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["errors"][0]["extensions"]["code"] == "BAD_REQUEST"
+
+
+def test_a_surrogate_pair_is_text(client: TestClient, registry: PolicyRegistry) -> None:
+    content = (
+        '{"query": "query($v: ID!) { node(id: $v) { id } }", "variables": {"v": "\\ud83d\\ude00 \\\\ud800"}}'
+    )
+    headers = {**headers_for(registry, "staff"), "Content-Type": "application/json"}
+    assert assert_clean(client.post("/graphql", content=content.encode(), headers=headers)) == {
+        "data": {"node": None}
+    }
