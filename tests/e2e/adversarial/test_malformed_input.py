@@ -434,3 +434,52 @@ def test_a_surrogate_pair_is_text(client: TestClient, registry: PolicyRegistry) 
     assert assert_clean(client.post("/graphql", content=content.encode(), headers=headers)) == {
         "data": {"node": None}
     }
+
+
+# Every DateTime argument at the ends of what it can hold, with the widest offsets (red-team pass
+# 2026-11-26: `factor(asOf: "0001-01-01T00:00:00+14:00")` answered INTERNAL_SERVER_ERROR).
+DATETIME_ARGUMENTS = {
+    "factor.asOf": 'factor(id: "data_quality", asOf: $v) { value }',
+    "journal.since": 'journal(factorId: "data_quality", since: $v) { id }',
+    "whatChanged.since": "whatChanged(since: $v) { answer }",
+    "whatChanged.until": 'whatChanged(since: "2024-01-01T00:00:00Z", until: $v) { answer }',
+    "question.now": 'question(text: "what changed since September?", now: $v) { answer }',
+}
+MOMENTS = [
+    "0001-01-01T00:00:00+14:00",
+    "0001-01-01T00:00:00-14:00",
+    "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59-14:00",
+    "9999-12-31T23:59:59+14:00",
+    "9999-12-31T23:59:59.999999Z",
+]
+
+
+@pytest.mark.parametrize("value", MOMENTS)
+@pytest.mark.parametrize("argument", sorted(DATETIME_ARGUMENTS))
+def test_every_datetime_argument_at_its_extremes_fails_closed(
+    client: TestClient, registry: PolicyRegistry, argument: str, value: str
+) -> None:
+    query = f"query($v: DateTime!) {{ {DATETIME_ARGUMENTS[argument]} }}"
+    body = assert_clean(post(client, registry, "staff", query, v=value))
+    assert body.get("data") is not None or codes(body), body
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What changed in the last 5000 years?",
+        "What changed in the last 99999999999 days?",
+        "What changed 3000 years ago?",
+        "What changed since 2024-13-45?",
+        "What changed recently?",
+    ],
+)
+def test_a_window_past_the_year_one_is_answered(
+    client: TestClient, registry: PolicyRegistry, text: str
+) -> None:
+    """Red-team pass 2026-11-26: these windows answered INTERNAL_SERVER_ERROR (year 0, or a
+    timedelta overflow), for any role, with an ordinary ``now``; so did ``now`` near the year 1."""
+    query = 'query($v: String!) { question(text: $v, now: "2024-10-30T12:00:00Z") { intent answer } }'
+    body = assert_clean(post(client, registry, "staff", query, v=text))
+    assert body["data"]["question"]["answer"], body
