@@ -165,6 +165,19 @@ def _quality(accept: str, media_type: str) -> float:
     return 0.0
 
 
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _has_lone_surrogate(body: object) -> bool:
+    if isinstance(body, dict):
+        body = {k: body.get(k) for k in ("query", "variables", "operationName", "extensions")}
+    try:
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 class CairnGraphQL(GraphQL[RequestContext, None]):
     """No queries over GET, no multipart: POSTed JSON only (OWASP GraphQL guidance).
 
@@ -182,9 +195,16 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         gzip body, never decoded here) and nesting too deep for the parser's recursion also get
         one, with a code, instead of a bare 500 (docs/design.md §Errors)."""
         try:
-            return json.loads(data)
+            body = json.loads(data)
         except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             raise UnreadableRequest(400, "Unable to parse request body as JSON") from exc
+        # JSON may escape a lone UTF-16 surrogate ("\ud800"): not Unicode text, so as a variable it
+        # could not be sent to Neo4j and failed as an internal error. Only a body with such an
+        # escape is checked, and only the members a request uses (others are ignored, as before).
+        raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+        if SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(body):
+            raise UnreadableRequest(400, "the request body is not Unicode text (a lone surrogate)")
+        return body
 
     async def render_graphql_ide(self, request: Request) -> Response:
         """strawberry's own page loads GraphiQL from a CDN; ours serves the vendored copy."""

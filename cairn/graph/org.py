@@ -8,14 +8,14 @@ predicates are spliced in from ``cairn.policy.acl``, never written here.
 
 from __future__ import annotations
 
-from cairn.policy.acl import acl_visible
+from cairn.policy.acl import acl_visible, search_vector
 
 # -- ingest (cairn/ingest/org_memory.py) ---------------------------------------------------------
 
 STORED_EMBEDDINGS = """
 UNWIND $ids AS id
 MATCH (n:Entity {id: id})
-RETURN n.id AS id, n.embedding_model AS model, n.embedding_text_sha AS sha
+RETURN n.id AS id, n.embedding_model AS model, n.embedding_text_sha AS sha, n.header_text_sha AS header_sha
 """
 
 STORED_CAUSAL = "MATCH (a:Entity)-[:CAUSAL_PRECEDES]->(b:Entity) RETURN a.id AS a, b.id AS b"
@@ -75,8 +75,10 @@ SET r += row.props
 
 SEARCH_QUERY = f"""
 MATCH (n:Entity)
-WHERE any(l IN labels(n) WHERE l IN $labels) AND n.embedding IS NOT NULL AND {acl_visible("n")}
-WITH n, 2 * vector.similarity.cosine(n.embedding, $vector) - 1 AS score
+WHERE any(l IN labels(n) WHERE l IN $labels) AND {acl_visible("n")}
+WITH n, {search_vector("n")} AS ranked_by
+WHERE ranked_by IS NOT NULL
+WITH n, 2 * vector.similarity.cosine(ranked_by, $vector) - 1 AS score
 WHERE score >= $threshold
 WITH collect({{n: n, score: score}}) AS hits
 WITH hits, size(hits) AS total
@@ -87,5 +89,6 @@ LIMIT $k
 OPTIONAL MATCH (ref:Entity {{id: n.alias_of_decision}})
 WITH total, n, score, ref IS NOT NULL AND {acl_visible("ref")} AS ref_visible
 RETURN total, n.id AS id, [l IN labels(n) WHERE l <> 'Entity'][0] AS label,
-       n {{.*, embedding: null}} AS props, score, CASE WHEN ref_visible THEN n.alias_of_decision END AS ref
+       n {{.*, embedding: null, header_embedding: null}} AS props, score,
+       CASE WHEN ref_visible THEN n.alias_of_decision END AS ref
 """

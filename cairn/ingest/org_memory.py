@@ -332,6 +332,17 @@ def event_text(e: EventRecord) -> str:
     return f"{e.summary}. {e.description}".strip()
 
 
+# The header vector: made from the header fields alone (cairn.schema.nodes.SEARCH_TEXT_FIELDS),
+# it ranks a node for a caller whose field rules hide the rest of the embedded text
+# (docs/design.md §Policy module, "Masked fields and search").
+def decision_header_text(d: DecisionRecord) -> str:
+    return d.option.strip()
+
+
+def event_header_text(e: EventRecord) -> str:
+    return e.summary.strip()
+
+
 def _embed_rows(
     driver: Driver,
     rows: list[dict[str, Any]],
@@ -339,23 +350,32 @@ def _embed_rows(
     embedder: Embedder,
     stage: str,
     progress: Progress | None,
+    prefix: str = "",
 ) -> None:
     """Attach embeddings in one batch per kind, only where the stored one is stale.
 
     A vector is reused when the node already holds one made by the same model from the same
     text (sha256 kept in ``embedding_text_sha``): re-running an ingest, or resuming one that
-    was killed, costs a lookup instead of the model.
+    was killed, costs a lookup instead of the model. With ``prefix="header_"`` the vectors are
+    the header vectors (``header_embedding``, ``header_text_sha``; the sha covers the model too).
     """
-    shas = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+    if prefix:
+        shas = [hashlib.sha256(f"{embedder.name}\0{t}".encode()).hexdigest() for t in texts]
+    else:
+        shas = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
     records, _, _ = driver.execute_query(STORED_EMBEDDINGS, ids=[r["id"] for r in rows])
-    stored = {r["id"]: (r["model"], r["sha"]) for r in records}
+    if prefix:
+        stored = {r["id"]: (embedder.name, r["header_sha"]) for r in records}
+    else:
+        stored = {r["id"]: (r["model"], r["sha"]) for r in records}
     stale = [i for i, row in enumerate(rows) if stored.get(row["id"]) != (embedder.name, shas[i])]
     for start in range(0, len(stale), EMBED_BATCH):
         chunk = stale[start : start + EMBED_BATCH]
         for i, vector in zip(chunk, embedder.embed([texts[i] for i in chunk]), strict=True):
-            rows[i]["props"]["embedding"] = [float(x) for x in vector]
-            rows[i]["props"]["embedding_model"] = embedder.name
-            rows[i]["props"]["embedding_text_sha"] = shas[i]
+            rows[i]["props"][f"{prefix}embedding"] = [float(x) for x in vector]
+            if not prefix:
+                rows[i]["props"]["embedding_model"] = embedder.name
+            rows[i]["props"][f"{prefix}text_sha" if prefix else "embedding_text_sha"] = shas[i]
         if progress:
             progress(stage, len(chunk))
 
@@ -387,6 +407,10 @@ def write_fixture_set(
     embedder = embedder or get_embedder()
     _embed_rows(driver, decisions, [decision_text(d) for d in fs.decisions], embedder, "embedding", progress)
     _embed_rows(driver, events, [event_text(e) for e in fs.events], embedder, "embedding", progress)
+    headers = [decision_header_text(d) for d in fs.decisions]
+    _embed_rows(driver, decisions, headers, embedder, "embedding", None, prefix="header_")
+    headers = [event_header_text(e) for e in fs.events]
+    _embed_rows(driver, events, headers, embedder, "embedding", None, prefix="header_")
     causal, aliases = causal_rows(fs), alias_rows(fs)
     nodes = _write(driver, scope, UPSERT_DECISIONS, decisions, "decisions", progress)
     nodes += _write(driver, scope, UPSERT_EVENTS, events, "events", progress)

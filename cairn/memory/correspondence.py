@@ -49,6 +49,7 @@ from cairn.schema.section_text import DEFAULT_DOMAIN, without_governance
 
 MAX_K = 100
 MAX_TAIL = 500
+LAST_LIST_INDEX = 2**31 - 1
 MAX_BEINGS = 20
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -379,6 +380,10 @@ def linear_tail(
     _check_range("n", n, MAX_TAIL)
     if from_section is not None and from_section < 1:
         raise CorrespondenceRefused("INVALID_ARGUMENT", "from_section must be a positive section number")
+    if from_section is not None:
+        # Neo4j indexes lists with 32-bit ints: past that, as past the caller's last number, the
+        # window is empty (no caller holds two billion sections).
+        from_section = min(from_section, LAST_LIST_INDEX - MAX_TAIL)
     params = {**reader.scope.cypher_params(), "n": n, "from_section": from_section}
     records, _, _ = driver.execute_query(TAIL_QUERY, params, routing_=RoutingControl.READ)
     if not records:

@@ -42,6 +42,7 @@ def search_org(
 ) -> SearchResult:
     params = {
         **scope.cypher_params(),
+        **scope.search_vector_params(),
         "vector": vector,
         "k": max(0, k),
         "threshold": threshold,

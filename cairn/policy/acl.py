@@ -43,6 +43,20 @@ def acl_visible(var: str) -> str:
   AND coalesce({var}.sensitivity, '') IN $sensitivities))"""
 
 
+def search_vector(var: str) -> str:
+    """Cypher expression: the vector ``var`` may be ranked by for the scope, or null.
+
+    A vector made from a field the caller may not see would let scores tell what that field
+    says, so a node is ranked by its full ``embedding`` only where the scope's field rules show
+    every field it was made from, by its ``header_embedding`` where they show the header
+    fields, and not at all otherwise; parameters from ``Scope.search_vector_params()``.
+    """
+    use = f"""head([r IN $vector_rules WHERE r.label IN labels({var})
+  AND coalesce({var}.domain, '') =~ r.re | r.use])"""
+    return f"""CASE WHEN $unrestricted THEN {var}.embedding
+  ELSE CASE {use} WHEN 'full' THEN {var}.embedding WHEN 'header' THEN {var}.header_embedding END END"""
+
+
 def edge_allowed(rel: str, start: str, end: str, walk: str) -> str:
     """Cypher predicate: the scope may walk an edge stored as ``(start)-[rel]->(end)`` this way.
 

@@ -17,6 +17,7 @@ from cairn.policy.profiles import (
     matches,
 )
 from cairn.schema.catalog import RELATION_TYPES
+from cairn.schema.nodes import SEARCH_TEXT_FIELDS
 
 ALL_FIELDS = "*"
 
@@ -121,6 +122,24 @@ class Scope:
             "edge_types": sorted({r.type for r in self.edges}),
             "max_hops": self.max_hops,
         }
+
+    def search_vector_params(self) -> dict[str, object]:
+        """``$vector_rules`` for ``cairn.policy.acl.search_vector``: per searchable label, the
+        field rules in order (the first whose domain glob matches wins, as in
+        ``visible_fields``), each saying which vector the caller may be ranked by there:
+        ``full`` when it sees every field the vector was made from, ``header`` when it sees
+        the header fields, else ``none`` (a label without rules shows its id only: ``none``)."""
+        rules = []
+        for label, (full, header) in SEARCH_TEXT_FIELDS.items():
+            for rule in self.fields.get(label, ()):
+                shown = set(rule.fields)
+                use = "none"
+                if ALL_FIELDS in shown or shown >= set(full):
+                    use = "full"
+                elif shown >= set(header):
+                    use = "header"
+                rules.append({"label": label, "re": glob_regex(rule.domains), "use": use})
+        return {"vector_rules": rules}
 
     def visible_fields(self, label: str, domain: str) -> tuple[str, ...] | None:
         """Fields of a ``label`` node in ``domain`` the scope shows; None means all of them."""

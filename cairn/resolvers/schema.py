@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import is_dataclass
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, cast
 
@@ -220,6 +221,22 @@ def _too_long(value: Any) -> bool:
     return False
 
 
+def _beyond_utc(value: Any) -> bool:
+    """A DateTime whose UTC instant leaves years 1..9999 (``0001-01-01T00:00:00+14:00``): Python
+    cannot convert it, and the Neo4j driver failed on it with an internal error."""
+    if isinstance(value, datetime):
+        try:
+            value.astimezone(UTC)
+        except (OverflowError, ValueError):
+            return True
+        return False
+    if isinstance(value, list | tuple):
+        return any(_beyond_utc(v) for v in value)
+    if is_dataclass(value) and not isinstance(value, type):
+        return any(_beyond_utc(v) for v in vars(value).values())
+    return False
+
+
 class TextLimit(SchemaExtension):
     """Refuses an over-long text argument before its resolver runs (so before any embedding);
     the token limit counts a string literal or a variable as one token, whatever its size."""
@@ -236,6 +253,9 @@ class TextLimit(SchemaExtension):
                     continue
                 if _too_long(value):
                     why = f"is longer than {MAX_TEXT_CHARS:,} characters"
+                    raise _bad_input(f"argument '{name}' of {info.field_name} {why}", argument=name)
+                if _beyond_utc(value):
+                    why = "is a moment outside the years 1 to 9999 in UTC"
                     raise _bad_input(f"argument '{name}' of {info.field_name} {why}", argument=name)
         return _next(root, info, *args, **kwargs)
 

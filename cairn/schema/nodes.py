@@ -23,7 +23,16 @@ from neomodel import (
 EMBEDDING_DIMENSIONS = 384
 SENSITIVITIES = ("low", "medium", "high")
 # Stored for the machine, never shown: vectors and their bookkeeping.
-INTERNAL_FIELDS = frozenset({"embedding", "centroid_sum", "summary_pool", "embedding_text_sha"})
+INTERNAL_FIELDS = frozenset(
+    {"embedding", "centroid_sum", "summary_pool", "embedding_text_sha", "header_embedding", "header_text_sha"}
+)
+# What the searchable labels' vectors are made from: ``embedding`` from all the fields, the
+# ``header_embedding`` from the header fields alone (cairn/ingest/org_memory.py). A caller's
+# search may rank a node only by a vector whose fields it may all see (cairn.policy.acl).
+SEARCH_TEXT_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "Decision": (("option", "rationale"), ("option",)),
+    "Event": (("summary", "description"), ("summary",)),
+}
 
 
 def _embedding() -> ArrayProperty:

@@ -159,6 +159,21 @@ CALL () {
 """
 
 
+def header_phrase(node: dict[str, Any]) -> int:
+    return (int(node["phrase"]) + 1) % len(PHRASES)
+
+
+def ranked_by(node: dict[str, Any], p: RoleProfile) -> int | None:
+    """The phrase whose vector may rank ``node`` for ``p``: the full vector only when every
+    field it was made from is shown, the header vector when the header field is, else none."""
+    shown = allowed_fields(p, node["label"], node["domain"])
+    if shown is None:
+        return int(node["phrase"])
+    if ("option" if node["label"] == "Decision" else "summary") in shown:
+        return header_phrase(node)
+    return None
+
+
 def _props(node: dict[str, Any], vectors: np.ndarray) -> dict[str, Any]:
     nid = node["id"]
     text = (
@@ -176,6 +191,8 @@ def _props(node: dict[str, Any], vectors: np.ndarray) -> dict[str, Any]:
         "importance": 0.5,
         "x_extra": json.dumps({"kpis": f"KPI-{nid}", "note": f"NOTE-{nid}", "secret": f"XSECRET-{nid}"}),
         "embedding": [float(x) for x in vectors[node["phrase"]]],
+        # the header vector (option or summary only) is another phrase's
+        "header_embedding": [float(x) for x in vectors[header_phrase(node)]],
         **text,
     }
 
@@ -456,7 +473,11 @@ def test_search_ranks_and_counts_visible_nodes_only(
         result = answer["data"]["search"]
         qv = query_vectors[q]
         expected = sorted(
-            ((float(np.dot(vectors[n["phrase"]], qv)), n["id"]) for n in g["nodes"] if visible(n, p)),
+            (
+                (float(np.dot(vectors[phrase], qv)), n["id"])
+                for n in g["nodes"]
+                if visible(n, p) and (phrase := ranked_by(n, p)) is not None
+            ),
             key=lambda t: (-t[0], t[1]),
         )
         expected = [(s, i) for s, i in expected if s >= threshold - 1e-6]

@@ -86,10 +86,22 @@ def _month_date(month: int, day: int, now: datetime) -> datetime | None:
 
 
 def parse_since(text: str, now: datetime) -> datetime | None:
-    """The start of the window the question names, or None when it names none."""
+    """The start of the window the question names, or None when it names none. A window that
+    reaches back past the year 1 ("in the last 5000 years") starts at the year 1."""
+    try:
+        return _parse_since(text, now)
+    except (ValueError, OverflowError):
+        return datetime.min.replace(tzinfo=now.tzinfo or UTC)
+
+
+def _parse_since(text: str, now: datetime) -> datetime | None:
     if m := _ISO.search(text):
-        stamp = datetime.fromisoformat(m.group(1).upper().replace(" ", "T"))
-        return stamp if stamp.tzinfo else stamp.replace(tzinfo=now.tzinfo or UTC)
+        try:
+            stamp = datetime.fromisoformat(m.group(1).upper().replace(" ", "T"))
+        except ValueError:  # 2024-13-45 names no moment
+            stamp = None
+        if stamp is not None:
+            return stamp if stamp.tzinfo else stamp.replace(tzinfo=now.tzinfo or UTC)
     if m := _SLASHED.search(text):
         try:
             return datetime.strptime(m.group(1), "%d/%m/%Y").replace(tzinfo=now.tzinfo or UTC)

@@ -376,3 +376,109 @@ def test_an_ordinary_refusal_logs_no_traceback(
         body = assert_clean(post(client, registry, "staff", query))
     assert codes(body) == ["NOT_FOUND"]
     assert not [r for r in caplog.records if r.name == "strawberry.execution"], caplog.text[:500]
+
+
+# Every Int argument of the read fields, at the ends of GraphQL's Int (32-bit) and around zero:
+# out of range is a coded refusal or an empty answer, never an internal error (red-team pass
+# 2026-11-26: `correspondenceTail(fromSection: 2147483647)` overflowed Neo4j's list index).
+ANCHOR = "acme-prod-sunset-onprem-connectors-2024"
+INT_ARGUMENTS = {
+    "search.k": 'search(query: "pricing", k: $v) { total }',
+    "neighbourhood.hops": f'neighbourhood(id: "{ANCHOR}", hops: $v) {{ nodes {{ id }} }}',
+    "ask.tokenBudget": f'ask(anchorId: "{ANCHOR}", tokenBudget: $v) {{ response }}',
+    "correspondenceSearch.k": 'correspondenceSearch(query: "pricing", k: $v) { total }',
+    "correspondenceTail.n": "correspondenceTail(n: $v) { id }",
+    "correspondenceTail.fromSection": "correspondenceTail(n: 500, fromSection: $v) { id }",
+    "beingDivergence.k": 'beingDivergence(question: "pricing", beings: ["Dana Okafor"], k: $v) { author }',
+    "dossierSearch.topK": 'dossierSearch(query: "pricing", topK: $v) { count }',
+    "memorySearch.k": 'memorySearch(query: "pricing", k: $v) { count }',
+    "memorySearch.maxTokens": 'memorySearch(query: "pricing", maxTokens: $v) { count }',
+    "relatedDossiers.topK": 'relatedDossiers(id: "dos-x", topK: $v)',
+    "journal.limit": 'journal(factorId: "f-x", limit: $v) { id }',
+}
+
+
+@pytest.mark.parametrize("value", [-(2**31), -1, 0, 1, 2**31 - 500, 2**31 - 1])
+@pytest.mark.parametrize("argument", sorted(INT_ARGUMENTS))
+def test_every_int_argument_at_its_extremes_fails_closed(
+    client: TestClient, registry: PolicyRegistry, argument: str, value: int
+) -> None:
+    body = assert_clean(
+        post(client, registry, "manager", f"query($v: Int!) {{ {INT_ARGUMENTS[argument]} }}", v=value)
+    )
+    assert body.get("data") is not None or codes(body), body
+
+
+@pytest.mark.parametrize(
+    "variables",
+    ['{"v": "\\ud800"}', '{"v": "acme-\\uDFFF"}', '{"v": "\\ud83d"}', '{"\\udc00": "x", "v": "x"}'],
+)
+def test_a_lone_surrogate_in_the_body_is_a_coded_refusal(
+    client: TestClient, registry: PolicyRegistry, variables: str
+) -> None:
+    """JSON can escape a lone UTF-16 surrogate; it is not Unicode text (red-team pass 2026-11-26:
+    as an id it reached Neo4j's driver and came back INTERNAL_SERVER_ERROR)."""
+    content = '{"query": "query($v: ID!) { node(id: $v) { id } }", "variables": ' + variables + "}"
+    headers = {**headers_for(registry, "staff"), "Content-Type": "application/json"}
+    resp = client.post("/graphql", content=content.encode(), headers=headers)
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["errors"][0]["extensions"]["code"] == "BAD_REQUEST"
+
+
+def test_a_surrogate_pair_is_text(client: TestClient, registry: PolicyRegistry) -> None:
+    content = (
+        '{"query": "query($v: ID!) { node(id: $v) { id } }", "variables": {"v": "\\ud83d\\ude00 \\\\ud800"}}'
+    )
+    headers = {**headers_for(registry, "staff"), "Content-Type": "application/json"}
+    assert assert_clean(client.post("/graphql", content=content.encode(), headers=headers)) == {
+        "data": {"node": None}
+    }
+
+
+# Every DateTime argument at the ends of what it can hold, with the widest offsets (red-team pass
+# 2026-11-26: `factor(asOf: "0001-01-01T00:00:00+14:00")` answered INTERNAL_SERVER_ERROR).
+DATETIME_ARGUMENTS = {
+    "factor.asOf": 'factor(id: "data_quality", asOf: $v) { value }',
+    "journal.since": 'journal(factorId: "data_quality", since: $v) { id }',
+    "whatChanged.since": "whatChanged(since: $v) { answer }",
+    "whatChanged.until": 'whatChanged(since: "2024-01-01T00:00:00Z", until: $v) { answer }',
+    "question.now": 'question(text: "what changed since September?", now: $v) { answer }',
+}
+MOMENTS = [
+    "0001-01-01T00:00:00+14:00",
+    "0001-01-01T00:00:00-14:00",
+    "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59-14:00",
+    "9999-12-31T23:59:59+14:00",
+    "9999-12-31T23:59:59.999999Z",
+]
+
+
+@pytest.mark.parametrize("value", MOMENTS)
+@pytest.mark.parametrize("argument", sorted(DATETIME_ARGUMENTS))
+def test_every_datetime_argument_at_its_extremes_fails_closed(
+    client: TestClient, registry: PolicyRegistry, argument: str, value: str
+) -> None:
+    query = f"query($v: DateTime!) {{ {DATETIME_ARGUMENTS[argument]} }}"
+    body = assert_clean(post(client, registry, "staff", query, v=value))
+    assert body.get("data") is not None or codes(body), body
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What changed in the last 5000 years?",
+        "What changed in the last 99999999999 days?",
+        "What changed 3000 years ago?",
+        "What changed since 2024-13-45?",
+        "What changed recently?",
+    ],
+)
+def test_a_window_past_the_year_one_is_answered(
+    client: TestClient, registry: PolicyRegistry, text: str
+) -> None:
+    """Red-team pass 2026-11-26: these windows answered INTERNAL_SERVER_ERROR (year 0, or a
+    timedelta overflow), for any role, with an ordinary ``now``; so did ``now`` near the year 1."""
+    query = 'query($v: String!) { question(text: $v, now: "2024-10-30T12:00:00Z") { intent answer } }'
+    body = assert_clean(post(client, registry, "staff", query, v=text))
+    assert body["data"]["question"]["answer"], body
