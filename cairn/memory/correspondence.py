@@ -28,6 +28,7 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from neo4j import Driver, RoutingControl
@@ -45,7 +46,7 @@ from cairn.policy.passport import Caller
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
-from cairn.schema.section_text import DEFAULT_DOMAIN, without_governance
+from cairn.schema.section_text import without_governance
 
 MAX_K = 100
 MAX_TAIL = 500
@@ -70,6 +71,12 @@ TOTALS_KEPT = 64  # filter sets whose totals are kept per scope
 
 class CorrespondenceRefused(CairnError):
     """A read refused before touching the graph; ``code`` is stable for clients."""
+
+
+class FilterRefused(CorrespondenceRefused):
+    """A filter refused before touching the graph; ``where`` names it (extension ``filter``)."""
+
+    where_key = "filter"
 
 
 @dataclass(frozen=True)
@@ -101,8 +108,12 @@ class Filters:
 
     def params(self) -> dict[str, Any]:
         for name, value in (("date_from", self.date_from), ("date_to", self.date_to)):
-            if value is not None and not ISO_DATE.match(value):
-                raise CorrespondenceRefused("INVALID_ARGUMENT", f"{name} must be an ISO date (YYYY-MM-DD)")
+            if value is not None and not _is_iso_date(value):
+                raise FilterRefused(
+                    "INVALID_ARGUMENT",
+                    f"filter {name} must be an ISO date (YYYY-MM-DD): {value!r} is not",
+                    name,
+                )
         return {
             "authors": [a.strip().lower() for a in self.authors] or None,
             "exec_tags": [normalise_exec_tag(t) for t in self.exec_tags] or None,
@@ -118,13 +129,29 @@ class Filters:
 
     def fields(self) -> tuple[str, ...]:
         """The section fields these filters read."""
-        used = (
-            ("author", bool(self.authors)),
-            ("exec_tags", bool(self.exec_tags)),
-            ("status_tags", bool(self.status_tags)),
-            ("date", self.date_from is not None or self.date_to is not None),
+        return tuple(dict.fromkeys(field for _, field in self.used()))
+
+    def used(self) -> tuple[tuple[str, str], ...]:
+        """(filter, the section field it reads) for each filter given."""
+        given = (
+            ("authors", "author", bool(self.authors)),
+            ("exec_tags", "exec_tags", bool(self.exec_tags)),
+            ("status_tags", "status_tags", bool(self.status_tags)),
+            ("date_from", "date", self.date_from is not None),
+            ("date_to", "date", self.date_to is not None),
         )
-        return tuple(name for name, on in used if on)
+        return tuple((name, field) for name, field, on in given if on)
+
+
+def _is_iso_date(value: str) -> bool:
+    """``YYYY-MM-DD`` naming a day that exists (``2024-99-99`` does not)."""
+    if not ISO_DATE.match(value):
+        return False
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
 
 
 def normalise_exec_tag(tag: str) -> str:
@@ -205,11 +232,25 @@ def _require_search(reader: Reader) -> None:
 
 
 def _check_filter_fields(reader: Reader, filters: Filters) -> None:
-    """A filter on a field the role may not see would leak it through which sections match."""
-    allowed = reader.scope.visible_fields("Section", DEFAULT_DOMAIN)
-    hidden = [f for f in filters.fields() if allowed is not None and f not in allowed]
-    if hidden:
-        raise CorrespondenceRefused("FILTER_NOT_ALLOWED", f"this role may not filter on {', '.join(hidden)}")
+    """A filter on a field the role may not see would leak it through which sections match.
+
+    Decided from the scope alone, before any query, so the refusal is the same whether or not
+    a hidden section holds the value: a field counts as hidden when the scope's field rules
+    hide it in any domain the scope reaches (``Scope.fields_shown_everywhere``), not only in
+    the correspondence's default domain.
+    """
+    shown = reader.scope.fields_shown_everywhere("Section")
+    if shown is None:
+        return
+    refused = [(name, field) for name, field in filters.used() if field not in shown]
+    if refused:
+        names = ", ".join(name for name, _ in refused)
+        fields = ", ".join(dict.fromkeys(field for _, field in refused))
+        raise FilterRefused(
+            "FILTER_NOT_ALLOWED",
+            f"filter {names} is not allowed: this role may not see the section field {fields}",
+            refused[0][0],
+        )
 
 
 def _check_range(name: str, value: int, top: int) -> None:

@@ -141,6 +141,29 @@ class Scope:
                 rules.append({"label": label, "re": glob_regex(rule.domains), "use": use})
         return {"vector_rules": rules}
 
+    def fields_shown_everywhere(self, label: str) -> tuple[str, ...] | None:
+        """Fields the scope shows on every ``label`` node it may see, whatever its domain; None
+        means all of them. Decided from the scope alone (no data): a field hidden in any domain
+        the scope reaches is left out, and so is every field but ``id`` when some of its domains
+        fall past the label's rules. A filter may read only these (docs/design.md
+        §Correspondence, "Filters read only what the caller sees")."""
+        if self.unrestricted:
+            return None
+        shown: set[str] | None = None  # None: every field, so far
+        covering: list[str] = []
+        for rule in self.fields.get(label, ()):
+            if not any(_may_overlap(d, g) for d in self.domains for g in rule.domains):
+                continue  # applies to no domain the scope reaches
+            if ALL_FIELDS not in rule.fields:
+                shown = set(rule.fields) if shown is None else shown & set(rule.fields)
+            covering.extend(rule.domains)
+            if all(_covered(d, tuple(covering)) for d in self.domains):
+                break  # later rules are shadowed for every domain the scope reaches
+        else:
+            if self.domains:  # some domain may fall past the rules: its id only
+                shown = {"id"} if shown is None else shown & {"id"}
+        return None if shown is None else tuple(sorted(shown))
+
     def visible_fields(self, label: str, domain: str) -> tuple[str, ...] | None:
         """Fields of a ``label`` node in ``domain`` the scope shows; None means all of them."""
         if self.unrestricted:
@@ -174,3 +197,17 @@ def _covered(requested: str, granted: tuple[str, ...]) -> bool:
     if "*" not in requested and "?" not in requested:
         return matches(requested, granted)
     return any(requested == g or (g.endswith("*") and requested.startswith(g[:-1])) for g in granted)
+
+
+def _may_overlap(a: str, b: str) -> bool:
+    """Whether two domain globs may match a common domain (true when unsure: callers refuse)."""
+    wild_a, wild_b = "*" in a or "?" in a, "*" in b or "?" in b
+    if not wild_a:
+        return matches(a, (b,))
+    if not wild_b:
+        return matches(b, (a,))
+    pa, pb = (
+        a[: min(a.find(c) if c in a else len(a) for c in "*?")],
+        b[: min(b.find(c) if c in b else len(b) for c in "*?")],
+    )
+    return pa.startswith(pb) or pb.startswith(pa)

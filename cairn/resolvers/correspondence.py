@@ -94,7 +94,10 @@ class BeingSections:
     sections: list[CorrespondenceSection]
 
 
-@strawberry.input(description="Applied before ranking; a tag filter matches sections with any given tag.")
+@strawberry.input(
+    description="Applied before ranking; a tag filter matches sections with any given tag; dates are "
+    "YYYY-MM-DD. A filter on a field the caller may not see in some domain it reaches is FILTER_NOT_ALLOWED."
+)
 class CorrespondenceFilter:
     authors: list[str] | None = None
     exec_tags: list[str] | None = None

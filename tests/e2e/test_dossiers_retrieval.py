@@ -40,6 +40,7 @@ from cairn.memory.dossiers.facts import (
 from cairn.memory.dossiers.facts import format_for_context as format_facts
 from cairn.memory.dossiers.governor import process_fact_packet
 from cairn.memory.dossiers.retriever import (
+    DossierFilterRefused,
     format_for_context,
     get_dossier,
     get_dossier_history,
@@ -47,7 +48,7 @@ from cairn.memory.dossiers.retriever import (
 )
 from cairn.memory.dossiers.summary import summary_of
 from cairn.policy.passport import headers_for
-from cairn.policy.profiles import SENSITIVITY_RANK, PolicyRegistry, RoleProfile, matches
+from cairn.policy.profiles import SENSITIVITY_RANK, FieldRule, PolicyRegistry, RoleProfile, matches
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
@@ -323,6 +324,38 @@ def test_archive_leaves_search_but_keeps_history(diet_db: Driver, embedder: Embe
     assert archive_dossier(diet_db, veg).already_done
     with pytest.raises(CurationError):
         archive_dossier(diet_db, "dos-missing")
+
+
+def test_include_archived_needs_the_status_field_everywhere_the_role_reaches(
+    diet_db: Driver, embedder: Embedder, registry: PolicyRegistry
+) -> None:
+    """Which dossiers ``include_archived`` adds tells their status: a role whose field rules hide
+    ``status`` in a domain it reaches keeps the default view, and the refusal does not depend on
+    whether an archived dossier exists (red-team pass, filters on masked fields)."""
+    director = registry.roles["director"]
+    hidden = (
+        FieldRule(domains=("acme/assistant",), fields=("id", "label", "summary")),
+        FieldRule(domains=("*",), fields=("*",)),
+    )
+    scope = Scope.from_profile(director.model_copy(update={"fields": {**director.fields, "Dossier": hidden}}))
+
+    def refusal() -> tuple[str, str, dict[str, Any]]:
+        with pytest.raises(DossierFilterRefused) as info:
+            retrieve_relevant_dossiers(diet_db, scope, "vegetarian", include_archived=True, embedder=embedder)
+        return info.value.code, info.value.message, info.value.extensions()
+
+    none_archived = refusal()
+    assert none_archived[0] == "FILTER_NOT_ALLOWED" and none_archived[2]["filter"] == "include_archived"
+    veg = retrieve_relevant_dossiers(diet_db, scope, "vegetarian", embedder=embedder).dossiers[0]
+    assert "status" in veg.masked
+    archive_dossier(diet_db, veg.id, "diet changed")
+    assert refusal() == none_archived
+    assert veg.id not in {d.id for d in retrieve_relevant_dossiers(diet_db, scope, "vegetarian").dossiers}
+    # With the role's own rules (status shown everywhere), the filter is the caller's again.
+    seen = Scope.from_profile(director)
+    assert veg.id in {
+        d.id for d in retrieve_relevant_dossiers(diet_db, seen, "vegetarian", include_archived=True).dossiers
+    }
 
 
 def test_links_related_dossiers_and_export(

@@ -24,6 +24,7 @@ from typing import Any
 
 from neo4j import Driver
 
+from cairn.errors import CairnError
 from cairn.graph import dossiers as cypher
 from cairn.graph.dossiers import index_score, plain_cosine
 from cairn.memory.dossiers.summary import summary_of
@@ -131,6 +132,28 @@ def header_views(rows: Sequence[dict[str, Any]], scope: Scope) -> dict[str, Doss
     return out
 
 
+class DossierFilterRefused(CairnError):
+    """A search filter refused before any query; ``where`` names it (extension ``filter``)."""
+
+    where_key = "filter"
+
+
+def _check_archived_filter(scope: Scope, include_archived: bool) -> None:
+    """``include_archived`` chooses by a dossier's ``status``: a role that may not see it in
+    some domain it reaches would read it off what the choice adds, so it keeps the default
+    view (active dossiers only). Decided from the scope alone, before any query
+    (docs/design.md §Correspondence, "Filters read only what the caller sees")."""
+    if not include_archived:
+        return
+    shown = scope.fields_shown_everywhere("Dossier")
+    if shown is not None and "status" not in shown:
+        raise DossierFilterRefused(
+            "FILTER_NOT_ALLOWED",
+            "filter include_archived is not allowed: this role may not see the dossier field status",
+            "include_archived",
+        )
+
+
 def retrieve_relevant_dossiers(
     driver: Driver,
     scope: Scope,
@@ -142,6 +165,7 @@ def retrieve_relevant_dossiers(
     include_archived: bool = False,
 ) -> SearchResult:
     """Distinct dossiers whose visible facts come within ``threshold`` cosine of the query, best first."""
+    _check_archived_filter(scope, include_archived)
     vec = (embedder or get_embedder()).embed([query])[0]
     params = {
         **scope.cypher_params(),
