@@ -18,12 +18,7 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.policy.profiles import PolicyRegistry
-from tests.e2e.adversarial.scoped_write_support import (  # noqa: F401 (fixtures)
-    client_fixture,
-    decision,
-    remove,
-    seed,
-)
+from tests.e2e.adversarial.scoped_write_support import decision, remove, seed
 from tests.e2e.conftest import gql, passport
 
 SECRET = "Initech acquisition Project Falcon closes in March at 4.2 billion"
