@@ -6,9 +6,8 @@ the driver tens of microseconds); what a caller is shown must stay what ``mask``
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta, timezone
+from datetime import date, datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import pytest
 from neo4j import Driver
@@ -16,21 +15,24 @@ from neo4j import Driver
 from cairn.graph.dossiers import iso_text
 from cairn.policy.preselector import _plain
 
+# Made by Cypher from text: a named zone or a year below 1000 sent as a Python datetime goes
+# through the driver's zone arithmetic, which is not what is under test here (and once crashed
+# the test process inside zoneinfo).
 ZONED = [
-    datetime(2023, 5, 8, 13, 56, tzinfo=UTC),
-    datetime(2026, 11, 26, 1, 34, 6, 966871, tzinfo=UTC),
-    datetime(1999, 12, 31, 23, 59, 59, 1, tzinfo=timezone(timedelta(hours=5, minutes=30))),
-    datetime(2024, 2, 29, 0, 0, tzinfo=timezone(timedelta(hours=-3, minutes=-30))),
-    datetime(2024, 7, 1, 9, 5, 7, tzinfo=timezone(timedelta(hours=-11))),
-    datetime(2024, 7, 1, 9, 5, 7, tzinfo=timezone(timedelta(minutes=-30))),
-    datetime(1970, 1, 1, tzinfo=timezone(timedelta(hours=14))),
-    datetime(2024, 7, 1, 12, tzinfo=ZoneInfo("Europe/Berlin")),
-    datetime(987, 3, 4, 5, 6, 7, tzinfo=UTC),
+    "2023-05-08T13:56:00Z",
+    "2026-11-26T01:34:06.966871Z",
+    "1999-12-31T23:59:59.000001+05:30",
+    "2024-02-29T00:00:00-03:30",
+    "2024-07-01T09:05:07-11:00",
+    "2024-07-01T09:05:07-00:30",
+    "1970-01-01T00:00:00+14:00",
+    "2024-07-01T12:00:00[Europe/Berlin]",
+    "0987-03-04T05:06:07Z",
 ]
 
 
-@pytest.mark.parametrize("value", ZONED, ids=str)
-def test_zoned_datetimes_read_as_the_driver_formats_them(driver: Driver, value: datetime) -> None:
+@pytest.mark.parametrize("value", ZONED)
+def test_zoned_datetimes_read_as_the_driver_formats_them(driver: Driver, value: str) -> None:
     records, _, _ = driver.execute_query(f"WITH datetime($x) AS x RETURN x, {iso_text('x')} AS text", x=value)
     raw, text = records[0]["x"], records[0]["text"]
     assert isinstance(text, str)
