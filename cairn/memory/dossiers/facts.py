@@ -24,15 +24,12 @@ until the list is full or the index has nothing more; only then does the dense s
 to an exact scan over the visible facts. The full-text side takes every match of each word,
 so it has no fetch to grow. Hidden facts cost time, never a rank or a score.
 
-Two queries per search, the first hidden behind embedding the question: the full-text list
-needs no vector, so ``FACT_TEXT_SEARCH`` (in ``cairn.graph.dossiers``, imported as ``cypher``)
-runs on a pool thread while the question is embedded and returns only ids and scores. Then one
-round trip, ``FACT_SEARCH``: the dense list, the full-text list found again by id (and checked
-again, so a fact hidden in between is no candidate), the top fused seeds' block neighbours, the
-ranked pool and the headers of the returned facts' dossiers. Only the top_k facts' fields travel
-(carrying every candidate's was most of the latency), their timestamps as text (``iso_text``),
-never a vector (a dossier's visible facts' vectors only when some are hidden, to rebuild its
-summary). It is repeated only when the dense list must be refetched larger.
+One round trip per search: both lists, the top fused seeds' block neighbours, the ranked pool
+and the headers of the returned facts' dossiers come from one query (``FACT_SEARCH`` in
+``cairn.graph.dossiers``, imported as ``cypher``); only the top_k facts' fields travel
+(carrying every candidate's was most of the latency), never a vector (a dossier's visible
+facts' vectors only when some are hidden, to rebuild its summary).
+It is repeated only when the dense list must be refetched larger.
 """
 
 from __future__ import annotations
