@@ -713,30 +713,11 @@ FACT_DOSSIER_HEADERS = f"""
 """
 
 
-# The full-text list on its own: it needs no query vector, so fact search runs it while the
-# question is being embedded (docs/design.md §Dossier queries). Only ids and scores travel.
-FACT_TEXT_SEARCH = f"""
-CALL () {{{FACT_FULLTEXT}}}
-RETURN [h IN text | {{id: h.f.id, dossier_id: h.dossier_id, score: h.score}}] AS text
-"""
-# That list inside the main query (``$text``, best first): each fact found again with its dossier
-# and checked again, so a fact hidden or moved since the full-text query is not a candidate.
-FACT_TEXT_GIVEN = f"""
-  UNWIND $text AS hit
-  MATCH (d:Dossier {{id: hit.dossier_id}})-[:HAS_FACT]->(f:Fact {{id: hit.id}})
-  WHERE {_FACT_CANDIDATE_VISIBLE}
-  WITH f, d, hit.score AS score
-  ORDER BY score DESC, f.id
-  RETURN collect({_FACT_CANDIDATE}) AS text
-"""
-
-
 def fact_search_query(dense: str) -> str:
-    """The dense list, the given full-text list (``FACT_TEXT_SEARCH``'s), the seeds' block
-    neighbours, the ranked pool and its headers: one round trip. ``dense`` is
-    ``FACT_DENSE_FROM_INDEX`` or ``FACT_DENSE_EXACT``."""
+    """Both ranked lists, the seeds' block neighbours, the ranked pool and its headers: one round
+    trip. ``dense`` is ``FACT_DENSE_FROM_INDEX`` or ``FACT_DENSE_EXACT``."""
     return (
-        f"CALL () {{{dense}}}\nCALL () {{{FACT_TEXT_GIVEN}}}\nCALL (dense) {{{FACT_FEEDBACK}}}\n"
+        f"CALL () {{{dense}}}\nCALL () {{{FACT_FULLTEXT}}}\nCALL (dense) {{{FACT_FEEDBACK}}}\n"
         f"CALL (dense, text, feedback) {{{FACT_FUSE}}}\n"
         f"CALL (fused) {{{FACT_BLOCK_NEIGHBOURS}}}\n"
         f"CALL (dense, text, feedback, fused, neighbours) {{{FACT_RANK_POOL}}}\n"

@@ -34,11 +34,8 @@ It is repeated only when the dense list must be refetched larger.
 
 from __future__ import annotations
 
-import os
 import re
-import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,7 +57,6 @@ MAX_POOL = 1_000_000  # "no cut" for the ranked pool
 MAX_FETCH = 6_400
 _WORD = re.compile(r"[^\W_]+")
 MAX_QUERY_WORDS = 48
-TEXT_THREADS = 8  # full-text queries running while their questions are embedded (``_text_pool``)
 
 
 _POSSESSIVE = re.compile(r"(?:'s|\u2019s|'|\u2019)$")
@@ -119,23 +115,6 @@ class FusionConfig:
     # The dense query is the question's vector plus this times its content words' vector
     # (``content_words``, embedded in the same batch): one vector, one index query (0: the question alone).
     content_weight: float = 1.0
-
-
-_pool: ThreadPoolExecutor | None = None
-_pool_pid = 0
-_pool_lock = threading.Lock()
-
-
-def _text_pool() -> ThreadPoolExecutor:
-    """Threads for the full-text queries that overlap embedding (a forked child makes its own). A
-    search whose query no thread has taken up by the time its vector is ready runs it itself, so
-    a busy pool never makes a search slower than running both in turn."""
-    global _pool, _pool_pid
-    with _pool_lock:
-        if _pool is None or _pool_pid != os.getpid():
-            _pool = ThreadPoolExecutor(max_workers=TEXT_THREADS, thread_name_prefix="cairn-fact-text")
-            _pool_pid = os.getpid()
-        return _pool
 
 
 @dataclass(frozen=True)
@@ -203,8 +182,10 @@ class FactRetriever:
         """
         top_k = max(0, top_k)
         cfg = self.config
+        vec = self._query_vector(query, query_vector)
         params: dict[str, Any] = {
             **scope.cypher_params(),
+            "vec": vec,
             "terms": query_terms(query, QUESTION_WORDS if cfg.drop_question_words else frozenset()),
             "separators": TEXT_SEPARATORS,
             "k1": BM25_K1,
@@ -225,12 +206,7 @@ class FactRetriever:
             # The query cuts the ranked pool at top_k; a block decay re-ranks it here, so it needs all.
             "limit": top_k if cfg.block_decay >= 1.0 else MAX_POOL,
         }
-        # The full-text list needs no vector: it runs on another thread while the question is
-        # embedded (or here, if no thread has taken it up by then), then joins the main query.
-        text_job = _text_pool().submit(self._text_list, params)
-        vec = self._query_vector(query, query_vector)
-        text = self._text_list(params) if text_job.cancel() else text_job.result()
-        r = self._fetch({**params, "vec": vec, "text": text})
+        r = self._fetch(params)
         pool = [
             _Candidate(
                 {"fact": fact, "dossier_id": h["dossier_id"]},
@@ -277,11 +253,6 @@ class FactRetriever:
             block = best.hit["fact"].get("source_block_id")
             per_block[block] = per_block.get(block, 0) + 1
         return taken
-
-    def _text_list(self, params: dict[str, Any]) -> list[dict[str, Any]]:
-        """The full-text list, best first, as ids and scores (``cypher.FACT_TEXT_SEARCH``)."""
-        records, _, _ = self.driver.execute_query(cypher.FACT_TEXT_SEARCH, params)
-        return list(records[0]["text"])
 
     def _fetch(self, params: dict[str, Any]) -> dict[str, Any]:
         """One round trip, repeated only while the dense list is short of ``depth`` visible facts
