@@ -27,8 +27,9 @@ so it has no fetch to grow. Hidden facts cost time, never a rank or a score.
 One round trip per search: both lists, the top fused seeds' block neighbours, the ranked pool
 and the headers of the returned facts' dossiers come from one query (``FACT_SEARCH`` in
 ``cairn.graph.dossiers``, imported as ``cypher``); only the top_k facts' fields travel
-(carrying every candidate's was most of the latency), never a vector (a dossier's visible
-facts' vectors only when some are hidden, to rebuild its summary).
+(carrying every candidate's was most of the latency), their timestamps as text (``iso_text``),
+never a vector (a dossier's visible facts' vectors only when some are hidden, to rebuild its
+summary).
 It is repeated only when the dense list must be refetched larger.
 """
 
