@@ -339,7 +339,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
         name = request.path_params["name"]
         request_id = request.path_params["request_id"]  # decoded, may hold "/": validated in trace
         try:
-            data = bundles.bundle_zip(services.trace_root, caller, request_id, name)
+            data = await anyio.to_thread.run_sync(
+                lambda: bundles.bundle_zip(services.trace_root, caller, request_id, name, services.driver)
+            )
         except bundles.BundleRefused as exc:
             return JSONResponse({"error": "bundle refused", "reason": exc.reason}, status_code=403)
         except FileNotFoundError:

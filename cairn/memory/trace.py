@@ -41,22 +41,32 @@ import json
 import queue
 import threading
 import zipfile
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import orjson
 import structlog
+from neo4j import Driver
 
 from cairn.errors import EXIT_FAILED, CairnError
 from cairn.memory.selector import select
 from cairn.policy.passport import Caller, is_request_id
-from cairn.policy.preselector import CandidateEdge, CandidateNode, CandidateSet, scope_params
+from cairn.policy.preselector import (
+    CandidateEdge,
+    CandidateNode,
+    CandidateSet,
+    drop_dangling_references,
+    refetch,
+    scope_params,
+)
 
 VIEW_FILES = (
     "_meta.json",
     "envelope.json",
     "evidence_canonical.json",
+    "evidence_check.json",
     "response.json",
     "plan.json",
     "validator_report.json",
@@ -153,29 +163,30 @@ def redact_meta(audit: dict[str, Any]) -> dict[str, Any]:
 EDGE_FIELDS = ("source", "target", "type", "relation", "relations", "reason")
 
 
-def pack_edges(edges: list[CandidateEdge], nodes: list[CandidateNode]) -> list[list[Any]]:
-    """Edges as rows; an end that is one of ``nodes`` is stored as its place in that list."""
+def pack_edges(edges: list[CandidateEdge], nodes: list[CandidateNode]) -> dict[str, list[Any]]:
+    """Edges as columns (each field's values side by side); an end that is one of ``nodes`` is
+    stored as its place in that list."""
     at = {n.id: i for i, n in enumerate(nodes)}
-    return [
-        [
-            at.get(e.source, e.source),
-            at.get(e.target, e.target),
-            e.type,
-            e.relation,
-            list(e.relations),
-            e.reason,
-        ]
-        for e in edges
-    ]
+    return {
+        "source": [at.get(e.source, e.source) for e in edges],
+        "target": [at.get(e.target, e.target) for e in edges],
+        "type": [e.type for e in edges],
+        "relation": [e.relation for e in edges],
+        "relations": [e.relations for e in edges],
+        "reason": [e.reason for e in edges],
+    }
 
 
-def _unpack_edges(rows: list[Any], ids: list[str]) -> list[dict[str, Any]]:
+def _unpack_edges(stored: Any, ids: list[str]) -> list[dict[str, Any]]:
+    rows = zip(*(stored[f] for f in EDGE_FIELDS), strict=True) if isinstance(stored, dict) else stored
     edges = []
     for row in rows:
         if isinstance(row, dict):  # stored as an object (an earlier trace)
             edges.append(row)
             continue
+        # A row (an earlier trace) or the row of the columns.
         edge = dict(zip(EDGE_FIELDS, row, strict=True))
+        edge["relations"] = list(edge["relations"] or [])
         for end in ("source", "target"):
             if isinstance(edge[end], int):
                 edge[end] = ids[edge[end]]
@@ -183,55 +194,106 @@ def _unpack_edges(rows: list[Any], ids: list[str]) -> list[dict[str, Any]]:
     return edges
 
 
-def pack_evidence(nodes: list[CandidateNode]) -> bytes:
+def pack_evidence(nodes: list[CandidateNode], by_ref: Sequence[int] = ()) -> bytes:
     """The canonical evidence as stored, encoded: columns, not one object per node.
 
     A field's values sit side by side (every node's domain, then every timestamp, ...), where
     the compressor finds their repeats; a node without the field holds null there (a shown
     field is never null: masking drops nulls). Sorted keys, so the bytes are canonical:
-    ``bundle_fp`` is their hash and a reader can check the stored evidence against it.
+    ``bundle_fp`` is their hash (without ``by_ref``) and a reader checks the evidence it rebuilds
+    against it.
+
+    ``by_ref``: the places of the nodes whose fields are not stored (their id, label, hop and
+    masked names are; ``in_full`` lists the others): a trace keeps the text of the nodes its
+    answer was built from and reads the rest of the pool back from the graph by id
+    (``refetch``), docs/design.md §Trace bundles.
     """
     fields = [n.fields for n in nodes]
     ids = [n.id for n in nodes]
     # Every node's own id among its fields (the usual case): said once, not stored twice.
     own_id = [f.get("id") for f in fields] == ids
+    in_full = None
+    if by_ref:
+        skip = set(by_ref)
+        in_full = [i for i in range(len(nodes)) if i not in skip]
+        fields = [fields[i] for i in in_full]
     names = set().union(*fields)
     if own_id:
         names.discard("id")
     # A column per field name, read per name (absent: None); orjson writes tuples as arrays.
-    return canonical_json(
-        {
-            "ids": ids,
-            "labels": [n.label for n in nodes],
-            "hops": [n.hop for n in nodes],
-            "masked": [n.masked for n in nodes],
-            "fields": {name: [f.get(name) for f in fields] for name in names},
-            "id_in_fields": own_id,
-        }
-    )
+    # With nodes by reference, the columns hold the nodes stored in full (``in_full``) only.
+    packed: dict[str, Any] = {
+        "ids": ids,
+        "labels": [n.label for n in nodes],
+        "hops": [n.hop for n in nodes],
+        "masked": [n.masked for n in nodes],
+        "fields": {name: [f.get(name) for f in fields] for name in names},
+        "id_in_fields": own_id,
+    }
+    if in_full is not None:
+        packed["in_full"] = in_full
+    return canonical_json(packed)
 
 
-def _unpack_evidence(stored: Any) -> Any:
-    """``evidence_canonical.json``, one object per node, from the columns ``pack_evidence`` stored."""
+# A node whose fields were stored by reference and that the graph no longer gives back (gone,
+# or no longer visible to the reader's scope): its fields are not shown.
+Fetch = Callable[[list[tuple[str, str, int]]], dict[str, CandidateNode]]
+
+
+def _unpack_evidence(stored: Any, fetch: Fetch | None = None) -> tuple[Any, list[str]]:
+    """``evidence_canonical.json``, one object per node, from the columns ``pack_evidence`` stored,
+    the nodes stored by reference read back through ``fetch``; and the ids it could not read back."""
     if not isinstance(stored, dict):
-        return stored  # stored as a list (an earlier trace)
+        return stored, []  # stored as a list (an earlier trace)
     columns = stored["fields"].items()
     own_id = stored.get("id_in_fields", False)
-    return [
+    ids = stored["ids"]
+    in_full = stored.get("in_full")
+    rows = range(len(ids)) if in_full is None else in_full
+    # The place of each node stored in full among the column values.
+    at = {i: k for k, i in enumerate(rows)}
+    nodes = [
         {
             "id": node_id,
             "label": label,
             "hop": hop,
             "fields": {
                 **({"id": node_id} if own_id else {}),
-                **{name: values[i] for name, values in columns if values[i] is not None},
-            },
+                **{name: values[at[i]] for name, values in columns if values[at[i]] is not None},
+            }
+            if i in at
+            else {},
             "masked": masked,
         }
         for i, (node_id, label, hop, masked) in enumerate(
-            zip(stored["ids"], stored["labels"], stored["hops"], stored["masked"], strict=True)
+            zip(ids, stored["labels"], stored["hops"], stored["masked"], strict=True)
         )
     ]
+    if in_full is None:
+        return nodes, []
+    by_ref = [i for i in range(len(ids)) if i not in at]
+    found = fetch([(ids[i], stored["labels"][i], stored["hops"][i]) for i in by_ref]) if fetch else {}
+    visible = set(ids)
+    missing = []
+    for i in by_ref:
+        node = found.get(ids[i])
+        if node is None:
+            missing.append(ids[i])
+            continue
+        node = drop_dangling_references(node, visible)
+        nodes[i]["fields"], nodes[i]["masked"] = node.fields, list(node.masked)
+    return nodes, missing
+
+
+def _check_evidence(evidence: list[Any], stored: Any, audit: Any, missing: list[str]) -> dict[str, Any]:
+    """``evidence_check.json``: whether the evidence as read is the evidence the ask fingerprinted
+    (``bundle_fp``), how many nodes were read back by id, and which could not be."""
+    in_full = stored.get("in_full") if isinstance(stored, dict) else None
+    by_ref = 0 if in_full is None else len(stored["ids"]) - len(in_full)
+    fp = audit.get("fingerprints", {}).get("bundle_fp") if isinstance(audit, dict) else None
+    nodes = [CandidateNode(e["id"], e["label"], e["hop"], e["fields"], tuple(e["masked"])) for e in evidence]
+    actual = "sha256:" + hashlib.sha256(pack_evidence(nodes)).hexdigest()
+    return {"bundle_fp": fp, "verified": fp == actual, "by_reference": by_ref, "unavailable_ids": missing}
 
 
 def pack_audit(audit: dict[str, Any]) -> dict[str, Any]:
@@ -423,12 +485,16 @@ def _load(folder: Path) -> dict[str, Any]:
     return parts
 
 
-def _parts(folder: Path) -> dict[str, Any]:
-    """The bundle files of a stored trace, those stored once cut out of the pieces that hold them."""
+def _parts(folder: Path, caller: Caller, driver: Driver | None) -> dict[str, Any]:
+    """The bundle files of a stored trace, those stored once cut out of the pieces that hold them;
+    nodes stored by reference are read back through ``driver`` under the caller's scope."""
     parts = _load(folder)
     pre = parts.pop(EVIDENCE_PRE, None)
+    stored = parts.get("evidence_canonical.json")
+    missing: list[str] = []
     if "evidence_canonical.json" in parts:
-        parts["evidence_canonical.json"] = _unpack_evidence(parts["evidence_canonical.json"])
+        fetch = None if driver is None else (lambda rows: refetch(driver, caller.scope, rows))
+        parts["evidence_canonical.json"], missing = _unpack_evidence(stored, fetch)
     evidence = parts.get("evidence_canonical.json")
     if isinstance(pre, dict):
         ids = [e["id"] for e in evidence] if isinstance(evidence, list) else []
@@ -438,6 +504,8 @@ def _parts(folder: Path) -> dict[str, Any]:
         audit = parts["_meta_audit.json"] = _unpack_audit(audit, evidence, pre["edges"])
     if "_meta.json" not in parts and isinstance(audit, dict):
         parts["_meta.json"] = redact_meta(audit)
+    if isinstance(stored, dict) and isinstance(evidence, list):
+        parts["evidence_check.json"] = _check_evidence(evidence, stored, audit, missing)
     if isinstance(pre, dict) and isinstance(audit, dict) and isinstance(evidence, list) and evidence:
         policy = audit["policy_trace"]
         parts["evidence_pre.json"] = {
@@ -467,20 +535,24 @@ def _parts(folder: Path) -> dict[str, Any]:
     return parts
 
 
-def read_trace_file(root: Path, caller: Caller, request_id: str, name: str) -> Any:
-    parts = _parts(_folder(root, caller, request_id))
+def read_trace_file(
+    root: Path, caller: Caller, request_id: str, name: str, driver: Driver | None = None
+) -> Any:
+    """One bundle file of the caller's trace; ``driver`` reads back the nodes stored by reference
+    (without it, they are listed as unavailable in ``evidence_check.json``)."""
+    parts = _parts(_folder(root, caller, request_id), caller, driver)
     if name not in parts:
         raise FileNotFoundError("no such trace")
     return parts[name]
 
 
-def bundle_zip(root: Path, caller: Caller, request_id: str, name: str) -> bytes:
+def bundle_zip(root: Path, caller: Caller, request_id: str, name: str, driver: Driver | None = None) -> bytes:
     """The zip for ``name``; BundleRefused with a reason when the role may not have it."""
     if name not in BUNDLES:
         raise BundleRefused("unknown bundle")
     if name == "bundle_full" and not caller.profile.can_download_full:
         raise BundleRefused("policy:bundle_full_not_permitted")
-    parts = _parts(_folder(root, caller, request_id))
+    parts = _parts(_folder(root, caller, request_id), caller, driver)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for file in VIEW_FILES if name == "bundle_view" else FULL_FILES:

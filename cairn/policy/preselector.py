@@ -17,8 +17,9 @@ from typing import Any
 from neo4j import Driver
 
 from cairn.errors import EXIT_NOT_VISIBLE, CairnError
+from cairn.policy.acl import acl_reason
 from cairn.policy.scope import Scope
-from cairn.policy.walk import EXPAND_QUERIES
+from cairn.policy.walk import EXPAND_QUERIES, NODE_PROPS
 from cairn.schema.nodes import INTERNAL_FIELDS
 
 DEFAULT_NEIGHBOUR_CAP = 25  # per frontier node and edge type, beyond the first hop
@@ -278,3 +279,27 @@ def preselect(
     records, _, _ = driver.execute_query(EXPAND_QUERIES[depth], params)
     # The values are plain maps and lists already: Record.data() would walk every one again.
     return _assemble(scope, anchor_id, dict(records[0]) if records else None)
+
+
+def refetch(driver: Driver, scope: Scope, rows: list[tuple[str, str, int]]) -> dict[str, CandidateNode]:
+    """The nodes of ``rows`` (id, label, hop) as the scope sees them now, masked as a walk masks
+    them; a node that is gone, or that the scope may no longer see, is left out.
+
+    A stored trace keeps the text of the nodes its answer was built from and only the ids of the
+    rest of the pool (docs/design.md §Trace bundles); this reads those back, through the same
+    vertex ACL, when the trace is read."""
+    if not rows:
+        return {}
+    records, _, _ = driver.execute_query(REFETCH_QUERY, {**scope_params(scope), "ids": [r[0] for r in rows]})
+    props = {r["id"]: r["props"] for r in records}
+    rules = _FieldRules(scope)
+    return {i: rules.node(i, label, hop, props[i]) for i, label, hop in rows if i in props}
+
+
+REFETCH_QUERY = f"""
+UNWIND $ids AS id
+MATCH (n:Entity {{id: id}})
+WITH n, {acl_reason("n")} AS reason
+WHERE reason IS NULL
+RETURN n.id AS id, n {NODE_PROPS} AS props
+"""

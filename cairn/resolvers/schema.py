@@ -147,8 +147,9 @@ class OrgQuery:
     def trace(self, info: Ctx, request_id: strawberry.ID) -> JSON | None:
         caller = caller_of(info)
         try:
+            services = info.context.services
             meta: JSON = bundles.read_trace_file(
-                info.context.services.trace_root, caller, str(request_id), "_meta.json"
+                services.trace_root, caller, str(request_id), "_meta.json", services.driver
             )
         except OSError:  # a malformed, foreign or missing id: all answer alike
             return None

@@ -24,6 +24,7 @@ from neo4j import Driver
 
 from cairn.memory import trace
 from cairn.memory.ask import AskResult, AskService
+from cairn.memory.budget import Budget
 from cairn.policy.passport import Caller, headers_for, verify
 from cairn.policy.preselector import preselect
 from cairn.policy.profiles import PolicyRegistry
@@ -55,7 +56,7 @@ def ask(settings: Settings, root: Path, caller: Caller, anchor: str) -> tuple[As
     with sync_driver(settings) as driver:
         result = AskService(driver, LLMClient(settings), root).ask(caller, anchor)
         files = {
-            name: trace.read_trace_file(root, caller, caller.request_id, name)
+            name: trace.read_trace_file(root, caller, caller.request_id, name, driver)
             for name in trace.FULL_FILES
             if name != "llm_raw.json"
         }
@@ -69,6 +70,9 @@ def ask(settings: Settings, root: Path, caller: Caller, anchor: str) -> tuple[As
             "policy_trace": ptrace.__dict__,
         }
     )
+    check = files["evidence_check.json"]
+    assert check["verified"] and check["bundle_fp"] == result.meta["fingerprints"]["bundle_fp"]
+    assert check["unavailable_ids"] == []
     return result, files
 
 
@@ -193,6 +197,57 @@ def test_the_stored_trace_holds_what_the_audit_shows_and_rebuilds_the_rest(
     assert stored["envelope.json"]["cited_ids"] == result.envelope["cited_ids"]
     evidence = stored["evidence_canonical.json"]
     assert evidence["ids"] == [n.id for n in result.evidence]
-    fingerprint = "sha256:" + hashlib.sha256(trace.canonical_json(evidence)).hexdigest()
+    fingerprint = "sha256:" + hashlib.sha256(trace.pack_evidence(result.evidence)).hexdigest()
     assert result.meta["fingerprints"]["bundle_fp"] == fingerprint
+    if "in_full" not in evidence:  # every node stored in full: the stored bytes are the fingerprinted ones
+        assert fingerprint == "sha256:" + hashlib.sha256(trace.canonical_json(evidence)).hexdigest()
     assert files["plan.json"]["scores"] and files["plan.json"] == result.meta["selection_metrics"]
+
+
+def test_the_pool_beyond_the_answer_is_stored_by_id_and_read_back_from_the_graph(
+    acme_db: Driver, settings: Settings, registry: PolicyRegistry, tmp_path: Path
+) -> None:
+    """docs/design.md §Trace bundles: a trace keeps the text of the nodes its answer was built from
+    (the anchor, the prompt's lines, the cited ids) and only the ids of the rest of the pool; a read
+    gets those back from the graph under the reader's scope and checks the whole against bundle_fp.
+    A node changed since, or no longer visible, is reported, and never shown with text the scope
+    may not read now."""
+    caller = caller_for(registry, "exec", **{"X-Max-Hops": "3"})
+    with sync_driver(settings) as driver:
+        # A prompt budget that fits the anchor and little else: most of the pool is left out.
+        result = AskService(driver, LLMClient(settings), tmp_path).ask(
+            caller, HIDDEN_DECISION, budget=Budget(context_window=560)
+        )
+        trace.flush()
+        (path,) = tmp_path.glob(f"*/{caller.request_id}/{trace.TRACE_FILE}")
+        stored = json.loads(gzip.decompress(path.read_bytes()))["evidence_canonical.json"]
+        kept = {*result.meta["evidence_sets"]["prompt_included_ids"], *result.envelope["cited_ids"]}
+        in_full = [result.evidence[i].id for i in stored["in_full"]]
+        assert in_full[0] == HIDDEN_DECISION and set(in_full) == {n.id for n in result.evidence} & kept
+        by_ref = [n for n in result.evidence if n.id not in kept]
+        assert len(by_ref) >= 2, "the budget must leave part of the pool out for this test to mean anything"
+        # Their fields are not stored: every column holds the values of the nodes stored in full.
+        assert all(len(values) == len(in_full) for values in stored["fields"].values())
+
+        def read(name: str, reader: Driver | None = driver) -> Any:
+            return trace.read_trace_file(tmp_path, caller, caller.request_id, name, reader)
+
+        assert read("evidence_canonical.json") == plain([node(n) for n in result.evidence])
+        assert read("_meta.json") == result.meta
+        check = read("evidence_check.json")
+        assert check == {
+            "bundle_fp": result.meta["fingerprints"]["bundle_fp"],
+            "verified": True,
+            "by_reference": len(by_ref),
+            "unavailable_ids": [],
+        }
+        # Without the graph the nodes by reference are listed, not made up.
+        blind = read("evidence_check.json", None)
+        assert not blind["verified"] and blind["unavailable_ids"] == [n.id for n in by_ref]
+        changed, gone = by_ref[0].id, by_ref[-1].id
+        driver.execute_query("MATCH (n:Entity {id: $id}) SET n.importance = 0.123", id=changed)
+        driver.execute_query("MATCH (n:Entity {id: $id}) SET n.roles_allowed = ['staff']", id=gone)
+        check = read("evidence_check.json")
+        assert not check["verified"] and check["unavailable_ids"] == [gone]
+        evidence = {e["id"]: e for e in read("evidence_canonical.json")}
+        assert evidence[gone]["fields"] == {} and evidence[changed]["fields"]["importance"] == 0.123
