@@ -152,8 +152,13 @@ class AskService:
             *gate.excluded,
         ]
         evidence = [cs.anchor, *cs.nodes]
-        # Encoded once: fingerprinted here, stored from the same bytes.
-        canonical = bundles.pack_evidence(evidence)
+        # The text of the nodes the answer was built from (the anchor, the prompt's lines, the
+        # cited ids) is stored; the rest of the pool by id, read back from the graph when the
+        # trace is read and checked against bundle_fp (docs/design.md §Trace bundles). Encoded
+        # once: the whole evidence fingerprinted, the stored form from the same columns.
+        kept = {*included, *envelope.cited_ids}
+        by_ref = [i for i, n in enumerate(evidence) if i and n.id not in kept]
+        canonical, stored = bundles.pack_evidence_pair(evidence, by_ref)
         run = AskRun(
             caller=caller,
             anchor_id=anchor_id,
@@ -187,12 +192,6 @@ class AskService:
         # Each piece once (docs/design.md §Trace bundles): _meta.json, evidence_pre.json,
         # evidence_post.json, the meta's sections and what the meta repeats of the evidence
         # (trace.pack_audit) are rebuilt from these when read.
-        # The text of the nodes the answer was built from (the anchor, the prompt's lines, the
-        # cited ids) is stored; the rest of the pool by id, read back from the graph when the
-        # trace is read and checked against bundle_fp (docs/design.md §Trace bundles).
-        kept = {*included, *envelope.cited_ids}
-        by_ref = [i for i, n in enumerate(evidence) if i and n.id not in kept]
-        stored = bundles.pack_evidence(evidence, by_ref) if by_ref else canonical
         trace = {
             "_meta_audit.json": bundles.pack_audit(audit),
             "envelope.json": envelope_json,

@@ -23,6 +23,9 @@ every ranked id the gate left out, in ranked order) are what the Selector comput
 stored evidence — it is deterministic over the CandidateSet alone (cairn/memory/selector.py). The
 stored trace keeps what was shown (the evidence, the card, the response), what was clipped (the
 prompt's ids and the count it left out), what was withheld (ids and reasons) and the ids cited.
+The evidence's fields are stored for the nodes the answer was built from (anchor, prompt lines,
+cited ids); the rest of the pool by id, read back from the graph under the reader's scope when
+the trace is read (``refetch``) and checked against ``bundle_fp`` (``evidence_check.json``).
 
 An ask's trace is written off the request path (``submit_trace``): the ask only encodes it; one
 writer thread takes the encoded traces from a bounded queue, in order, compresses and writes
@@ -43,6 +46,7 @@ import threading
 import zipfile
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +111,24 @@ def _owner(caller: Caller) -> str:
     passport narrowed by its headers never reads what the same user saw with a wider view."""
     # NUL cannot occur in a user id, role name, policy key or JSON text, so the parts cannot run together.
     # The scope's parameters as the walk got them (built once per distinct scope, not per ask).
-    view = json.dumps(scope_params(caller.scope), sort_keys=True, default=str)
+    view = _view(scope_params(caller.scope))
     return _owner_of("\0".join((caller.user_id, caller.role, caller.profile.policy_key, view)))
+
+
+# The JSON text of each scope's parameters, once per parameters object (scope_params hands the
+# same one to every ask under an equal scope); the object is held, so its id is not reused.
+_VIEWS: dict[int, tuple[dict[str, object], str]] = {}
+
+
+def _view(params: dict[str, object]) -> str:
+    held = _VIEWS.get(id(params))
+    if held is not None and held[0] is params:
+        return held[1]
+    view = json.dumps(params, sort_keys=True, default=str)
+    if len(_VIEWS) >= 1024:
+        _VIEWS.clear()
+    _VIEWS[id(params)] = (params, view)
+    return view
 
 
 @lru_cache(maxsize=1024)
@@ -208,31 +228,39 @@ def pack_evidence(nodes: list[CandidateNode], by_ref: Sequence[int] = ()) -> byt
     answer was built from and reads the rest of the pool back from the graph by id
     (``refetch``), docs/design.md §Trace bundles.
     """
+    return pack_evidence_pair(nodes, by_ref)[1]
+
+
+def pack_evidence_pair(nodes: list[CandidateNode], by_ref: Sequence[int]) -> tuple[bytes, bytes]:
+    """``pack_evidence`` of ``nodes`` whole (what ``bundle_fp`` hashes) and with ``by_ref``
+    (what is stored), from one pass over the nodes."""
     fields = [n.fields for n in nodes]
     ids = [n.id for n in nodes]
     # Every node's own id among its fields (the usual case): said once, not stored twice.
-    own_id = [f.get("id") for f in fields] == ids
-    in_full = None
-    if by_ref:
-        skip = set(by_ref)
-        in_full = [i for i in range(len(nodes)) if i not in skip]
-        fields = [fields[i] for i in in_full]
+    own_id = list(map(dict.get, fields, repeat("id"))) == ids
     names = set().union(*fields)
     if own_id:
         names.discard("id")
     # A column per field name, read per name (absent: None); orjson writes tuples as arrays.
-    # With nodes by reference, the columns hold the nodes stored in full (``in_full``) only.
+    columns = {name: list(map(dict.get, fields, repeat(name))) for name in names}
     packed: dict[str, Any] = {
         "ids": ids,
         "labels": [n.label for n in nodes],
         "hops": [n.hop for n in nodes],
         "masked": [n.masked for n in nodes],
-        "fields": {name: [f.get(name) for f in fields] for name in names},
+        "fields": columns,
         "id_in_fields": own_id,
     }
-    if in_full is not None:
-        packed["in_full"] = in_full
-    return canonical_json(packed)
+    whole = canonical_json(packed)
+    if not by_ref:
+        return whole, whole
+    # The columns hold the nodes stored in full (``in_full``) only; a column none of them has goes.
+    skip = set(by_ref)
+    in_full = [i for i in range(len(nodes)) if i not in skip]
+    kept = {name: [values[i] for i in in_full] for name, values in columns.items()}
+    packed["fields"] = {name: values for name, values in kept.items() if values.count(None) < len(values)}
+    packed["in_full"] = in_full
+    return whole, canonical_json(packed)
 
 
 # A node whose fields were stored by reference and that the graph no longer gives back (gone,
