@@ -11,7 +11,7 @@ docs/design.md §Correspondence, "Search at index speed". The sync's queries
 
 from __future__ import annotations
 
-from cairn.policy.acl import acl_visible, step_allowed
+from cairn.policy.acl import acl_visible, search_fields_shown, step_allowed
 from cairn.schema.nodes import vector_index_name
 
 SECTION_INDEX = vector_index_name("Section")
@@ -35,6 +35,10 @@ CALL () {{
   WITH v ORDER BY v.section_number
   RETURN collect(v.section_number) AS numbers
 }}"""
+
+# A section is searched by its title and body (its vector): one whose title or body the caller
+# may not read is neither ranked nor counted by search or divergence (acl.search_fields_shown).
+RANKABLE = search_fields_shown("s", "Section")
 
 # Search filters over ``s``, each joined by AND (a continuation of a WHERE clause).
 FILTERS = """
@@ -63,7 +67,7 @@ CALL () {
 SEARCH_INDEX = f"""{STORE_STAMP}
 CALL db.index.vector.queryNodes('{SECTION_INDEX}', $fetch, $vector) YIELD node AS s
 WITH stamp, s
-WHERE s.embedding IS NOT NULL AND {acl_visible("s")}{FILTERS}
+WHERE s.embedding IS NOT NULL AND {acl_visible("s")} AND {RANKABLE}{FILTERS}
 WITH stamp, s, vector.similarity.cosine(s.embedding, $vector) AS score
 ORDER BY score DESC, s.section_number ASC
 WITH stamp, collect({{s: s, score: score}}) AS ranked
@@ -76,7 +80,7 @@ RETURN stamp, visible, collect({{props: {PROJECTION}, score: score}}) AS hits
 # Exact cosine over every visible section that passes the filters (the fallback).
 SEARCH_EXACT = f"""{STORE_STAMP}
 MATCH (s:Section)
-WHERE s.embedding IS NOT NULL AND {acl_visible("s")}{FILTERS}
+WHERE s.embedding IS NOT NULL AND {acl_visible("s")} AND {RANKABLE}{FILTERS}
 WITH stamp, s, vector.similarity.cosine(s.embedding, $vector) AS score
 ORDER BY score DESC, s.section_number ASC
 LIMIT $k
@@ -92,7 +96,7 @@ RETURN stamp, collect({{props: {PROJECTION}, score: score}}) AS hits
 NUMBER_AND_COUNT = f"""
 MATCH (s:Section)
 WHERE {acl_visible("s")}
-WITH s.section_number AS n, (true{FILTERS}) AS passes
+WITH s.section_number AS n, ({RANKABLE}{FILTERS}) AS passes
 RETURN n / $block AS block, count(n) AS sections, count(CASE WHEN passes THEN 1 END) AS matched,
        collect(CASE WHEN n / $block IN $wanted_blocks THEN n END) AS members
 """
@@ -127,7 +131,7 @@ DIVERGENCE_QUERY = f"""
 UNWIND range(0, size($beings) - 1) AS i
 CALL (i) {{
   MATCH (s:Section)
-  WHERE toLower(s.author) = $beings[i] AND s.embedding IS NOT NULL AND {acl_visible("s")}
+  WHERE toLower(s.author) = $beings[i] AND s.embedding IS NOT NULL AND {acl_visible("s")} AND {RANKABLE}
   WITH s, vector.similarity.cosine(s.embedding, $vector) AS score
   ORDER BY score DESC, s.section_number ASC
   LIMIT $k

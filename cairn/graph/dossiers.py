@@ -11,7 +11,7 @@ the vote; packet writes; blocks and the gardener; curation; reading dossiers; fa
 
 from __future__ import annotations
 
-from cairn.policy.acl import acl_visible, edge_allowed
+from cairn.policy.acl import acl_visible, edge_allowed, search_fields_shown
 from cairn.schema.nodes import fulltext_index_name, vector_index_name
 
 # --- index names and the score scale -------------------------------------------------------------
@@ -418,11 +418,12 @@ SET d.status = 'archived', d.last_updated = datetime($now)
 RELATED_BY_FACTS = f"""
 MATCH (d:Dossier {{id: $id}})-[:HAS_FACT]->(src:Fact)
 WHERE {acl_visible("d")} AND {acl_visible("src")} AND src.embedding IS NOT NULL
-  AND {edge_allowed("HAS_FACT", "d", "src", "out")}
+  AND {edge_allowed("HAS_FACT", "d", "src", "out")} AND {search_fields_shown("src", "Fact")}
 WITH collect(src.embedding) AS vecs
 MATCH (o:Dossier)-[:HAS_FACT]->(f:Fact)
 WHERE o.id <> $id AND o.status = 'active' AND f.embedding IS NOT NULL
   AND {acl_visible("o")} AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "o", "f", "out")}
+  AND {search_fields_shown("f", "Fact")}
 UNWIND vecs AS v
 WITH o, vector.similarity.cosine(f.embedding, v) AS s
 WHERE s >= $min_score
@@ -443,12 +444,14 @@ ORDER BY o.id
 # --- reading dossiers (docs/design.md §Reading dossiers) -----------------------------------------
 
 # The tail of both dossier searches over rows ``f, score``: the visible dossiers holding a
-# visible fact above the threshold, each scored by its best such fact.
+# visible fact above the threshold, each scored by its best such fact (a fact whose text the
+# caller may not read is no such fact: acl.search_fields_shown).
 DOSSIER_RANK_VISIBLE = f"""
   WHERE score >= $min_score
   MATCH (d:Dossier)-[:HAS_FACT]->(f)
   WHERE d.status IN $statuses
     AND {acl_visible("d")} AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
+    AND {search_fields_shown("f", "Fact")}
   WITH d, max(score) AS best
   ORDER BY best DESC, d.id
   RETURN collect({{props: d {{.*, centroid_sum: null}}, score: best}}) AS ranked
@@ -489,8 +492,8 @@ _DOSSIER_FACT_FIELDS = (
 
 # The visible facts of each dossier (the newest ``$limit``, or all). ``stored`` (how many facts
 # the dossier has in all) never leaves this query: it only tells whether the stored summary may
-# quote a fact the caller cannot see; only then do the visible facts' vectors travel, to
-# rebuild the summary from them.
+# quote a fact the caller cannot see or whose text it may not read; only then do the vectors of
+# the facts it may quote travel, to rebuild the summary from them.
 VISIBLE_FACTS = f"""
 UNWIND $ids AS did
 MATCH (d:Dossier {{id: did}})
@@ -498,10 +501,11 @@ OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
 WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
 WITH d, did, f ORDER BY f.added_at, f.id
 WITH did, collect(f) AS visible, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
+WITH did, visible, stored, [f IN visible WHERE {search_fields_shown("f", "Fact")}] AS quotable
 RETURN did AS dossier_id, size(visible) AS visible_count,
        [f IN CASE WHEN $limit IS NULL THEN visible ELSE visible[-$limit..] END
           | {_DOSSIER_FACT_FIELDS}] AS facts,
-       CASE WHEN size(visible) < stored THEN [f IN visible | f {{.text, .embedding}}] END AS summary_rows
+       CASE WHEN size(quotable) < stored THEN [f IN quotable | f {{.text, .embedding}}] END AS summary_rows
 """
 
 # Dossiers as context for fact search: fields and visible-fact count, and the visible facts'
@@ -517,11 +521,12 @@ CALL (d) {{
   WITH f ORDER BY f.added_at, f.id
   RETURN collect(f) AS visible
 }}
-WITH d, visible, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
+WITH d, visible, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored,
+     [f IN visible WHERE {search_fields_shown("f", "Fact")}] AS quotable
 """
 DOSSIER_HEADER_ROW = f"""{{props: d {{.*, centroid_sum: null, created_at: {iso_text("d.created_at")},
     last_updated: {iso_text("d.last_updated")}}}, visible_count: size(visible),
-  summary_rows: CASE WHEN size(visible) < stored THEN [f IN visible | f {{.text, .embedding}}] END}}"""
+  summary_rows: CASE WHEN size(quotable) < stored THEN [f IN quotable | f {{.text, .embedding}}] END}}"""
 
 ONE_DOSSIER = f"""
 MATCH (d:Dossier {{id: $id}})
@@ -549,9 +554,10 @@ ORDER BY j.timestamp, j.seq, j.id
 
 # --- fact search (``facts.FactRetriever``; docs/design.md §Reading dossiers) ---------------------
 
-# A fact is a candidate only if it, its dossier and the edge between them are visible.
+# A fact is a candidate only if it, its dossier and the edge between them are visible, and the
+# caller may read its text (what its vector and its full-text entry are made of).
 _FACT_CANDIDATE_VISIBLE = f"""d.status IN $statuses AND {acl_visible("d")} AND {acl_visible("f")}
-    AND {edge_allowed("HAS_FACT", "d", "f", "out")}"""
+    AND {edge_allowed("HAS_FACT", "d", "f", "out")} AND {search_fields_shown("f", "Fact")}"""
 
 # What a caller may be shown of a fact hit (before masking); never the 384-float vector. A fact
 # that absorbed skipped duplicates lists every source turn in ``source_turn_ids``.

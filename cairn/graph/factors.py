@@ -15,7 +15,15 @@ once and reuses.
 
 from __future__ import annotations
 
-from cairn.policy.acl import MAX_HOPS, acl_visible, edge_allowed, hop_bound, step_allowed, within_hops
+from cairn.policy.acl import (
+    MAX_HOPS,
+    acl_visible,
+    edge_allowed,
+    hop_bound,
+    search_fields_shown,
+    step_allowed,
+    within_hops,
+)
 
 # -- access predicates, from the policy module ---------------------------------------------------
 
@@ -395,20 +403,27 @@ RETURN f.id AS factor_id, f.name AS topic, f.current_value AS value, f.current_c
 
 # -- entity linking (router.py) ------------------------------------------------------------------
 
-# Every visible factor and option with its names, and its cosine with $q (0 without a vector).
+# Every visible factor and option with its names, and its cosine with $q (0 without a vector);
+# not one whose name, description or aliases (what it is linked and embedded by) the caller may
+# not read: matched or ranked by them, it would tell what they say (acl.search_fields_shown).
 LINKABLE_NODES = f"""
 MATCH (n:Entity)
 WHERE (n:Factor OR n:Option) AND {acl_visible("n")}
+  AND CASE WHEN n:Option THEN {search_fields_shown("n", "Option")}
+           ELSE {search_fields_shown("n", "Factor")} END
 RETURN n.id AS id, CASE WHEN n:Option THEN 'Option' ELSE 'Factor' END AS label, n.name AS name,
        coalesce(n.aliases, []) AS aliases,
        CASE WHEN $q IS NULL OR n.embedding IS NULL THEN 0.0
             ELSE vector.similarity.cosine(n.embedding, $q) END AS score
 """
 
-# The visible factor whose visible entries come closest to $q, if the best reaches $threshold.
+# The visible factor whose visible entries come closest to $q, if the best reaches $threshold
+# (an entry whose rationale or excerpt, what its vector is made from, the caller may not read
+# does not count).
 JOURNAL_LINK = f"""
 MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
 WHERE e.embedding IS NOT NULL AND {_VISIBLE_E} AND {_VISIBLE_F} AND {_ABOUT_FROM_FACTOR}
+  AND {search_fields_shown("e", "JournalEntry")}
 WITH f, max(vector.similarity.cosine(e.embedding, $q)) AS score
 WHERE score >= $threshold
 RETURN f.id AS id, f.name AS name, score

@@ -340,9 +340,22 @@ _COUNTS: OrderedDict[str, _Counts] = OrderedDict()
 _COUNTS_LOCK = threading.Lock()
 
 
+# The parameters _scope_key reads: the ACL's, then the field rules' search verdicts.
+_SCOPE_KEY = (
+    "unrestricted",
+    "role",
+    "namespaces",
+    "ceiling",
+    "domain_re",
+    "vector_rules",
+    "searchable_everywhere",
+)
+
+
 def _scope_key(params: dict[str, Any]) -> str:
-    """What decides visibility (the ACL predicate's parameters), as a cache key."""
-    return json.dumps([params[n] for n in ("unrestricted", "role", "namespaces", "ceiling", "domain_re")])
+    """What decides visibility (the ACL predicate's parameters) and which sections search may
+    rank (the field rules' verdicts: acl.search_fields_shown), as a cache key."""
+    return json.dumps([params[n] for n in _SCOPE_KEY])
 
 
 def _number_and_count(

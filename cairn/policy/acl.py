@@ -57,6 +57,20 @@ def search_vector(var: str) -> str:
   ELSE CASE {use} WHEN 'full' THEN {var}.embedding WHEN 'header' THEN {var}.header_embedding END END"""
 
 
+def search_fields_shown(var: str, label: str) -> str:
+    """Cypher predicate: the scope shows every field ``var`` (a ``label`` node) is searched by.
+
+    For the labels ranked only by their full vector or their text (a fact by its ``text``, in
+    the vector and the full-text index; a section by its title and body): a node whose search
+    fields the caller may not all see is not a search candidate at all, neither ranked, nor
+    counted, nor part of a score's statistics, so nothing it hides moves an answer (docs/design.md
+    §Policy module, "Masked fields and search"). Parameters from ``Scope.search_vector_params()``
+    (part of ``Scope.cypher_params()``); ``$searchable_everywhere`` skips the per-node rule.
+    """
+    rule = f"[r IN $vector_rules WHERE r.label = '{label}' AND coalesce({var}.domain, '') =~ r.re | r.use]"
+    return f"""($unrestricted OR '{label}' IN $searchable_everywhere OR head({rule}) = 'full')"""
+
+
 def edge_allowed(rel: str, start: str, end: str, walk: str) -> str:
     """Cypher predicate: the scope may walk an edge stored as ``(start)-[rel]->(end)`` this way.
 

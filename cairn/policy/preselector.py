@@ -119,21 +119,21 @@ def _mask(
             else:
                 clean[name] = value if value.__class__ in _PLAIN_TYPES else _plain(value)
     if "x_extra" in clean:
-        clean["x_extra"] = _x_extra(clean["x_extra"], scope, masked)
+        clean["x_extra"] = _x_extra(clean["x_extra"], scope)
     return clean, tuple(sorted(masked)) if masked else ()
 
 
-def _x_extra(stored: Any, scope: Scope, masked: list[str]) -> Any:
-    """x_extra as shown: parsed, and outside the system scope only its whitelisted keys (the
-    others are added to ``masked``). Most nodes carry none: ``{}`` is answered without parsing."""
+def _x_extra(stored: Any, scope: Scope) -> Any:
+    """x_extra as shown: parsed, and outside the system scope only its whitelisted keys. The
+    others are not named in ``masked``: their names are free-form data, and naming them told
+    what a node holds past the whitelist (an alias event's ``alias_of_decision`` said a decision
+    the caller may not see stood behind it; docs/design.md §Pre-Selector). Most nodes carry
+    none: ``{}`` is answered without parsing."""
     if scope.unrestricted:
         return _extra(stored)
     if stored == "{}" or not isinstance(stored, str):
         return {}
-    extra = _extra(stored)
-    kept = {k: v for k, v in extra.items() if k in scope.x_extra}
-    masked.extend(f"x_extra.{k}" for k in sorted(extra) if k not in kept)
-    return kept
+    return {k: v for k, v in _extra(stored).items() if k in scope.x_extra}
 
 
 def _extra(text: str) -> Any:
@@ -142,12 +142,14 @@ def _extra(text: str) -> Any:
 
 
 def drop_dangling_references(node: CandidateNode, visible: set[str]) -> CandidateNode:
-    """Mask reference fields whose target the caller cannot see."""
+    """Drop reference fields whose target the caller cannot see. They are not listed as masked:
+    a reference to a node the caller may not see reads as no reference at all, as one to a node
+    never stored would, not as a field withheld (which would tell that a hidden node is there)."""
     dangling = [f for f in REFERENCE_FIELDS if f in node.fields and node.fields[f] not in visible]
     if not dangling:
         return node
     fields = {k: v for k, v in node.fields.items() if k not in dangling}
-    return CandidateNode(node.id, node.label, node.hop, fields, tuple(sorted({*node.masked, *dangling})))
+    return CandidateNode(node.id, node.label, node.hop, fields, node.masked)
 
 
 # Values that leave the driver as they are (no temporal type to turn into text): most of them.

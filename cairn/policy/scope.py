@@ -121,6 +121,8 @@ class Scope:
             "edge_rules": by_type,  # the same rules keyed by edge type (acl.edge_allowed_from)
             "edge_types": sorted({r.type for r in self.edges}),
             "max_hops": self.max_hops,
+            # which nodes a search may rank, and by which vector (acl.search_vector, acl.search_fields_shown)
+            **self.search_vector_params(),
         }
 
     def search_vector_params(self) -> dict[str, object]:
@@ -136,10 +138,20 @@ class Scope:
                 use = "none"
                 if ALL_FIELDS in shown or shown >= set(full):
                     use = "full"
-                elif shown >= set(header):
+                elif header is not None and shown >= set(header):
                     use = "header"
                 rules.append({"label": label, "re": glob_regex(rule.domains), "use": use})
-        return {"vector_rules": rules}
+        return {"vector_rules": rules, "searchable_everywhere": self.searchable_everywhere()}
+
+    def searchable_everywhere(self) -> list[str]:
+        """The searchable labels whose every search field the scope shows on every node it may
+        see, whatever its domain: ``acl.search_fields_shown`` needs no per-node rule there."""
+        out = []
+        for label, (full, _) in SEARCH_TEXT_FIELDS.items():
+            shown = self.fields_shown_everywhere(label)
+            if shown is None or set(shown) >= set(full):
+                out.append(label)
+        return out
 
     def fields_shown_everywhere(self, label: str) -> tuple[str, ...] | None:
         """Fields the scope shows on every ``label`` node it may see, whatever its domain; None

@@ -27,11 +27,20 @@ INTERNAL_FIELDS = frozenset(
     {"embedding", "centroid_sum", "summary_pool", "embedding_text_sha", "header_embedding", "header_text_sha"}
 )
 # What the searchable labels' vectors are made from: ``embedding`` from all the fields, the
-# ``header_embedding`` from the header fields alone (cairn/ingest/org_memory.py). A caller's
-# search may rank a node only by a vector whose fields it may all see (cairn.policy.acl).
-SEARCH_TEXT_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+# ``header_embedding`` from the header fields alone (cairn/ingest/org_memory.py; None: the label
+# keeps no header vector). A fact's full-text index reads its ``text`` too, and a section's vector
+# is its title and body without governance lines (cairn/schema/section_text.py). A caller's
+# search may rank a node only by a vector (or text) whose fields it may all see (cairn.policy.acl).
+SEARCH_TEXT_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
     "Decision": (("option", "rationale"), ("option",)),
     "Event": (("summary", "description"), ("summary",)),
+    "Fact": (("text",), None),
+    "Section": (("title", "body"), None),
+    # entity linking (cairn/memory/factors/router.py): names and aliases are matched, vectors
+    # made from "name. description. Also called: aliases" and "factor: rationale. excerpt"
+    "Factor": (("name", "description", "aliases"), None),
+    "Option": (("name", "description", "aliases"), None),
+    "JournalEntry": (("rationale", "excerpt"), None),
 }
 
 
