@@ -533,7 +533,11 @@ def _parts(folder: Path, caller: Caller, driver: Driver | None) -> dict[str, Any
     if "_meta.json" not in parts and isinstance(audit, dict):
         parts["_meta.json"] = redact_meta(audit)
     if isinstance(stored, dict) and isinstance(evidence, list):
-        parts["evidence_check.json"] = _check_evidence(evidence, stored, audit, missing)
+        check = parts["evidence_check.json"] = _check_evidence(evidence, stored, audit, missing)
+        if not check["verified"] and check["by_reference"] and isinstance(parts.get("_meta.json"), dict):
+            # The meta's scores were recomputed from evidence read back that is not what the ask
+            # saw: say so where the GraphQL ``trace`` field, which answers with the meta alone, shows it.
+            parts["_meta.json"] = {**parts["_meta.json"], "evidence_check": check}
     if isinstance(pre, dict) and isinstance(audit, dict) and isinstance(evidence, list) and evidence:
         policy = audit["policy_trace"]
         parts["evidence_pre.json"] = {

@@ -22,9 +22,19 @@ from neomodel import (
 
 EMBEDDING_DIMENSIONS = 384
 SENSITIVITIES = ("low", "medium", "high")
-# Stored for the machine, never shown: vectors and their bookkeeping.
+# Stored for the machine, never shown: vectors and their bookkeeping, and the hashes and texts a
+# vector was made from (shown beside a masked body or rationale, a hash would confirm a guess of it).
 INTERNAL_FIELDS = frozenset(
-    {"embedding", "centroid_sum", "summary_pool", "embedding_text_sha", "header_embedding", "header_text_sha"}
+    {
+        "embedding",
+        "centroid_sum",
+        "summary_pool",
+        "embedding_text_sha",
+        "header_embedding",
+        "header_text_sha",
+        "content_hash",
+        "embedding_source",
+    }
 )
 # What the searchable labels' vectors are made from: ``embedding`` from all the fields, the
 # ``header_embedding`` from the header fields alone (cairn/ingest/org_memory.py; None: the label

@@ -249,5 +249,6 @@ def test_the_pool_beyond_the_answer_is_stored_by_id_and_read_back_from_the_graph
         driver.execute_query("MATCH (n:Entity {id: $id}) SET n.roles_allowed = ['staff']", id=gone)
         check = read("evidence_check.json")
         assert not check["verified"] and check["unavailable_ids"] == [gone]
+        assert read("_meta.json")["evidence_check"] == check  # the GraphQL trace field shows it too
         evidence = {e["id"]: e for e in read("evidence_canonical.json")}
         assert evidence[gone]["fields"] == {} and evidence[changed]["fields"]["importance"] == 0.123
