@@ -25,6 +25,7 @@ from graphql import (
     get_named_type,
     parse,
     print_ast,
+    validate,
 )
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
 from strawberry.extensions import (
@@ -38,7 +39,8 @@ from strawberry.extensions import (
 from strawberry.permission import BasePermission
 from strawberry.scalars import JSON
 from strawberry.schema.config import StrawberryConfig
-from strawberry.schema.schema import validate_document
+from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
+from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext, Info
 
@@ -237,9 +239,28 @@ def _beyond_utc(value: Any) -> bool:
     return False
 
 
+# What Neo4j stores as an integer (a signed 64-bit value). JSON text may spell any integer, and one
+# beyond this range inside a JSON argument failed deep in a write (the driver cannot send it, and
+# float() of a huge one overflows) as an internal error.
+INT64 = range(-(2**63), 2**63)
+
+
+def _beyond_int64(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value not in INT64
+    if isinstance(value, list | tuple):
+        return any(_beyond_int64(v) for v in value)
+    if isinstance(value, dict):
+        return any(_beyond_int64(v) for v in value.values())
+    return False
+
+
 class TextLimit(SchemaExtension):
     """Refuses an over-long text argument before its resolver runs (so before any embedding);
-    the token limit counts a string literal or a variable as one token, whatever its size."""
+    the token limit counts a string literal or a variable as one token, whatever its size. A JSON
+    argument is not capped in length, but may hold no integer Neo4j could not store."""
 
     def resolve(self, _next: Any, root: Any, info: GraphQLResolveInfo[Any], *args: Any, **kwargs: Any) -> Any:
         if kwargs:
@@ -247,9 +268,12 @@ class TextLimit(SchemaExtension):
             definitions = field.args if field else {}
             for name, value in kwargs.items():
                 definition = definitions.get(name)
-                if name in LONG_TEXT_ARGUMENTS or (
-                    definition is not None and get_named_type(definition.type).name == "JSON"
-                ):
+                if definition is not None and get_named_type(definition.type).name == "JSON":
+                    if _beyond_int64(value):
+                        why = "holds an integer outside the signed 64-bit range"
+                        raise _bad_input(f"argument '{name}' of {info.field_name} {why}", argument=name)
+                    continue
+                if name in LONG_TEXT_ARGUMENTS:
                     continue
                 if _too_long(value):
                     why = f"is longer than {MAX_TEXT_CHARS:,} characters"
@@ -362,7 +386,14 @@ class CairnSchema(strawberry.Schema):
     """A refusal is an ordinary answer, logged as one structured line without a traceback:
     raised on purpose (it carries a code: NOT_FOUND, a passport refusal, ...) or graphql-core's
     own refusal of the request (no exception behind it). Anything else is a bug or an outage
-    and keeps strawberry's traceback log."""
+    and keeps strawberry's traceback log. Variable coercion suggests nothing either (an enum
+    value or input field a variable misspelt), as in validation (_validate)."""
+
+    def _get_custom_context_kwargs(
+        self, operation_extensions: dict[str, Any] | None = None, *, sync: bool = False
+    ) -> dict[str, Any]:
+        kwargs = super()._get_custom_context_kwargs(operation_extensions, sync=sync)
+        return {**kwargs, "hide_suggestions": True}
 
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
@@ -400,9 +431,16 @@ def _parse(query: str, max_tokens: int | None) -> DocumentNode:
     return parse(query, max_tokens=max_tokens)
 
 
+# strawberry's own rules, which its validate_document adds to every rule set.
+STRAWBERRY_RULES = (MaybeNullValidationRule, OneOfInputValidationRule)
+
+
 @lru_cache(maxsize=DOCUMENT_CACHE)
 def _validate(schema: Any, document: Any, rules: tuple[type[Any], ...]) -> tuple[GraphQLError, ...]:
-    return tuple(validate_document(schema, document, rules))
+    # No "Did you mean ...?" in any refusal (unknown argument, type, input field or enum value):
+    # suggestions would spell the schema out to a caller refused introspection (docs/design.md
+    # §HTTP hardening). strawberry's disable_field_suggestions covers unknown fields only.
+    return tuple(validate(schema, document, (*rules, *STRAWBERRY_RULES), hide_suggestions=True))
 
 
 class CachedParse(SchemaExtension):

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
@@ -41,6 +41,11 @@ MAX_FACTS_PER_PACKET = 200
 _DOMAIN = re.compile(r"^[a-z0-9_-]+(/[a-z0-9_-]+)*$")
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _TRAILING_INT = re.compile(r"(\d+)$")
+# A turn's position in its block. Bounded so that it is always an integer Neo4j can store: a
+# larger one (sent as turn_index, or as the trailing digits of a turn_id) used to pass
+# validation and then fail the write, or poison a stored block for every later gardening pass.
+MAX_TURN_INDEX = 2**31 - 1
+TurnIndex = Annotated[int, Field(strict=True, ge=0, le=MAX_TURN_INDEX)]
 
 
 @dataclass(frozen=True)
@@ -154,7 +159,7 @@ class FactItem(_Strict):
     fact_type: StrictStr | None = None
     confidence: StrictFloat | StrictInt = 1.0
     turn_id: StrictStr | None = None
-    turn_index: StrictInt | None = None
+    turn_index: TurnIndex | None = None
 
     @field_validator("text")
     @classmethod
@@ -164,7 +169,7 @@ class FactItem(_Strict):
     @field_validator("confidence")
     @classmethod
     def _confidence(cls, value: float) -> float:
-        if not 0.0 <= float(value) <= 1.0:
+        if not 0.0 <= value <= 1.0:  # compared before float(): an int too large for a float is refused too
             raise ValueError("must be between 0 and 1")
         return float(value)
 
@@ -174,7 +179,12 @@ class FactItem(_Strict):
         if self.turn_index is not None:
             return self.turn_index
         match = _TRAILING_INT.search(self.turn_id or "")
-        return int(match.group(1)) if match else None
+        if match is None:
+            return None
+        digits = match.group(1).lstrip("0") or "0"  # no int() of a thousand digits
+        if len(digits) > len(str(MAX_TURN_INDEX)) or int(digits) > MAX_TURN_INDEX:
+            return None
+        return int(digits)
 
 
 def _json_type(value: Any) -> str:
@@ -258,7 +268,7 @@ class FactPacket(_Strict):
 
 
 class TurnInput(_Strict):
-    turn_index: StrictInt | None = None
+    turn_index: TurnIndex | None = None
     turn_id: StrictStr | None = None
     user_text: StrictStr = Field(default="", validation_alias=AliasChoices("user_text", "user"))
     assistant_text: StrictStr = Field(
