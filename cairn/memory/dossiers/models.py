@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -32,6 +32,7 @@ from pydantic import (
 from cairn.errors import CairnError
 from cairn.policy.scope import Scope
 from cairn.policy.writes import create_problems, edges_problems
+from cairn.schema.timestamps import StoredNaiveOrAware
 
 DEFAULT_DOMAIN = "acme/assistant"
 DEFAULT_NAMESPACES = ("internal",)
@@ -214,7 +215,7 @@ class FactPacket(_Strict):
     cluster_label: StrictStr
     facts: tuple[FactItem, ...]
     source_block_id: StrictStr
-    timestamp: datetime | None = None
+    timestamp: StoredNaiveOrAware | None = None
     access: Access = Access()
     packet_id: StrictStr | None = None
 
@@ -282,7 +283,7 @@ class BlockInput(_Strict):
     block_id: StrictStr
     turns: tuple[TurnInput, ...] = ()
     facts: tuple[FactItem, ...] = ()
-    timestamp: datetime | None = None
+    timestamp: StoredNaiveOrAware | None = None
     access: Access = Access()
 
     @field_validator("block_id")
