@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import yaml
 from neo4j import Driver, ManagedTransaction
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cairn.graph import factors as queries
 from cairn.ingest.fixtures import FixtureError, Problem
@@ -34,6 +34,7 @@ from cairn.ingest.records import DOMAIN_PATTERN, ID_PATTERN
 from cairn.memory.factors.models import INFERENCE_STATUSES, Scale, fmt
 from cairn.runtime.embedder import Embedder, get_embedder
 from cairn.runtime.settings import REPO_ROOT
+from cairn.schema.timestamps import StoredDateTime
 
 DEMO_DIR = REPO_ROOT / "fixtures" / "factors"
 LABELLED_SET = "questions.yaml"  # the router's labelled questions live beside the domain files
@@ -94,13 +95,13 @@ class DependsRecord(_Record):
 class SessionRecord(_Access):
     id: str = Field(pattern=ID_PATTERN)
     title: str = ""
-    started_at: AwareDatetime
+    started_at: StoredDateTime
 
 
 class JournalRecord(_Record):
     id: str = Field(pattern=ID_PATTERN)
     factor: str = Field(pattern=ID_PATTERN)
-    timestamp: AwareDatetime
+    timestamp: StoredDateTime
     value: float
     confidence: float = Field(ge=0.0, le=1.0)
     rationale: str = Field(min_length=1)

@@ -11,9 +11,10 @@ import re
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cairn.schema.catalog import CAUSAL_RELATIONS
+from cairn.schema.timestamps import StoredDateTime
 
 Sensitivity = Literal["low", "medium", "high"]
 DOMAIN_PATTERN = r"^[a-z0-9_-]+(/[a-z0-9_*-]+)*$"
@@ -38,7 +39,7 @@ class Record(BaseModel):
 
 
 class _Vertex(Record):
-    timestamp: AwareDatetime
+    timestamp: StoredDateTime
     tags: list[str] = Field(default_factory=list)
     domain: str = Field(pattern=DOMAIN_PATTERN)
     importance: float = Field(ge=0.0, le=1.0)
@@ -84,7 +85,7 @@ class TransitionRecord(Record):
     to_id: str = Field(alias="to", min_length=1)
     relation: str = Field(default="causal", min_length=1)
     reason: str = ""
-    timestamp: AwareDatetime | None = None
+    timestamp: StoredDateTime | None = None
     domain: str = Field(pattern=DOMAIN_PATTERN)
 
     _timestamp_is_text = field_validator("timestamp", mode="before")(_iso_text)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 from collections.abc import Iterator
 from dataclasses import is_dataclass
 from datetime import UTC, datetime
@@ -25,6 +27,7 @@ from graphql import (
     get_named_type,
     parse,
     print_ast,
+    validate,
 )
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
 from strawberry.extensions import (
@@ -38,7 +41,8 @@ from strawberry.extensions import (
 from strawberry.permission import BasePermission
 from strawberry.scalars import JSON
 from strawberry.schema.config import StrawberryConfig
-from strawberry.schema.schema import validate_document
+from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
+from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext, Info
 
@@ -238,9 +242,32 @@ def _beyond_utc(value: Any) -> bool:
     return False
 
 
+# What Neo4j stores as an integer (a signed 64-bit value). JSON text may spell any integer, and one
+# beyond this range inside a JSON argument failed deep in a write (the driver cannot send it, and
+# float() of a huge one overflows) as an internal error.
+INT64 = range(-(2**63), 2**63)
+
+
+def _unstorable_number(value: Any) -> str | None:
+    """Why a JSON argument's value holds a number no answer could carry back, or None.
+
+    Python's JSON parser also reads NaN, Infinity and -Infinity, which JSON (RFC 8259) does not
+    have: stored inside an x-extra value, every later answer showing it was invalid JSON, which
+    a browser's JSON.parse refuses."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and value not in INT64:
+        return "holds an integer outside the signed 64-bit range"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"holds {json.dumps(value)}, which is not a JSON number"
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else ()
+    return next((why for v in children if (why := _unstorable_number(v))), None)
+
+
 class TextLimit(SchemaExtension):
     """Refuses an over-long text argument before its resolver runs (so before any embedding);
-    the token limit counts a string literal or a variable as one token, whatever its size."""
+    the token limit counts a string literal or a variable as one token, whatever its size. A JSON
+    argument is not capped in length, but may hold no number an answer could not carry back."""
 
     def resolve(self, _next: Any, root: Any, info: GraphQLResolveInfo[Any], *args: Any, **kwargs: Any) -> Any:
         if kwargs:
@@ -248,9 +275,11 @@ class TextLimit(SchemaExtension):
             definitions = field.args if field else {}
             for name, value in kwargs.items():
                 definition = definitions.get(name)
-                if name in LONG_TEXT_ARGUMENTS or (
-                    definition is not None and get_named_type(definition.type).name == "JSON"
-                ):
+                if definition is not None and get_named_type(definition.type).name == "JSON":
+                    if why := _unstorable_number(value):
+                        raise _bad_input(f"argument '{name}' of {info.field_name} {why}", argument=name)
+                    continue
+                if name in LONG_TEXT_ARGUMENTS:
                     continue
                 if _too_long(value):
                     why = f"is longer than {MAX_TEXT_CHARS:,} characters"
@@ -363,7 +392,14 @@ class CairnSchema(strawberry.Schema):
     """A refusal is an ordinary answer, logged as one structured line without a traceback:
     raised on purpose (it carries a code: NOT_FOUND, a passport refusal, ...) or graphql-core's
     own refusal of the request (no exception behind it). Anything else is a bug or an outage
-    and keeps strawberry's traceback log."""
+    and keeps strawberry's traceback log. Variable coercion suggests nothing either (an enum
+    value or input field a variable misspelt), as in validation (_validate)."""
+
+    def _get_custom_context_kwargs(
+        self, operation_extensions: dict[str, Any] | None = None, *, sync: bool = False
+    ) -> dict[str, Any]:
+        kwargs = super()._get_custom_context_kwargs(operation_extensions, sync=sync)
+        return {**kwargs, "hide_suggestions": True}
 
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
@@ -394,6 +430,15 @@ LIMIT_RULES = (
 # Distinct documents (not variables) remembered; a client sends the same few documents with
 # new variables, so this bounds memory without missing (docs/design.md §Embedding under load).
 DOCUMENT_CACHE = 256
+# Only a document text this short is remembered. A comment or a string literal costs no token, so
+# a document may be as large as the body (4 MiB); with every text remembered, anyone, without a
+# passport, pinned about 8.5 MB of server memory per distinct document (256 of them: over 2 GB).
+# A client's documents are short, its data travels in variables.
+MAX_CACHED_DOCUMENT_CHARS = 32_768
+
+
+def _cacheable(query: str | None) -> bool:
+    return query is not None and len(query) <= MAX_CACHED_DOCUMENT_CHARS
 
 
 @lru_cache(maxsize=DOCUMENT_CACHE)
@@ -401,18 +446,28 @@ def _parse(query: str, max_tokens: int | None) -> DocumentNode:
     return parse(query, max_tokens=max_tokens)
 
 
-@lru_cache(maxsize=DOCUMENT_CACHE)
-def _validate(schema: Any, document: Any, rules: tuple[type[Any], ...]) -> tuple[GraphQLError, ...]:
-    return tuple(validate_document(schema, document, rules))
+# strawberry's own rules, which its validate_document adds to every rule set.
+STRAWBERRY_RULES = (MaybeNullValidationRule, OneOfInputValidationRule)
+
+
+def _validate_document(schema: Any, document: Any, rules: tuple[type[Any], ...]) -> tuple[GraphQLError, ...]:
+    # No "Did you mean ...?" in any refusal (unknown argument, type, input field or enum value):
+    # suggestions would spell the schema out to a caller refused introspection (docs/design.md
+    # §HTTP hardening). strawberry's disable_field_suggestions covers unknown fields only.
+    return tuple(validate(schema, document, (*rules, *STRAWBERRY_RULES), hide_suggestions=True))
+
+
+_validate = lru_cache(maxsize=DOCUMENT_CACHE)(_validate_document)
 
 
 class CachedParse(SchemaExtension):
     """A document text is parsed once (with the token limit in the key). A text that does not
-    parse is left to strawberry's own parse, so its refusal is answered exactly as before."""
+    parse, or is too long to remember, is left to strawberry's own parse, so its refusal is
+    answered exactly as before."""
 
     def on_parse(self) -> Iterator[None]:
         ctx = self.execution_context
-        if ctx.query and ctx.graphql_document is None:
+        if ctx.query and ctx.graphql_document is None and _cacheable(ctx.query):
             with contextlib.suppress(Exception):  # strawberry's own parse answers it
                 ctx.graphql_document = _parse(ctx.query, ctx.parse_options.get("max_tokens"))
         yield
@@ -426,8 +481,9 @@ class CachedValidation(SchemaExtension):
     def on_validate(self) -> Iterator[None]:
         ctx = self.execution_context
         if ctx.graphql_document is not None:
+            check = _validate if _cacheable(ctx.query) else _validate_document
             ctx.pre_execution_errors = list(
-                _validate(ctx.schema._schema, ctx.graphql_document, tuple(ctx.validation_rules))
+                check(ctx.schema._schema, ctx.graphql_document, tuple(ctx.validation_rules))
             )
             operations = sum(isinstance(d, OperationDefinitionNode) for d in ctx.graphql_document.definitions)
             if not ctx.pre_execution_errors and ctx._provided_operation_name is None and operations > 1:

@@ -13,8 +13,8 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Literal
+from datetime import UTC
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
@@ -32,6 +32,7 @@ from pydantic import (
 from cairn.errors import CairnError
 from cairn.policy.scope import Scope
 from cairn.policy.writes import create_problems, edges_problems
+from cairn.schema.timestamps import StoredNaiveOrAware
 
 DEFAULT_DOMAIN = "acme/assistant"
 DEFAULT_NAMESPACES = ("internal",)
@@ -41,6 +42,11 @@ MAX_FACTS_PER_PACKET = 200
 _DOMAIN = re.compile(r"^[a-z0-9_-]+(/[a-z0-9_-]+)*$")
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _TRAILING_INT = re.compile(r"(\d+)$")
+# A turn's position in its block. Bounded so that it is always an integer Neo4j can store: a
+# larger one (sent as turn_index, or as the trailing digits of a turn_id) used to pass
+# validation and then fail the write, or poison a stored block for every later gardening pass.
+MAX_TURN_INDEX = 2**31 - 1
+TurnIndex = Annotated[int, Field(strict=True, ge=0, le=MAX_TURN_INDEX)]
 
 
 @dataclass(frozen=True)
@@ -154,7 +160,7 @@ class FactItem(_Strict):
     fact_type: StrictStr | None = None
     confidence: StrictFloat | StrictInt = 1.0
     turn_id: StrictStr | None = None
-    turn_index: StrictInt | None = None
+    turn_index: TurnIndex | None = None
 
     @field_validator("text")
     @classmethod
@@ -164,7 +170,7 @@ class FactItem(_Strict):
     @field_validator("confidence")
     @classmethod
     def _confidence(cls, value: float) -> float:
-        if not 0.0 <= float(value) <= 1.0:
+        if not 0.0 <= value <= 1.0:  # compared before float(): an int too large for a float is refused too
             raise ValueError("must be between 0 and 1")
         return float(value)
 
@@ -174,7 +180,12 @@ class FactItem(_Strict):
         if self.turn_index is not None:
             return self.turn_index
         match = _TRAILING_INT.search(self.turn_id or "")
-        return int(match.group(1)) if match else None
+        if match is None:
+            return None
+        digits = match.group(1).lstrip("0") or "0"  # no int() of a thousand digits
+        if len(digits) > len(str(MAX_TURN_INDEX)) or int(digits) > MAX_TURN_INDEX:
+            return None
+        return int(digits)
 
 
 def _json_type(value: Any) -> str:
@@ -204,7 +215,7 @@ class FactPacket(_Strict):
     cluster_label: StrictStr
     facts: tuple[FactItem, ...]
     source_block_id: StrictStr
-    timestamp: datetime | None = None
+    timestamp: StoredNaiveOrAware | None = None
     access: Access = Access()
     packet_id: StrictStr | None = None
 
@@ -258,7 +269,7 @@ class FactPacket(_Strict):
 
 
 class TurnInput(_Strict):
-    turn_index: StrictInt | None = None
+    turn_index: TurnIndex | None = None
     turn_id: StrictStr | None = None
     user_text: StrictStr = Field(default="", validation_alias=AliasChoices("user_text", "user"))
     assistant_text: StrictStr = Field(
@@ -272,7 +283,7 @@ class BlockInput(_Strict):
     block_id: StrictStr
     turns: tuple[TurnInput, ...] = ()
     facts: tuple[FactItem, ...] = ()
-    timestamp: datetime | None = None
+    timestamp: StoredNaiveOrAware | None = None
     access: Access = Access()
 
     @field_validator("block_id")

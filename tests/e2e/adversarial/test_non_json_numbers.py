@@ -1,0 +1,88 @@
+"""NaN and Infinity are not JSON (red-team pass on writes, 2026-11-26).
+
+Found against the running ``cairn serve --demo``: Python's JSON parser reads the non-standard
+constants ``NaN``, ``Infinity`` and ``-Infinity``. The writer sent
+``ingestOrgMemory(payload: $p)`` with ``"x-extra": {"visibility_note": NaN}`` in the variables;
+the decision was stored, and from then on every answer that shows the note (``node``,
+``neighbourhood``, ``ask`` evidence, for exec and director) held a bare ``NaN``: not JSON
+(RFC 8259), so a browser's ``JSON.parse`` (the UI, GraphiQL) or any strict client failed on the
+whole answer. Typed ``Float`` arguments already refused NaN; a ``JSON`` argument did not.
+
+Fixed where a JSON argument is checked before its resolver runs (cairn/resolvers/schema.py, with
+the 64-bit integer check): ``BAD_USER_INPUT`` naming the argument, nothing written. (A NaN in a
+typed variable was, and stays, ``BAD_USER_INPUT`` naming the variable.)
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from neo4j import Driver
+from starlette.testclient import TestClient
+
+from cairn.policy.profiles import PolicyRegistry
+from cairn.schema.checksum import graph_checksum
+from tests.e2e.conftest import passport, wipe
+
+ORG = "mutation($p: JSON!) { ingestOrgMemory(payload: $p) { decisions } }"
+NODE = "query($id: ID!) { node(id: $id) { id fields } }"
+DECISION = {
+    "id": "zz-note",
+    "option": "Keep numbers finite",
+    "timestamp": "2024-01-01T00:00:00Z",
+    "decision_maker": "Writer",
+    "tags": [],
+    "importance": 0.5,
+    "domain": "acme/product",
+    "sensitivity": "low",
+    "namespaces": ["internal"],
+    "roles_allowed": ["writer", "exec"],
+    "x-extra": {"visibility_note": "PLACEHOLDER"},
+}
+
+
+@pytest.fixture(scope="module")
+def empty(driver: Driver) -> Driver:
+    wipe(driver)
+    return driver
+
+
+pytestmark = pytest.mark.usefixtures("empty")
+
+
+def body_with(constant: str) -> bytes:
+    text = json.dumps({"query": ORG, "variables": {"p": {"decisions": [DECISION]}}})
+    return text.replace('"PLACEHOLDER"', constant).encode()
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_a_json_argument_holding_a_non_json_number_is_refused_unrun(
+    constant: str, client: TestClient, registry: PolicyRegistry, empty: Driver
+) -> None:
+    before = graph_checksum(empty)
+    headers = {**passport(registry, "writer"), "content-type": "application/json"}
+    resp = client.post("/graphql", content=body_with(constant), headers=headers)
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["data"] is None, body
+    (error,) = body["errors"]
+    assert error["extensions"] == {"code": "BAD_USER_INPUT", "argument": "payload"}, error
+    assert "not a JSON number" in error["message"], error
+    assert graph_checksum(empty) == before
+
+
+def test_every_answer_is_strict_json(client: TestClient, registry: PolicyRegistry) -> None:
+    """A finite note is written, and the reader's answer parses without Python's leniency."""
+    headers = {**passport(registry, "writer"), "content-type": "application/json"}
+    resp = client.post("/graphql", content=body_with("1e308"), headers=headers)
+    assert resp.json() == {"data": {"ingestOrgMemory": {"decisions": 1}}}, resp.text
+
+    def strict(constant: str) -> None:
+        raise AssertionError(f"{constant} in an answer")
+
+    answer = client.post(
+        "/graphql", json={"query": NODE, "variables": {"id": "zz-note"}}, headers=passport(registry, "exec")
+    )
+    fields = json.loads(answer.text, parse_constant=strict)["data"]["node"]["fields"]
+    assert fields["x_extra"] == {"visibility_note": 1e308}
