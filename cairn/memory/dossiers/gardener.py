@@ -36,7 +36,7 @@ from cairn.memory.dossiers.blocks import block_node_id
 from cairn.memory.dossiers.governor import PACKET_EDGES, RoutingResult, process_fact_packet
 from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
 from cairn.memory.dossiers.lock import take_lock
-from cairn.memory.dossiers.models import Access, FactItem, FactPacket
+from cairn.memory.dossiers.models import MAX_LABEL_CHARS, Access, FactItem, FactPacket
 from cairn.memory.dossiers.summary import SUMMARY_PARAMS
 from cairn.memory.dossiers.tagging import Classification, classify_facts
 from cairn.memory.dossiers.voting import KAPPA_JOIN, cluster_facts
@@ -124,7 +124,7 @@ def group_label(texts: Sequence[str], vectors: NDArray[np.float32]) -> str:
     counts = Counter(w for t in texts for w in dict.fromkeys(_content_words(t)))
     shared = [w for w, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n > 1]
     words = list(dict.fromkeys([*shared, *_content_words(texts[centre])]))[:LABEL_WORDS]
-    return " ".join(w.capitalize() for w in words) or "Notes"
+    return " ".join(w.capitalize() for w in words)[:MAX_LABEL_CHARS] or "Notes"
 
 
 def group_facts(texts: Sequence[str], vectors: NDArray[np.float32]) -> list[FactGroup]:

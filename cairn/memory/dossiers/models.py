@@ -38,6 +38,8 @@ DEFAULT_DOMAIN = "acme/assistant"
 DEFAULT_NAMESPACES = ("internal",)
 DEFAULT_ROLES = ("staff", "manager", "director", "exec", "writer")
 MAX_FACT_CHARS = 2000
+# A packet's cluster label becomes a new dossier's title, shown in every reader's answers.
+MAX_LABEL_CHARS = 200
 MAX_FACTS_PER_PACKET = 200
 _DOMAIN = re.compile(r"^[a-z0-9_-]+(/[a-z0-9_-]+)*$")
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -224,6 +226,13 @@ class FactPacket(_Strict):
     def _required(cls, value: str) -> str:
         if not value:
             raise ValueError("must not be blank")
+        return value
+
+    @field_validator("cluster_label")
+    @classmethod
+    def _label(cls, value: str) -> str:
+        if len(value) > MAX_LABEL_CHARS:
+            raise ValueError(f"longer than {MAX_LABEL_CHARS} characters")
         return value
 
     @field_validator("facts", mode="before")
