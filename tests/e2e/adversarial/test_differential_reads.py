@@ -37,7 +37,6 @@ from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import get_embedder
 from cairn.runtime.settings import Settings
-from cairn.schema.checksum import graph_checksum
 from tests.conftest import MemoEmbedder
 from tests.e2e.conftest import passport, wipe
 from tests.llm_server import StubLLMServer
@@ -290,54 +289,12 @@ def prompts(llm: StubLLMServer, since: int) -> list[str]:
     )
 
 
-# The demo as the module's first load wrote it: every Entity node (labels, properties) and every
-# relationship between two of them, the ends given by their places in the node list.
-SNAPSHOT: list[tuple[list[dict[str, Any]], list[dict[str, Any]], str]] = []
-RESTORE = """
-UNWIND $nodes AS row
-CREATE (n:$(row.labels)) SET n = row.props
-WITH collect(n) AS made
-UNWIND $rels AS rel
-WITH made[rel.a] AS a, made[rel.b] AS b, rel
-CREATE (a)-[r:$(rel.type)]->(b) SET r = rel.props
-"""
-
-
-def the_demo(driver: Driver) -> None:
-    """The whole demo, as `cairn serve --demo` loads it. The second view gets the graph the
-    first view's load wrote, written back node for node, instead of a second load (parsing,
-    routing the packets, gardening: most of a load's time); each view still compares its own
-    two runs on one graph."""
-    wipe(driver)
-    if SNAPSHOT:
-        nodes, rels, checksum = SNAPSHOT[0]
-        driver.execute_query(RESTORE, nodes=nodes, rels=rels)
-        assert graph_checksum(driver) == checksum  # every node, edge and property as loaded
-        return
-    load_demo(driver)
-    records, _, _ = driver.execute_query(
-        "MATCH (n:Entity) RETURN elementId(n) AS key, labels(n) AS labels, properties(n) AS props"
-    )
-    place = {r["key"]: n for n, r in enumerate(records)}
-    edges, _, _ = driver.execute_query(
-        "MATCH (a)-[r]->(b) WHERE a:Entity OR b:Entity "
-        "RETURN elementId(a) AS a, type(r) AS type, elementId(b) AS b, properties(r) AS props"
-    )
-    assert all(e["a"] in place and e["b"] in place for e in edges), "an edge leaves the Entity nodes"
-    SNAPSHOT.append(
-        (
-            [{"labels": r["labels"], "props": r["props"]} for r in records],
-            [{"a": place[e["a"]], "type": e["type"], "b": place[e["b"]], "props": e["props"]} for e in edges],
-            graph_checksum(driver),
-        )
-    )
-
-
 @pytest.mark.parametrize("view", sorted(VIEWS))
 def test_every_read_answers_as_if_the_hidden_nodes_were_never_written(
     view: str, driver: Driver, client: TestClient, llm: StubLLMServer, registry: PolicyRegistry
 ) -> None:
-    the_demo(driver)
+    wipe(driver)
+    load_demo(driver)
     scope = scope_of(registry, *VIEWS[view])
     jobs = battery(sampled_ids(driver, scope))
     mark = len(llm.requests)
