@@ -8,6 +8,7 @@ read in tests/conftest.py) and stop it at the end, so a developer's demo databas
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
 from cairn.runtime.database import sync_driver
-from cairn.runtime.embedder import Embedder
+from cairn.runtime.embedder import Embedder, get_embedder
 from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
 from cairn.schema.checksum import graph_checksum
 from cairn.schema.migrate import migrate
@@ -84,11 +85,34 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("restarts") is not None)
 
 
+# The warm CLI process, when `started` launched it before a test asked for it.
+_EARLY_CLI: list[WarmCLI] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def started(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The session's slow starts side by side instead of one after another: the model loads in
+    a thread while the Neo4j server starts, and the warm CLI process (when a collected test uses
+    it) imports the CLI and loads its model meanwhile; its readiness is awaited on first use."""
+    if any("warm_cli" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        _EARLY_CLI.append(WarmCLI(wait=False))
+    model = threading.Thread(target=get_embedder, name="load-model")
+    model.start()
+    try:
+        request.getfixturevalue("neo4j_running")
+    finally:
+        model.join()
+    yield
+    while _EARLY_CLI:  # launched but never used (the tests that would were deselected or failed)
+        _EARLY_CLI.pop().close()
+
+
 @pytest.fixture(scope="session")
 def warm_cli() -> Iterator[WarmCLI]:
     """One process that has imported the CLI and loaded the model, forking a child per command
     (tests/e2e/warm_cli.py): for the tests that need CLI processes of their own."""
-    cli = WarmCLI()
+    cli = _EARLY_CLI.pop() if _EARLY_CLI else WarmCLI()
+    cli.wait_ready()
     yield cli
     cli.close()
 

@@ -117,9 +117,10 @@ def serve() -> None:
 
 
 class WarmCLI:
-    """The server process, started once (a session fixture in tests/e2e/conftest.py)."""
+    """The server process, started once (a session fixture in tests/e2e/conftest.py); with
+    ``wait=False`` its readiness is awaited later (wait_ready) while it loads."""
 
-    def __init__(self) -> None:
+    def __init__(self, wait: bool = True) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.e2e.warm_cli"],
             cwd=REPO_ROOT,
@@ -128,7 +129,14 @@ class WarmCLI:
             text=True,
             env={**os.environ, "TOKENIZERS_PARALLELISM": "false"},  # no tokenizer threads before a fork
         )
-        assert self.ask() == "ready"
+        self.ready = False
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
+        if not self.ready:
+            assert self.ask() == "ready"
+            self.ready = True
 
     def ask(self, *parts: str) -> str:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -139,6 +147,7 @@ class WarmCLI:
 
     def run(self, args: list[str], out: Path, **env: str) -> Run:
         """``cairn ARGS`` in a new child, with ``env`` on top of the test's environment."""
+        self.wait_ready()
         return Run(self, int(self.ask("run", str(out), json.dumps(env), *args)), out)
 
     def close(self) -> None:

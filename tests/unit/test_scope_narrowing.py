@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cairn.policy.profiles import SENSITIVITY_RANK, EdgeRule, FieldRule, RoleProfile, matches
+from cairn.policy.profiles import SENSITIVITY_RANK, EdgeRule, FieldRule, RoleProfile, Sensitivity, matches
 from cairn.policy.scope import Scope, intersect_domains
 
 DOMAIN_NAMES = ("acme/corporate", "acme/product", "acme/region_emea", "acme/region_apac", "other/x")
@@ -69,6 +69,21 @@ def test_broad_domain_request_keeps_the_granted_globs() -> None:
     assert intersect_domains(("acme/corporate",), ("acme/product",)) == ()
 
 
+def one_rule_profile(
+    rule: EdgeRule, domains: tuple[str, ...], ceiling: Sensitivity, max_hops: int
+) -> RoleProfile:
+    """A profile whose only edge rule is ``rule``, public namespace, no field rules."""
+    return RoleProfile(
+        name="r",
+        domains=domains,
+        sensitivity_ceiling=ceiling,
+        namespaces=("public",),
+        max_hops=max_hops,
+        edges=(rule,),
+        fields={},
+    )
+
+
 @settings(max_examples=500)
 @given(scope_domains=globs, from_domains=globs, to_domains=globs)
 def test_a_rule_marked_as_covering_the_scope_admits_every_domain_the_scope_sees(
@@ -79,15 +94,7 @@ def test_a_rule_marked_as_covering_the_scope_admits_every_domain_the_scope_sees(
     rule = EdgeRule(
         type="CAUSAL_PRECEDES", direction="both", from_domains=from_domains, to_domains=to_domains
     )
-    profile = RoleProfile(
-        name="r",
-        domains=scope_domains,
-        sensitivity_ceiling="high",
-        namespaces=("public",),
-        max_hops=3,
-        edges=(rule,),
-        fields={},
-    )
+    profile = one_rule_profile(rule, scope_domains, "high", 3)
     params = Scope.from_profile(profile).cypher_params()
     (cypher_rule,) = params["edge_rules"]["CAUSAL_PRECEDES"]  # type: ignore[index]
     for name in DOMAIN_NAMES:
@@ -105,15 +112,7 @@ def test_a_rule_marked_as_covering_the_scope_admits_every_domain_the_scope_sees(
 
 def test_a_glob_with_a_line_break_is_left_to_the_regex() -> None:
     rule = EdgeRule(type="ALIAS_OF", direction="out", from_domains=("acme/*",), to_domains=("acme/*",))
-    profile = RoleProfile(
-        name="r",
-        domains=("acme/x\r*",),
-        sensitivity_ceiling="low",
-        namespaces=("public",),
-        max_hops=1,
-        edges=(rule,),
-        fields={},
-    )
+    profile = one_rule_profile(rule, ("acme/x\r*",), "low", 1)
     params = Scope.from_profile(profile).cypher_params()
     assert params["edge_rules"]["ALIAS_OF"][0]["from_all"] is False  # type: ignore[index]
     assert params["sensitivities"] == ["low"]
