@@ -141,16 +141,16 @@ CENTROID_SUM_FROM_FACTS = """
     AS centroid_sum
 """
 
-# Per packet fact, its hits: the top ``$k`` of ``$fetch`` index candidates rescored with exact
-# cosine, in active dossiers with exactly its packet's access fields (``$accesses[q.p]``: one
-# statement votes for every packet of a transaction, docs/design.md §Dossier queries); texts
+# Per packet fact, its hits: the top ``$k`` of ``$fetch`` index candidates by the full-float Fact
+# index's score (schema 5: the exact cosine, so no rescoring), in active dossiers with exactly
+# its packet's access fields (``$accesses[q.p]``: one statement votes for every packet of a
+# transaction, docs/design.md §Dossier queries); texts
 # only for hits at duplicate distance. Per packet and dossier hit, the dossier's centroid sum
 # (the stored one, else summed from its facts) and its fact count (a degree lookup).
 VOTE_FOR_DOSSIERS = f"""
 UNWIND $queries AS q
 CALL (q) {{
-  CALL db.index.vector.queryNodes($index, $fetch, q.vec) YIELD node
-  WITH node AS f, vector.similarity.cosine(node.embedding, q.vec) AS score
+  CALL db.index.vector.queryNodes($index, $fetch, q.vec) YIELD node AS f, score
   WHERE score >= $min_score
   ORDER BY score DESC, f.id
   LIMIT $k

@@ -59,7 +59,11 @@ from cairn.policy.writes import TAKEN_ID, hidden_ids
 from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
 
 EMBED_CHUNK = 64  # facts embedded per batch when ingesting many packets (small: routing overlaps)
-PACKETS_PER_TRANSACTION = 16  # ingest_packets commits this many packets at once
+EMBED_AHEAD = 8  # batches embedded ahead of the transaction being routed
+# Embedding batches per ingest_packets transaction: the first transaction waits for one batch only,
+# later ones take four (up to 256 facts), so fewer commits and fewer small index segments.
+TRANSACTION_CHUNKS = (1, 2, 4)
+PACKETS_PER_TRANSACTION = 64  # at most this many packets share a transaction
 # What a packet stores between nodes of its domain: dossier to fact, fact to block, journal to dossier.
 PACKET_EDGES = ("HAS_FACT", "FROM_BLOCK", "ABOUT")
 
@@ -689,6 +693,18 @@ def _route_group(
 Progress = Callable[[int], None]
 
 
+def _transactions(chunks: list[list[FactPacket]]) -> list[tuple[int, int]]:
+    """Which embedding chunks each ingest transaction takes, as ``[start, end)`` chunk ranges:
+    ``TRANSACTION_CHUNKS`` in turn, then its last size for every transaction after."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    while start < len(chunks):
+        size = TRANSACTION_CHUNKS[min(len(spans), len(TRANSACTION_CHUNKS) - 1)]
+        spans.append((start, min(start + size, len(chunks))))
+        start = spans[-1][1]
+    return spans
+
+
 def ingest_packets(
     driver: Driver,
     packets: Sequence[FactPacket],
@@ -697,14 +713,16 @@ def ingest_packets(
     adjudicator: Adjudicator | None = None,
     progress: Progress | None = None,
 ) -> list[RoutingResult]:
-    """Route many packets in order, embedding the next batch while this one is written.
+    """Route many packets in order, embedding ahead while earlier ones are written.
 
-    Embedding (torch, GIL released) and routing (waiting on Neo4j) overlap in two threads, so
-    throughput approaches that of embedding alone. Up to ``PACKETS_PER_TRANSACTION`` packets
-    share a transaction (one lock, one commit), each under its own idempotency key, so a kill
-    leaves whole packets only and a re-run skips those applied; if the shared transaction
-    fails, its packets are retried one transaction each. With an ``adjudicator`` every packet
-    has its own transaction (its verdict is reached before the lock).
+    Embedding (torch, GIL released) runs on its own thread up to ``EMBED_AHEAD`` batches ahead of
+    routing (waiting on Neo4j), so throughput approaches that of embedding alone. Each
+    transaction takes the packets of ``TRANSACTION_CHUNKS`` embedding batches (the first one
+    batch, so routing starts early; later ones more, so fewer commits: docs/design.md §Dossier
+    queries), at most ``PACKETS_PER_TRANSACTION`` packets, one lock and one commit, each packet
+    under its own idempotency key, so a kill leaves whole packets only and a re-run skips those
+    applied; if the shared transaction fails, its packets are retried one transaction each. With
+    an ``adjudicator`` every packet has its own transaction (its verdict is reached before the lock).
     """
     model = embedder or get_embedder()
     chunks: list[list[FactPacket]] = []
@@ -722,30 +740,44 @@ def ingest_packets(
     results: list[RoutingResult] = []
     if not chunks:
         return results
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed") as pool:
-        pending: Future[NDArray[np.float32]] = pool.submit(embed, chunks[0])
-        for n, chunk in enumerate(chunks):
-            matrix = pending.result()
-            if n + 1 < len(chunks):
-                pending = pool.submit(embed, chunks[n + 1])
-            offset = 0
-            slices = []
-            for p in chunk:
-                slices.append(matrix[offset : offset + len(p.facts)])
-                offset += len(p.facts)
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
+    embedded: dict[int, Future[NDArray[np.float32]]] = {}  # by chunk, until routed
+    submitted = 0
+
+    def submit_until(end: int) -> None:
+        nonlocal submitted
+        while submitted < min(end, len(chunks)):
+            embedded[submitted] = pool.submit(embed, chunks[submitted])
+            submitted += 1
+
+    try:
+        submit_until(EMBED_AHEAD)
+        for start, end in _transactions(chunks):
+            group: list[FactPacket] = []
+            slices: list[NDArray[np.float32]] = []
+            for n in range(start, end):
+                matrix = embedded.pop(n).result()
+                offset = 0
+                for p in chunks[n]:
+                    group.append(p)
+                    slices.append(matrix[offset : offset + len(p.facts)])
+                    offset += len(p.facts)
+            submit_until(end + EMBED_AHEAD)
             step = 1 if adjudicator is not None else PACKETS_PER_TRANSACTION
-            for start in range(0, len(chunk), step):
-                group, vecs = chunk[start : start + step], slices[start : start + step]
+            for first in range(0, len(group), step):
+                part, vecs = group[first : first + step], slices[first : first + step]
                 if adjudicator is not None:
                     routed = [
                         process_fact_packet(
-                            driver, group[0], embedder=model, adjudicator=adjudicator, vectors=vecs[0]
+                            driver, part[0], embedder=model, adjudicator=adjudicator, vectors=vecs[0]
                         )
                     ]
                 else:
-                    routed = _route_group(driver, group, vecs, model)
+                    routed = _route_group(driver, part, vecs, model)
                 results += routed
                 if progress is not None:
-                    for p in group:
+                    for p in part:
                         progress(len(p.facts))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     return results

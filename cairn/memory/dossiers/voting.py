@@ -2,8 +2,8 @@
 
 All query vectors go to Neo4j in ONE round trip (``UNWIND $queries ... CALL (q) {...}``; for
 ingest, the vectors of every packet of a transaction, ``run_votes``): per
-fact, the top 10 stored facts from the fact vector index with cosine >= 0.4 (exact cosine,
-see ``OVERFETCH``), each hit a vote for the dossier holding that fact. The same round trip
+fact, the top 10 stored facts from the fact vector index with cosine >= 0.4 (the index's
+full-float score, see ``OVERFETCH``), each hit a vote for the dossier holding that fact. The same round trip
 returns, once per dossier hit, its centroid sum and fact count, and the text of every hit
 close enough to be a duplicate (see ``dedup``), so routing and the duplicate check need no
 second read. ``tally`` ranks dossiers by hits, then by score sum, then by id (the packet-level
@@ -59,13 +59,13 @@ SMALL_DOSSIER = 8
 SMALL_PAIRWISE = 0.3
 
 
-# Neo4j 5.26 vector indexes quantize the stored vectors (``vector.quantization.enabled`` is on
-# by default), so the index's own scores and order are approximate: near neighbours swap
-# places and a fact at cosine 0.40 can land either side of the threshold. Each query
-# therefore over-fetches ``OVERFETCH`` x k candidates from the index and rescores them with
-# exact cosine over the stored float vectors before the threshold and the top-k cut. In
-# bench/dossier_routing.py at 100k facts, recall@10 against exact search is about 0.90 for
-# the index alone and about 0.98 as voted; it costs about 3 ms per 5-fact packet.
+# The Fact vector index keeps full floats (schema 5, ``vector.quantization.enabled`` off), so its
+# score is the exact cosine and the vote takes it as it is (rescoring the candidates with
+# ``vector.similarity.cosine`` gave equal scores and cost about 10% of the vote's Neo4j CPU).
+# HNSW search is still approximate: each query over-fetches ``OVERFETCH`` x k candidates (a
+# wider search) before the threshold and the top-k cut. (Under the quantized index of schema 4,
+# recall@10 against exact search in bench/dossier_routing.py at 100k facts was about 0.90 for the
+# index alone and about 0.98 with the over-fetch and exact rescoring.)
 OVERFETCH = 2
 
 
