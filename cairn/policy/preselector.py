@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from operator import attrgetter
 from typing import Any
 
@@ -20,7 +21,7 @@ from cairn.errors import EXIT_NOT_VISIBLE, CairnError
 from cairn.policy.acl import acl_reason
 from cairn.policy.scope import Scope
 from cairn.policy.walk import EXPAND_QUERIES, NODE_PROPS
-from cairn.schema.nodes import INTERNAL_FIELDS
+from cairn.schema.nodes import DECLARED_FIELDS, INTERNAL_FIELDS
 
 DEFAULT_NEIGHBOUR_CAP = 25  # per frontier node and edge type, beyond the first hop
 # Properties that name another node: shown only when that node is itself in the result,
@@ -111,6 +112,7 @@ def _mask(
         }
     else:
         clean = {}
+        masked = list(_withheld(label, allowed, positional))
         for name, value in props.items():
             if value is None or name in INTERNAL_FIELDS:
                 continue
@@ -120,7 +122,19 @@ def _mask(
                 clean[name] = value if value.__class__ in _PLAIN_TYPES else _plain(value)
     if "x_extra" in clean:
         clean["x_extra"] = _x_extra(clean["x_extra"], scope)
-    return clean, tuple(sorted(masked)) if masked else ()
+    return clean, tuple(sorted(set(masked))) if masked else ()
+
+
+@lru_cache(maxsize=1024)
+def _withheld(label: str, allowed: tuple[str, ...] | None, positional: tuple[str, ...]) -> tuple[str, ...]:
+    """The label's declared fields the rule hides, named as masked whether or not a node holds a
+    value there: naming only the non-empty ones told a caller which hidden rationales exist
+    (docs/design.md §Pre-Selector)."""
+    return tuple(
+        name
+        for name in DECLARED_FIELDS.get(label, ())
+        if name != "id" and ((allowed is not None and name not in allowed) or name in positional)
+    ) + tuple(name for name in positional if name not in DECLARED_FIELDS.get(label, ()))
 
 
 def _x_extra(stored: Any, scope: Scope) -> Any:

@@ -233,3 +233,16 @@ def vector_index_name(label: str) -> str:
 def fulltext_index_name(label: str, prop: str) -> str:
     """The name neomodel gives the full-text index on ``label.prop``."""
     return f"fulltext_index_{label}_{prop}"
+
+
+def _stored_names(cls: type[StructuredNode]) -> frozenset[str]:
+    props = cls.defined_properties(aliases=False, rels=False)
+    return frozenset((prop.db_property or name) for name, prop in props.items()) - INTERNAL_FIELDS
+
+
+# Each readable label's declared fields by their stored names: a field a rule hides is named
+# as masked whether or not the node holds a value there (cairn.policy.preselector._mask).
+DECLARED_FIELDS: dict[str, frozenset[str]] = {
+    cls.__name__: _stored_names(cls)
+    for cls in (Dossier, Fact, Block, Turn, Factor, Option, JournalEntry, Session, Decision, Event, Section)
+}

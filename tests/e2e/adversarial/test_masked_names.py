@@ -8,8 +8,9 @@ alias event carries no note saying where it comes from, so only ``masked`` told 
 decision it cannot see stands behind it; a reference to a never-stored id would not have been
 "masked" but absent. Managers read ``x_extra.kpis`` and ``x_extra.kpi_tracking_id`` on the
 four product decisions that track KPIs: which decisions hold the data their role withholds.
-Now a dropped reference is absent as if never written, and x_extra shows its whitelisted keys
-without naming the others (docs/design.md §Pre-Selector).
+Now a dropped reference is absent as if never written, x_extra shows its whitelisted keys
+without naming the others, and a field a rule hides is named on every node the rule covers,
+whether or not the node holds a value there (docs/design.md §Pre-Selector).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ HIDDEN_REF = "acme-e-alias-zero-trust-2023"  # staff: its decision is corporate,
 VISIBLE_REF = "acme-e-alias-sunset-connectors-apac-2024"  # staff: its decision is a product one
 NODE = "query($i: ID!) { node(id: $i) { id fields masked } }"
 SEARCH = """query($l: [String!]) { search(query: "cloud platform pricing", k: 100, threshold: -1,
-  labels: $l) { hits { node { id masked } } } }"""
+  labels: $l) { hits { node { id label domain masked } } } }"""
 
 
 def node(client: TestClient, registry: PolicyRegistry, role: str, node_id: str) -> dict[str, Any]:
@@ -60,4 +61,10 @@ def test_masked_names_no_x_extra_key_and_no_dropped_reference(
     hits = body["data"]["search"]["hits"]
     assert len(hits) > 20
     named = {m for h in hits for m in h["node"]["masked"]}
-    assert not {m for m in named if m.startswith("x_extra.") or m == "alias_of_decision"}, sorted(named)
+    assert not {m for m in named if m.startswith("x_extra.")}, sorted(named)
+    # A field the rule hides is named on every node its rule covers, whatever the node holds
+    # there: naming alias_of_decision only on alias events told which events are aliases.
+    by_rule: dict[tuple[str, str], set[tuple[str, ...]]] = {}
+    for h in hits:
+        by_rule.setdefault((h["node"]["label"], h["node"]["domain"]), set()).add(tuple(h["node"]["masked"]))
+    assert all(len(lists) == 1 for lists in by_rule.values()), by_rule
