@@ -31,3 +31,24 @@ def client_options() -> dict[str, Any]:
 def client(settings: Settings, client_options: dict[str, Any]) -> Iterator[TestClient]:
     with TestClient(create_app(settings), **client_options) as c:
         yield c
+
+
+ORG_MEMORY = "mutation($p: JSON!) { ingestOrgMemory(payload: $p) { decisions } }"
+
+
+def product_decision(id_: str, **fields: Any) -> dict[str, Any]:
+    """A low-sensitivity product decision record a writer may store; ``fields`` override or add
+    (the hostile-write tests vary one field of it)."""
+    return {
+        "id": id_,
+        "option": "Keep the option",
+        "timestamp": "2024-01-01T00:00:00Z",
+        "decision_maker": "Writer",
+        "tags": [],
+        "importance": 0.5,
+        "domain": "acme/product",
+        "sensitivity": "low",
+        "namespaces": ["internal"],
+        "roles_allowed": ["writer"],
+        **fields,
+    }

@@ -23,23 +23,14 @@ from starlette.testclient import TestClient
 
 from cairn.policy.profiles import PolicyRegistry
 from cairn.schema.checksum import graph_checksum
+from tests.e2e.adversarial.conftest import ORG_MEMORY as ORG
+from tests.e2e.adversarial.conftest import product_decision
 from tests.e2e.conftest import passport, wipe
 
-ORG = "mutation($p: JSON!) { ingestOrgMemory(payload: $p) { decisions } }"
 NODE = "query($id: ID!) { node(id: $id) { id fields } }"
-DECISION = {
-    "id": "zz-note",
-    "option": "Keep numbers finite",
-    "timestamp": "2024-01-01T00:00:00Z",
-    "decision_maker": "Writer",
-    "tags": [],
-    "importance": 0.5,
-    "domain": "acme/product",
-    "sensitivity": "low",
-    "namespaces": ["internal"],
-    "roles_allowed": ["writer", "exec"],
-    "x-extra": {"visibility_note": "PLACEHOLDER"},
-}
+DECISION = product_decision(
+    "zz-note", roles_allowed=["writer", "exec"], **{"x-extra": {"visibility_note": "PLACEHOLDER"}}
+)
 
 
 @pytest.fixture(scope="module")

@@ -35,26 +35,15 @@ from cairn.memory.dossiers.demo import load_demo_dossiers
 from cairn.memory.dossiers.models import MAX_TURN_INDEX, FactItem, TurnInput
 from cairn.policy.profiles import PolicyRegistry
 from cairn.schema.checksum import graph_checksum
+from tests.e2e.adversarial.conftest import ORG_MEMORY as ORG
+from tests.e2e.adversarial.conftest import product_decision
 from tests.e2e.conftest import gql, passport, wipe
 
 PACKET = "mutation($p: JSON!) { ingestFactPacket(packet: $p) { dossierId addedFactIds } }"
 BLOCK = "mutation($p: JSON!) { ingestBlock(block: $p) { blockId facts } }"
 GARDEN = "mutation($b: String!) { gardenBlock(blockId: $b) { blockId factsProcessed } }"
-ORG = "mutation($p: JSON!) { ingestOrgMemory(payload: $p) { decisions } }"
 HUGE = 10**30
-DECISION = {
-    "id": "zz-huge-decision",
-    "option": "Keep the option",
-    "rationale": "Because",
-    "timestamp": "2024-05-07T02:00:00Z",
-    "decision_maker": "Writer",
-    "tags": [],
-    "importance": 0.5,
-    "domain": "acme/product",
-    "sensitivity": "low",
-    "namespaces": ["internal"],
-    "roles_allowed": ["writer"],
-}
+DECISION = product_decision("zz-huge-decision", rationale="Because", timestamp="2024-05-07T02:00:00Z")
 
 
 def packet(**fact: Any) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from starlette.testclient import TestClient
 
 from cairn.policy.profiles import PolicyRegistry
 from cairn.schema.checksum import graph_checksum
+from tests.e2e.adversarial.conftest import product_decision
 from tests.e2e.conftest import gql, passport, wipe
 
 ORG = "mutation($p: JSON!) { ingestOrgMemory(payload: $p) { decisions causalEdges } }"
@@ -36,18 +37,7 @@ ROLES = ["staff", "manager", "director", "exec", "writer"]
 
 
 def decision(id_: str, timestamp: str) -> dict[str, Any]:
-    return {
-        "id": id_,
-        "option": "Keep the calendar sane",
-        "timestamp": timestamp,
-        "decision_maker": "Writer",
-        "tags": [],
-        "importance": 0.5,
-        "domain": "acme/product",
-        "sensitivity": "low",
-        "namespaces": ["internal"],
-        "roles_allowed": ROLES,
-    }
+    return product_decision(id_, timestamp=timestamp, roles_allowed=ROLES)
 
 
 def writes(timestamp: str) -> dict[str, tuple[str, dict[str, Any]]]:
