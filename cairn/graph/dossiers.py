@@ -141,24 +141,50 @@ CENTROID_SUM_FROM_FACTS = """
     AS centroid_sum
 """
 
-# Per packet fact, its hits: the top ``$k`` of ``$fetch`` index candidates by the full-float Fact
-# index's score (schema 5: the exact cosine, so no rescoring), in active dossiers with exactly
-# its packet's access fields (``$accesses[q.p]``: one statement votes for every packet of a
-# transaction, docs/design.md §Dossier queries); texts
-# only for hits at duplicate distance. Per packet and dossier hit, the dossier's centroid sum
-# (the stored one, else summed from its facts) and its fact count (a degree lookup).
+# Per packet fact, its hits: the top ``$k`` stored facts at cosine ``$min_score`` or more in
+# active dossiers with exactly its packet's access fields (``$accesses[q.p]``: one statement votes
+# for every packet of a transaction, docs/design.md §Dossier queries), by the full-float Fact
+# index's score (schema 5: the exact cosine, so no rescoring). The access is applied before the
+# top-k cut: facts of another access (which the writer may not read) never take a slot, so they
+# cannot change where a packet goes (docs/design.md §Policy module). When the index's ``$fetch``
+# candidates are all above the threshold but too few of them have the packet's access, the hits
+# come from an exact scan of that access's facts instead. Texts only for hits at duplicate
+# distance. Per packet and dossier hit, the dossier's centroid sum (the stored one, else summed
+# from its facts) and its fact count (a degree lookup).
+_SAME_ACCESS = """d.status = 'active'
+    AND d.domain = access.domain AND d.sensitivity = access.sensitivity
+    AND d.namespaces = access.namespaces AND d.roles_allowed = access.roles_allowed"""
 VOTE_FOR_DOSSIERS = f"""
 UNWIND $queries AS q
 CALL (q) {{
+  WITH q, $accesses[q.p] AS access
   CALL db.index.vector.queryNodes($index, $fetch, q.vec) YIELD node AS f, score
-  WHERE score >= $min_score
-  ORDER BY score DESC, f.id
-  LIMIT $k
-  WITH f, score, $accesses[q.p] AS access
-  MATCH (d:Dossier)-[:HAS_FACT]->(f)
-  WHERE d.status = 'active'
-    AND d.domain = access.domain AND d.sensitivity = access.sensitivity
-    AND d.namespaces = access.namespaces AND d.roles_allowed = access.roles_allowed
+  WITH q, access, collect({{f: f, score: score}}) AS fetched
+  CALL (access, fetched) {{
+    UNWIND fetched AS hit
+    WITH access, hit.f AS f, hit.score AS score
+    WHERE score >= $min_score
+    MATCH (d:Dossier)-[:HAS_FACT]->(f)
+    WHERE {_SAME_ACCESS}
+    WITH d, f, score
+    ORDER BY score DESC, f.id
+    LIMIT $k
+    RETURN collect({{d: d, f: f, score: score}}) AS indexed
+  }}
+  WITH q, access, indexed,
+       size(fetched) = $fetch AND size(indexed) < $k AND fetched[-1].score >= $min_score AS crowded
+  CALL (q, access, crowded) {{
+    WITH q, access WHERE crowded
+    MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact)
+    WHERE {_SAME_ACCESS} AND f.embedding IS NOT NULL
+    WITH d, f, vector.similarity.cosine(f.embedding, q.vec) AS score
+    WHERE score >= $min_score
+    ORDER BY score DESC, f.id
+    LIMIT $k
+    RETURN collect({{d: d, f: f, score: score}}) AS scanned
+  }}
+  UNWIND CASE WHEN crowded THEN scanned ELSE indexed END AS hit
+  WITH hit.d AS d, hit.f AS f, hit.score AS score
   RETURN d, f.id AS fact_id, score, CASE WHEN score >= $dup_score THEN f.text END AS text
 }}
 WITH q.p AS p, d, collect({{i: q.i, fact_id: fact_id, score: score, text: text}}) AS hits

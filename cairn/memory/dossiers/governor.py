@@ -433,13 +433,18 @@ class _Pending:
     def add(self, vote: Vote, vectors: NDArray[np.float32], access: Access) -> Vote:
         if not self.facts:
             return vote
-        sims = vectors @ np.stack(self.vectors).T
+        # Only facts of the packet's own access are ranked, before the top-k cut: a fact of another
+        # access (one the writer may not read) never takes a slot (as in VOTE_FOR_DOSSIERS).
+        same = np.array([self.access[did] == access for _, did, _ in self.facts])
+        if not same.any():
+            return vote
+        sims = np.where(same, vectors @ np.stack(self.vectors).T, -np.inf)
         hits = list(vote.hits)
         for i, row in enumerate(sims):
             for j in np.argsort(-row, kind="stable")[:TOP_K_PER_FACT]:
                 fid, did, text = self.facts[j]
                 score = float(row[j])
-                if score >= VOTE_THRESHOLD and self.access[did] == access:
+                if score >= VOTE_THRESHOLD and same[j]:
                     hits.append(Hit(i, did, fid, score, text if score >= DEDUP_COSINE else None))
         by_fact: dict[int, list[Hit]] = {}
         for h in sorted(hits, key=lambda h: (h.fact_index, -h.score, h.fact_id)):
