@@ -10,7 +10,8 @@ second packet answered ``created`` ("no stored fact within cosine 0.4") instead 
 through the outcome, and the dossiers every reader sees were shaped by facts they may not
 read. The vote now ranks only facts of the packet's access (an exact scan when the index's
 answer is crowded by others), in ``cairn.graph.dossiers.VOTE_FOR_DOSSIERS`` and for facts
-written earlier in the same transaction (``governor._Pending``).
+written earlier in the same transaction (``governor._Pending``; the bulk ingest's second test
+failed before that part of the fix).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.memory.dossiers.governor import process_fact_packet
+from cairn.memory.dossiers.governor import ingest_packets, process_fact_packet
+from cairn.memory.dossiers.models import FactPacket
 from cairn.policy.profiles import PolicyRegistry
 from tests.e2e.adversarial.conftest import NARROW
 from tests.e2e.conftest import gql, passport, wipe
@@ -81,3 +83,19 @@ def test_hidden_near_duplicates_do_not_change_where_a_packet_goes(
     beside_hidden = write_both(client, registry)
     wipe(driver)
     assert beside_hidden == alone
+
+
+def test_hidden_near_duplicates_in_the_same_transaction_do_not_either(driver: Driver) -> None:
+    """A bulk ingest routes a transaction's later packets against its earlier ones from memory
+    (the index sees them only at commit): the same cut applied there."""
+    first = packet("rt-vote-first", OWN_ACCESS, FIRST)
+    second = packet("rt-vote-second", OWN_ACCESS, SECOND)
+    hidden = [packet(f"rt-vote-hidden-{n}", HIDDEN_ACCESS, text) for n, text in enumerate(HIDDEN)]
+    outcomes = []
+    for batch in ([first, second], [first, *hidden, second]):  # one transaction each (few facts)
+        wipe(driver)
+        results = ingest_packets(driver, [FactPacket.model_validate(p) for p in batch])
+        outcomes.append((results[-1].action, results[-1].dossier_id))
+    wipe(driver)
+    assert outcomes[0] == ("appended", "dos-rt-vote-first")
+    assert outcomes[1] == outcomes[0]
