@@ -79,10 +79,15 @@ class MemoEmbedder(Embedder):
 
     def save(self, path: Path) -> Path:
         """Every text embedded so far with its vector, for a process of its own
-        (tests/e2e/warm_cli.py, VECTORS_ENV)."""
+        (tests/e2e/warm_cli.py, VECTORS_ENV, which reads it back)."""
         texts = list(self._seen)
         vectors = np.array([self._seen[t] for t in texts], dtype=np.float32).reshape(len(texts), DIMENSIONS)
-        np.savez(path, texts=np.array(texts, dtype=str), vectors=vectors)
+        # The texts as one UTF-8 blob and its offsets: an array of str is as wide as the longest
+        # text for every text (a whole session's memory would be hundreds of MB).
+        encoded = [t.encode("utf-8") for t in texts]
+        offsets = np.cumsum([0, *map(len, encoded)], dtype=np.int64)
+        blob = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        np.savez(path, text_bytes=blob, text_offsets=offsets, vectors=vectors)
         return path
 
 

@@ -11,6 +11,7 @@ Protocol, one line each way on the server's stdin/stdout, fields separated by NU
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -31,6 +32,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 VECTORS_ENV = "CAIRN_TEST_VECTORS"
 
 
+def saved_texts(saved: Any) -> list[str]:
+    """The texts of a MemoEmbedder.save file (``saved``: its np.load), in order: one UTF-8 blob
+    and the offsets that cut it."""
+    blob, offsets = saved["text_bytes"].tobytes(), saved["text_offsets"].tolist()
+    return [blob[a:b].decode("utf-8") for a, b in itertools.pairwise(offsets)]
+
+
 def _remember_vectors(path: str) -> None:
     import numpy as np
 
@@ -38,7 +46,7 @@ def _remember_vectors(path: str) -> None:
 
     model = get_embedder()
     with np.load(path) as saved:
-        known = dict(zip(saved["texts"].tolist(), saved["vectors"], strict=True))
+        known = dict(zip(saved_texts(saved), saved["vectors"], strict=True))
     embed = model.embed
 
     def remembered(texts: Any, batch_size: int = BATCH_SIZE) -> Any:

@@ -24,6 +24,8 @@ import json
 import math
 import re
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -195,6 +197,7 @@ def scope_of(registry: PolicyRegistry, role: str, headers: dict[str, str]) -> Sc
 # show) up to NEAR, and a few hidden and a few other visible ones (hidden ones become
 # never-written ids in the second run). The whole demo, every id, was run by hand (see above).
 NEAR, FEW = 12, 4
+IN_FLIGHT = 4  # requests of a battery in flight at once
 SAMPLE = f"""
 MATCH (n:Entity)
 OPTIONAL MATCH (n)--(m:Entity) WHERE NOT {acl_visible("m")}
@@ -231,19 +234,24 @@ def battery(ids: dict[str, list[str]]) -> list[tuple[str, str, dict[str, Any]]]:
 def answers(
     client: TestClient, registry: PolicyRegistry, view: str, jobs: list[tuple[str, str, dict[str, Any]]]
 ) -> dict[str, Any]:
+    """Every job's answer, by name. The requests are independent reads, so a few are in flight
+    at once (the app's event loop and its worker threads serve them as a server does): the
+    Python of one overlaps the Neo4j work of another."""
     role, headers = VIEWS[view]
-    out = {}
-    for name, query, variables in jobs:
+    sent = passport(registry, role, **headers)
+
+    def one(job: tuple[str, str, dict[str, Any]]) -> tuple[str, Any]:
+        name, query, variables = job
         used = {k: v for k, v in variables.items() if f"${k}" in query}
-        resp = client.post(
-            "/graphql", json={"query": query, "variables": used}, headers=passport(registry, role, **headers)
-        )
+        resp = client.post("/graphql", json={"query": query, "variables": used}, headers=sent)
         assert resp.status_code == 200, resp.text
         body = resp.json()
         # Aliased fields resolve concurrently: their errors come in either order.
         body["errors"] = sorted(body.get("errors") or [], key=lambda e: json.dumps(e.get("path")))
-        out[name] = normalised(body)
-    return out
+        return name, normalised(body)
+
+    with ThreadPoolExecutor(max_workers=IN_FLIGHT) as pool:
+        return dict(pool.map(one, jobs))
 
 
 # Per request, not per store: request and trace ids (and bundle links made of them), latencies.
@@ -289,28 +297,75 @@ def prompts(llm: StubLLMServer, since: int) -> list[str]:
     )
 
 
-@pytest.mark.parametrize("view", sorted(VIEWS))
-def test_every_read_answers_as_if_the_hidden_nodes_were_never_written(
-    view: str, driver: Driver, client: TestClient, llm: StubLLMServer, registry: PolicyRegistry
-) -> None:
+@dataclass
+class Run:
+    """One view's two batteries: on the whole demo, and with the nodes it may not see deleted."""
+
+    hidden: int
+    with_hidden: dict[str, Any]
+    with_hidden_prompts: list[str]
+    without: dict[str, Any]
+    without_prompts: list[str]
+
+
+def entity_ids(driver: Driver, where: str = "true", params: dict[str, Any] | None = None) -> set[str]:
+    """The element ids of the stored nodes that match ``where`` (stable while the nodes exist)."""
+    records, _, _ = driver.execute_query(
+        f"MATCH (n:Entity) WHERE {where} RETURN elementId(n) AS id", params or {}
+    )
+    return {r["id"] for r in records}
+
+
+@pytest.fixture(scope="module")
+def runs(driver: Driver, client: TestClient, llm: StubLLMServer, registry: PolicyRegistry) -> dict[str, Run]:
+    """Both views asked on one load of the demo; then, view by view from the one that hides the
+    least, the view's hidden nodes deleted and the view asked again. A view whose hidden nodes
+    include every node already deleted (the narrowed director's 48 are among staff's 49) needs
+    no reload: what is left is the demo without exactly its hidden nodes, checked by id below;
+    any other view gets a fresh load first."""
     wipe(driver)
     load_demo(driver)
-    scope = scope_of(registry, *VIEWS[view])
-    jobs = battery(sampled_ids(driver, scope))
-    mark = len(llm.requests)
-    with_hidden = answers(client, registry, view, jobs)
-    with_hidden_prompts = prompts(llm, mark)
+    everything = entity_ids(driver)
+    scopes = {view: scope_of(registry, *VIEWS[view]) for view in VIEWS}
+    hidden = {
+        view: entity_ids(driver, f"NOT {acl_visible('n')}", s.cypher_params()) for view, s in scopes.items()
+    }
+    jobs, first, first_prompts = {}, {}, {}
+    for view, scope in scopes.items():
+        jobs[view] = battery(sampled_ids(driver, scope))
+        mark = len(llm.requests)
+        first[view] = answers(client, registry, view, jobs[view])
+        first_prompts[view] = prompts(llm, mark)
+    deleted: set[str] = set()
+    out = {}
+    for view in sorted(VIEWS, key=lambda v: len(hidden[v])):
+        if not deleted <= hidden[view]:
+            wipe(driver)
+            load_demo(driver)
+            assert entity_ids(driver) == everything
+        driver.execute_query(
+            f"MATCH (n:Entity) WHERE NOT {acl_visible('n')} DETACH DELETE n", scopes[view].cypher_params()
+        )
+        deleted = everything - entity_ids(driver)
+        assert deleted == hidden[view]  # the demo without exactly the nodes this view may not see
+        mark = len(llm.requests)
+        without = answers(client, registry, view, jobs[view])
+        out[view] = Run(len(hidden[view]), first[view], first_prompts[view], without, prompts(llm, mark))
+    return out
 
-    removed, _, _ = driver.execute_query(
-        f"MATCH (n:Entity) WHERE NOT {acl_visible('n')} DETACH DELETE n RETURN count(*) AS c",
-        scope.cypher_params(),
-    )
-    assert removed[0]["c"] > 20  # the demo hides a good part of itself from this view
 
-    mark = len(llm.requests)
-    without = answers(client, registry, view, jobs)
-    found = [f"{name}{d}" for name in with_hidden for d in differences(with_hidden[name], without[name])]
+@pytest.mark.parametrize("view", sorted(VIEWS))
+def test_every_read_answers_as_if_the_hidden_nodes_were_never_written(
+    view: str, runs: dict[str, Run]
+) -> None:
+    run = runs[view]
+    assert run.hidden > 20  # the demo hides a good part of itself from this view
+    found = [
+        f"{name}{d}"
+        for name in run.with_hidden
+        for d in differences(run.with_hidden[name], run.without[name])
+    ]
     assert found == [], "\n".join(found[:40])
     if VIEWS[view][0] == "director":
-        assert with_hidden_prompts, "the narrowed director's asks and questions must reach the LLM"
-    assert with_hidden_prompts == prompts(llm, mark)
+        assert run.with_hidden_prompts, "the narrowed director's asks and questions must reach the LLM"
+    assert run.with_hidden_prompts == run.without_prompts
