@@ -17,7 +17,7 @@ from cairn.policy.passport import DEFAULT_LIFETIME_S, MAX_LIFETIME_S, headers_fo
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
 from cairn.runtime.database import connection, sync_driver
-from cairn.runtime.embedder import set_model_thread_nice, set_torch_threads
+from cairn.runtime.embedder import set_torch_threads
 from cairn.runtime.malloc import cap_malloc_arenas
 from cairn.runtime.settings import Settings, get_settings
 from cairn.schema.migrate import SCHEMA_VERSION, schema_version
@@ -25,11 +25,6 @@ from cairn.schema.migrate import SCHEMA_VERSION, schema_version
 # One intra-op thread per forward pass: the service's parallelism is across requests, whose
 # query embeddings share passes (docs/design.md §Embedding under load).
 SERVE_TORCH_THREADS = 1
-# The model thread above the request threads (nice -5; it needs root or CAP_SYS_NICE, and without
-# them stays at the process's priority): all query embeddings go through it, and on 2 contended
-# cores it otherwise gets one fair share among a dozen runnable threads (docs/design.md
-# §Embedding under load).
-SERVE_MODEL_THREAD_NICE = -5
 
 
 def _check_database(settings: Settings, demo: bool) -> None:
@@ -61,7 +56,6 @@ def serve(
     )
     cap_malloc_arenas(settings.malloc_arenas)  # first, before any thread allocates
     set_torch_threads(SERVE_TORCH_THREADS)
-    set_model_thread_nice(SERVE_MODEL_THREAD_NICE)
     if problem := secret_problem(settings.passport_secret):
         raise fail(problem)
     if settings.passport_secret is None and not is_loopback(settings.host):

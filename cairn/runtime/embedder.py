@@ -7,7 +7,6 @@ model name, so a model change can be detected and only stale vectors re-embedded
 
 from __future__ import annotations
 
-import contextlib
 import importlib.resources
 import os
 import threading
@@ -113,12 +112,8 @@ class Embedder:
         return taken
 
     def _serve(self) -> None:
-        applied: int | None = None  # the model thread's nice value as last set here
         while True:
             taken = self._take()
-            if _model_thread_nice is not None and _model_thread_nice != applied:
-                applied = _model_thread_nice
-                _set_own_nice(applied)
             try:
                 vectors = self._encode([t for r in taken for t in r.texts])
             except Exception as exc:
@@ -167,22 +162,6 @@ class Embedder:
 
 
 _torch_threads: int | None = None  # None: torch's default (one per core)
-_model_thread_nice: int | None = None  # None: the model thread keeps the process's priority
-
-
-def _set_own_nice(nice: int) -> None:
-    """The calling thread's nice value (Linux keeps one per thread). Lowering it below the
-    process's needs CAP_SYS_NICE: without it the thread keeps the priority it has."""
-    with contextlib.suppress(OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
-
-
-def set_model_thread_nice(nice: int) -> None:
-    """The nice value of the model thread, applied before its next forward pass (docs/design.md
-    §Embedding under load): every query of a server waits for that one thread, so when the cores
-    are contended it is the one that should get them first."""
-    global _model_thread_nice
-    _model_thread_nice = nice
 
 
 def set_torch_threads(threads: int) -> None:

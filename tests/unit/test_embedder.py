@@ -3,16 +3,13 @@ caller gets its own vectors in its own order, and one bad request fails alone.""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import threading
 from typing import Any, cast
 
 import numpy as np
 import pytest
 
-from cairn.runtime import embedder as embedder_module
-from cairn.runtime.embedder import BATCH_SIZE, Embedder, get_embedder, set_model_thread_nice
+from cairn.runtime.embedder import BATCH_SIZE, Embedder, get_embedder
 
 
 @pytest.fixture(scope="module")
@@ -71,19 +68,3 @@ def test_a_request_that_cannot_be_embedded_fails_alone(model: Embedder) -> None:
     with pytest.raises(Exception):  # noqa: B017 (whatever the tokenizer raises)
         bad.result()
     assert model.embed(["the model thread still serves"]).shape == (1, 384)
-
-
-def test_the_model_thread_takes_the_nice_value_it_is_given(model: Embedder) -> None:
-    assert model._thread is not None and model._thread.native_id is not None
-    tid = model._thread.native_id
-    before = os.getpriority(os.PRIO_PROCESS, tid)
-    wanted = min(before + 1, 19)  # raising a nice value needs no privilege
-    try:
-        set_model_thread_nice(wanted)
-        model.embed(["applied before this pass"])
-        assert os.getpriority(os.PRIO_PROCESS, tid) == wanted
-        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before  # that thread only
-    finally:
-        embedder_module._model_thread_nice = None
-        with contextlib.suppress(OSError):  # lowering it back needs CAP_SYS_NICE
-            os.setpriority(os.PRIO_PROCESS, tid, before)
