@@ -94,8 +94,14 @@ class IntentClassifier:
         )
         self.size = len(examples)
 
-    def predict(self, question: str) -> IntentGuess:
-        probabilities = self.model.predict_proba(_features(self.embedder, [question]))[0]
+    def predict(self, question: str, vector: NDArray[np.float32] | None = None) -> IntentGuess:
+        """The intent of ``question``; ``vector``: its embedding when the caller already has it
+        (the router embeds the question with its remainder in one pass)."""
+        if vector is None:
+            features = _features(self.embedder, [question])
+        else:
+            features = np.hstack([vector.reshape(1, -1), PATTERN_WEIGHT * pattern_hits([question])])
+        probabilities = self.model.predict_proba(features)[0]
         best = int(np.argmax(probabilities))
         return IntentGuess(cast(Intent, str(self.model.classes_[best])), float(probabilities[best]))
 

@@ -183,7 +183,12 @@ class LearnedRouter:
 
     def link(self, question: str, scope: Scope, intent: Intent) -> list[LinkedEntity]:
         rest = residual(question)
-        vector = self.embedder.embed_one(rest) if rest else None
+        return self._link(question, scope, intent, self.embedder.embed_one(rest) if rest else None)
+
+    def _link(
+        self, question: str, scope: Scope, intent: Intent, vector: list[float] | None
+    ) -> list[LinkedEntity]:
+        """``link`` with the remainder's embedding given (None: the question has no remainder)."""
         candidates = self._candidates(scope, vector)
         found = _lexical(question, candidates)
         if found or vector is None:
@@ -206,8 +211,20 @@ class LearnedRouter:
         return [best] if best is not None and best.score >= ENTITY_THRESHOLD else []
 
     def route(self, question: str, scope: Scope, now: datetime) -> Route:
-        intent = self.classifier.predict(question).intent
-        entities = self.link(question, scope, intent) if QUESTION[intent].links_entities else []
+        if self.classifier.embedder is not self.embedder:
+            intent = self.classifier.predict(question).intent
+            entities = self.link(question, scope, intent) if QUESTION[intent].links_entities else []
+        else:
+            # The question and its remainder in one call, so one forward pass (docs/design.md
+            # §Embedding under load): the remainder is short, and most questions link an entity.
+            rest = residual(question)
+            vectors = self.embedder.embed([question, rest] if rest else [question])
+            intent = self.classifier.predict(question, vectors[0]).intent
+            entities = (
+                self._link(question, scope, intent, [float(x) for x in vectors[1]] if rest else None)
+                if QUESTION[intent].links_entities
+                else []
+            )
         value = None
         if intent == "what_if" and (m := list(_VALUE.finditer(question))):
             value = float(m[-1].group(1) or m[-1].group(2))
