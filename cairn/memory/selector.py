@@ -169,7 +169,14 @@ def select(cs: CandidateSet) -> Selection:
     """Score every non-anchor candidate once and order by RANKING_POLICY; repeats of an id go."""
     anchor_words = _words(cs.anchor)
     anchor_ts = node_timestamp(cs.anchor)
-    nodes, duplicates = _unique(n for n in cs.nodes if n.id != cs.anchor.id)
+    anchor_id = cs.anchor.id
+    candidates = [n for n in cs.nodes if n.id != anchor_id]
+    # A walk's ids are unique (the usual case): one set of them says so.
+    duplicates: list[str] = []
+    if len({n.id for n in candidates}) == len(candidates):
+        nodes = candidates
+    else:
+        nodes, duplicates = _unique(candidates)
     tier_of = {node_id: _TIER_INDEX[part] for node_id, part in parts(cs).items()}.get
     context = _TIER_INDEX["context"]
     keyed = []

@@ -255,7 +255,8 @@ def evidence_lines(
             words = relation_words(_relations(edge))
             lines.append(f"cause ({words}): {_dated(key, _date(node))}" + (f": {why}." if why else ""))
         else:
-            lines.append(f"{part}: {_dated(key, _date(node))}")
+            date = _date(node)
+            lines.append(f"{part}: {key} ({date})" if date else f"{part}: {key}")  # _dated, inline
     return lines
 
 
@@ -466,7 +467,10 @@ def _dated(text: str, date: str | None) -> str:
 
 
 def _date(node: CandidateNode) -> str | None:
-    raw = node.text("timestamp")
+    value = node.fields.get("timestamp")  # node.text("timestamp"), inline: it runs per line
+    if value is None:
+        return None
+    raw = value if value.__class__ is str else str(value)
     return _iso_date(raw) if raw else None
 
 
