@@ -169,13 +169,21 @@ def select(cs: CandidateSet) -> Selection:
     """Score every non-anchor candidate once and order by RANKING_POLICY; repeats of an id go."""
     anchor_words = _words(cs.anchor)
     anchor_ts = node_timestamp(cs.anchor)
-    nodes, duplicates = _unique(n for n in cs.nodes if n.id != cs.anchor.id)
+    anchor_id = cs.anchor.id
+    candidates = [n for n in cs.nodes if n.id != anchor_id]
+    # A walk's ids are unique (the usual case): one set of them says so.
+    duplicates: list[str] = []
+    if len({n.id for n in candidates}) == len(candidates):
+        nodes = candidates
+    else:
+        nodes, duplicates = _unique(candidates)
     tier_of = {node_id: _TIER_INDEX[part] for node_id, part in parts(cs).items()}.get
     context = _TIER_INDEX["context"]
     keyed = []
     for n in nodes:
         value = n.fields.get("timestamp")
-        raw = None if value is None else str(value)  # node_timestamp, inline: it runs per node
+        # node_timestamp, inline: it runs per node (str(value) is value for text)
+        raw = None if value is None else value if value.__class__ is str else str(value)
         ts = _parse_timestamp(raw) if raw else None
         scored = _score(n, anchor_words, anchor_ts, ts)
         # Dated first, newer first; the ids are unique (_unique), so no two keys are equal and
@@ -212,12 +220,24 @@ def _score(
     node: CandidateNode, anchor_words: frozenset[str], anchor_ts: datetime | None, ts: datetime | None
 ) -> Scored:
     fields = node.fields
-    days = (
-        MISSING_RECENCY_DAYS
-        if ts is None or anchor_ts is None
-        else round(abs((ts - anchor_ts).total_seconds()) / 86400, 2)
-    )
-    words, quality, union_base = _text_signals(headline(node), _tag_text(fields.get("tags")))
+    get = fields.get
+    if ts is None or anchor_ts is None:
+        days = MISSING_RECENCY_DAYS
+    else:
+        days = round(abs((ts - anchor_ts).total_seconds()) / 86400, 2)
+    # headline(node) and _tag_text(tags), inline: they run per node.
+    title = None
+    for name in HEADLINE_FIELDS.get(node.label, DEFAULT_HEADLINE_FIELDS):
+        value = get(name)
+        if value is not None:
+            text = _squeezed(value if value.__class__ is str else str(value))
+            if text:
+                title = text
+                break
+    tags: Any = get("tags")
+    kind = tags.__class__
+    tag_text = " ".join(map(str, tags)) if kind is list or kind is tuple else _tag_text(tags)
+    words, quality, union_base = _text_signals(title, tag_text)
     # Jaccard overlap, importance, 1/hop and the share of expected fields, each rounded to 4
     # places; their values are few (ratios of small counts, the fixture's priors), so each
     # rounding is remembered (_SIM, _IMPORTANCE, ...) rather than redone per node.
@@ -226,7 +246,7 @@ def _score(
     sim = _SIM.get(sim_key)
     if sim is None:
         sim = _remember(_SIM, sim_key, round(common / sim_key[1] if sim_key[1] else 0.0, 4))
-    value = fields.get("importance")
+    value = get("importance")
     if value.__class__ is float:  # the usual prior; keyed by floats only (1, 1.0 and True are equal keys)
         importance = _IMPORTANCE.get(value)
         if importance is None:
@@ -241,9 +261,17 @@ def _score(
     expected = EXPECTED_FIELDS.get(node.label, DEFAULT_EXPECTED_FIELDS)
     present = 0
     for name in expected:
-        if fields.get(name) not in _EMPTY:
+        value = get(name)
+        if value is None:
+            continue
+        kind = value.__class__
+        # `not in _EMPTY`: text and lists are empty only when falsy (a str or list equals no
+        # other member of _EMPTY); anything else is compared as before.
+        if value if kind is str or kind is list else value not in _EMPTY:
             present += 1
-    completeness = _rounded(("completeness", present, len(expected)))
+    completeness = _COMPLETENESS.get((present, len(expected)))
+    if completeness is None:
+        completeness = _rounded(("completeness", present, len(expected)))
     recency = 1.0 / (1.0 + days / RECENCY_HALF_LIFE_DAYS)
     # The WEIGHTS in their order, summed left to right as sum() over WEIGHTS would.
     score = (
@@ -263,12 +291,24 @@ def _score(
         "completeness": completeness,
         "quality": quality,
     }
-    return Scored(node.id, round(score, 6), signals)
+    scored = _new(Scored)  # Scored(...) without the frozen dataclass's generic __init__
+    _set_id(scored, node.id)
+    _set_score(scored, round(score, 6))
+    _set_signals(scored, signals)
+    return scored
 
 
+_new = object.__new__
+_set_id, _set_score, _set_signals = (Scored.__dict__[name].__set__ for name in ("id", "score", "signals"))
 _SIM: dict[tuple[int, int], float] = {}
 _IMPORTANCE: dict[float, float] = {}
 _ADJACENCY: dict[int, float] = {}
+# The share of expected fields present, per (present, expected) count: a handful of keys.
+_COMPLETENESS: dict[tuple[int, int], float] = {
+    (present, expected): round(present / expected, 4)
+    for expected in {len(f) for f in (*EXPECTED_FIELDS.values(), DEFAULT_EXPECTED_FIELDS)}
+    for present in range(expected + 1)
+}
 
 
 def _remember(cache: dict[Any, float], key: Any, value: float) -> float:

@@ -143,30 +143,29 @@ class KnownIds:
     @classmethod
     def of(cls, hidden: Iterable[str], visible: Iterable[str]) -> KnownIds:
         shown = set(visible)
-        by_word: dict[str, list[tuple[str, str]]] = {}
+        by_word: dict[str, tuple[tuple[str, str], ...]] = {}
         others: list[tuple[str, str]] = []
-        for i in sorted(shown):
+        # In no particular order: scrub_ids sorts the ids it is given (longest first, then by id).
+        for i in shown:
             if not i:
                 continue
-            word, folded = _id_word(i)
-            if word is not None:
-                by_word.setdefault(word, []).append((i, folded))
+            word, pair = _id_word(i)
+            if word is None:
+                others.append(pair)
+            elif word in by_word:
+                by_word[word] += (pair,)
             else:
-                others.append((i, folded))
+                by_word[word] = (pair,)
         withheld = frozenset(set(hidden) - shown)
         known = tuple(sorted({i for i in withheld if i}, key=lambda i: (-len(i), i)))
-        return cls(
-            withheld,
-            {w: tuple(v) for w, v in by_word.items()},
-            tuple(others),
-            _scrubber(known) if known else None,
-        )
+        return cls(withheld, by_word, tuple(others), _scrubber(known) if known else None)
 
     def scrub(self, text: str) -> str:
         folded, runs = _folded_runs(text)
         words = self.by_word.keys() & runs  # usually none: one set operation
         present = [i for word in words for i, f in self.by_word[word] if f in folded]
-        present += [i for i, f in self.others if f in folded]
+        if self.others:
+            present += [i for i, f in self.others if f in folded]
         if present:
             return scrub_ids(text, [*self.hidden, *present])
         # What scrub_ids(text, self.hidden) does, without sorting the ids again for every text.
@@ -174,14 +173,14 @@ class KnownIds:
 
 
 @lru_cache(maxsize=8192)
-def _id_word(node_id: str) -> tuple[str | None, str]:
-    """An id's case-folded form and, when it begins and ends with a letter or digit, the first
-    run of letters and digits it can only occur with (``KnownIds.by_word``); once per id."""
+def _id_word(node_id: str) -> tuple[str | None, tuple[str, str]]:
+    """When an id begins and ends with a letter or digit, the first run of letters and digits it
+    can only occur with (``KnownIds.by_word``); and the id with its case-folded form; once per id."""
     folded = node_id.casefold()
     first = _RUN.search(folded)
     if first is not None and _ALNUM.match(node_id[0]) and _ALNUM.match(node_id[-1]) and first.start() == 0:
-        return first.group(), folded
-    return None, folded
+        return first.group(), (node_id, folded)
+    return None, (node_id, folded)
 
 
 @lru_cache(maxsize=8192)
@@ -256,7 +255,8 @@ def evidence_lines(
             words = relation_words(_relations(edge))
             lines.append(f"cause ({words}): {_dated(key, _date(node))}" + (f": {why}." if why else ""))
         else:
-            lines.append(f"{part}: {_dated(key, _date(node))}")
+            date = _date(node)
+            lines.append(f"{part}: {key} ({date})" if date else f"{part}: {key}")  # _dated, inline
     return lines
 
 
@@ -467,7 +467,10 @@ def _dated(text: str, date: str | None) -> str:
 
 
 def _date(node: CandidateNode) -> str | None:
-    raw = node.text("timestamp")
+    value = node.fields.get("timestamp")  # node.text("timestamp"), inline: it runs per line
+    if value is None:
+        return None
+    raw = value if value.__class__ is str else str(value)
     return _iso_date(raw) if raw else None
 
 

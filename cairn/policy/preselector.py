@@ -159,11 +159,50 @@ def drop_dangling_references(node: CandidateNode, visible: set[str]) -> Candidat
     """Drop reference fields whose target the caller cannot see. They are not listed as masked:
     a reference to a node the caller may not see reads as no reference at all, as one to a node
     never stored would, not as a field withheld (which would tell that a hidden node is there)."""
+    if _REFERENCES.isdisjoint(node.fields):  # most nodes hold no reference: one set operation
+        return node
     dangling = [f for f in REFERENCE_FIELDS if f in node.fields and node.fields[f] not in visible]
     if not dangling:
         return node
     fields = {k: v for k, v in node.fields.items() if k not in dangling}
     return CandidateNode(node.id, node.label, node.hop, fields, node.masked)
+
+
+_REFERENCES = frozenset(REFERENCE_FIELDS)
+_new = object.__new__
+_SET_NODE = tuple(CandidateNode.__dict__[name].__set__ for name in ("id", "label", "hop", "fields", "masked"))
+
+
+def _node(
+    node_id: str, label: str, hop: int, fields: dict[str, Any], masked: tuple[str, ...]
+) -> CandidateNode:
+    """``CandidateNode(...)`` for the walk's many nodes, without the frozen dataclass's generic
+    ``__init__`` (one ``object.__setattr__`` per field): the same object, its slots set directly."""
+    node = _new(CandidateNode)
+    set_id, set_label, set_hop, set_fields, set_masked = _SET_NODE
+    set_id(node, node_id)
+    set_label(node, label)
+    set_hop(node, hop)
+    set_fields(node, fields)
+    set_masked(node, masked)
+    return node
+
+
+def _edge(
+    source: str,
+    target: str,
+    rel_type: str,
+    relation: str | None,
+    relations: tuple[str, ...],
+    reason: str | None,
+) -> CandidateEdge:
+    """``CandidateEdge(...)`` for the walk's many edges, its attributes set in one update
+    rather than one ``object.__setattr__`` each (the frozen dataclass's ``__init__``)."""
+    edge = _new(CandidateEdge)
+    edge.__dict__.update(
+        source=source, target=target, type=rel_type, relation=relation, relations=relations, reason=reason
+    )
+    return edge
 
 
 # Values that leave the driver as they are (no temporal type to turn into text): most of them.
@@ -196,7 +235,7 @@ class _FieldRules:
         key = (label, "" if domain is None else str(domain))
         allowed = self.cache[key] if key in self.cache else self.allowed(*key)
         fields, masked = _mask(label, props, self.scope, allowed)
-        return CandidateNode(node_id, label, hop, fields, masked)
+        return _node(node_id, label, hop, fields, masked)
 
     def shows_rationale(self, node: CandidateNode) -> bool:
         """A transition's reason is a rationale: shown only where the scope shows decision rationales."""
@@ -237,8 +276,8 @@ def _assemble(
         src, dst = (from_id, node_id) if outgoing else (node_id, from_id)
         # A reason is shown only where both ends' rationales are (no reason: nothing to check).
         shown = reason is not None and shows(seen[src]) and shows(seen[dst])
-        edges[(rel_type, src, dst)] = CandidateEdge(
-            src, dst, rel_type, relation, tuple(relations or ()), reason if shown else None
+        edges[(rel_type, src, dst)] = _edge(
+            src, dst, rel_type, relation, tuple(relations) if relations else (), reason if shown else None
         )
     trace.withheld_ids = sorted(hidden)
     trace.reasons_by_id = {i: hidden[i] for i in trace.withheld_ids}

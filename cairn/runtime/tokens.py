@@ -71,14 +71,40 @@ def _word_count(word: str) -> int:
 
 
 def _simple_count(text: str) -> int | None:
-    """The count of a simple text, or None when the text needs the whole pipeline."""
+    """The count of a simple text, or None when the text needs the whole pipeline.
+
+    A simple text's count is the sum of its parts' counts wherever it is cut after a space (no
+    word runs across a space, and a part of a simple text is simple), so a text with ": " in it
+    is counted as the part up to it and the rest, each remembered as a line: an evidence line is
+    its part in the answer ("cause (…): ", "context: ") and the node's key and date, and a
+    node's key recurs from ask to ask under another part."""
     if _NOT_SIMPLE.search(text) or ("[" in text and _special().search(text)):
         return None
+    cut = text.find(": ")
+    if cut < 0:
+        return _words_count(text)
+    head, tail = text[: cut + 2], text[cut + 2 :]
+    known = _line_counts.get
+    first, rest = known(head), known(tail)
+    if first is None:
+        first = _line_counts[head] = _words_count(head)
+    if rest is None:
+        rest = _line_counts[tail] = _words_count(tail)
+    return first + rest
+
+
+def _words_count(text: str) -> int:
+    """The count of a simple text, word by word."""
     words = _PIECES.findall(text.lower())
     try:
         return sum(map(_word_counts.__getitem__, words))  # the common case: every word seen before
     except KeyError:
-        return sum(_word_count(w) for w in words)
+        known = _word_counts.get
+        total = 0
+        for w in words:
+            count = known(w)
+            total += _word_count(w) if count is None else count
+        return total
 
 
 def _pipeline_counts(texts: list[str]) -> list[int]:
