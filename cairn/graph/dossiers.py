@@ -52,35 +52,42 @@ def iso_text(x: str) -> str:
     )
 
 
+# Ingest statements reuse their cached plan whatever the graph's statistics say
+# (docs/design.md §Dossier queries, "Plans"). Each is anchored on parameters and unique-id
+# seeks, so a fresh plan would be the same plan; re-planning them every time the counts moved
+# (a growing graph, a wiped one) cost more Neo4j CPU than the statements themselves, mostly in
+# the JIT compiling the new plans.
+KEEP_PLAN = "CYPHER replan=skip"
+
 # --- the routing lock and the journal ------------------------------------------------------------
 
 # Clauses run in order: the journal lookup reads only once the lock is held. Setting a property
 # takes the node's exclusive lock even when the value does not change, so after the first time
 # taking the lock leaves the graph as it was (a re-run of applied work changes nothing).
-TAKE_ROUTING_LOCK = """
-MERGE (l:CairnLock {id: $lock})
+TAKE_ROUTING_LOCK = f"""{KEEP_PLAN}
+MERGE (l:CairnLock {{id: $lock}})
 SET l.held = true
 WITH l
-OPTIONAL MATCH (:JournalEntry {id: $marker})-[:ABOUT]->(d:Dossier)
+OPTIONAL MATCH (:JournalEntry {{id: $marker}})-[:ABOUT]->(d:Dossier)
 RETURN min(d.id) AS applied_to
 """
 
 # Which of these packets were applied before (their first journal entry exists), and where.
-PACKETS_APPLIED = """
+PACKETS_APPLIED = f"""{KEEP_PLAN}
 UNWIND $markers AS marker
-MATCH (:JournalEntry {id: marker})-[:ABOUT]->(d:Dossier)
+MATCH (:JournalEntry {{id: marker}})-[:ABOUT]->(d:Dossier)
 RETURN marker, min(d.id) AS applied_to
 """
 
 # Journal entries, each with its own time ``e.now`` (one statement may journal several packets).
-WRITE_JOURNAL_ENTRIES = """
+WRITE_JOURNAL_ENTRIES = f"""{KEEP_PLAN}
 UNWIND $entries AS e
-MERGE (j:Entity:JournalEntry {id: e.id})
+MERGE (j:Entity:JournalEntry {{id: e.id}})
 ON CREATE SET j.created_at = datetime(e.now)
 SET j += e.props, j.timestamp = datetime(e.now)
 WITH j, e
 UNWIND e.about AS dossier_id
-MATCH (d:Dossier {id: dossier_id})
+MATCH (d:Dossier {{id: dossier_id}})
 MERGE (j)-[:ABOUT]->(d)
 """
 
@@ -154,7 +161,7 @@ CENTROID_SUM_FROM_FACTS = """
 _SAME_ACCESS = """d.status = 'active'
     AND d.domain = access.domain AND d.sensitivity = access.sensitivity
     AND d.namespaces = access.namespaces AND d.roles_allowed = access.roles_allowed"""
-VOTE_FOR_DOSSIERS = f"""
+VOTE_FOR_DOSSIERS = f"""{KEEP_PLAN}
 UNWIND $queries AS q
 CALL (q) {{
   WITH q, $accesses[q.p] AS access
@@ -208,7 +215,7 @@ ORDER BY p, dossier_id
 # dossier two packets route into shows the second the first one's writes, as separate statements
 # did. ``FROM_BLOCK`` is drawn only to a block the writer may read: to a writer, a hidden block is
 # one that does not exist.
-WRITE_ROUTES = f"""
+WRITE_ROUTES = f"""{KEEP_PLAN}
 UNWIND $packets AS pk
 CALL (pk) {{
   UNWIND pk.routes AS r
@@ -237,9 +244,9 @@ RETURN pk.n AS packet, dossier_id, previous, summary
 
 # A skipped duplicate's turn and block ids join those of the stored fact it restates (each
 # list: the fact's own first, then every restatement's, each once).
-ADD_RESTATED_PROVENANCE = """
+ADD_RESTATED_PROVENANCE = f"""{KEEP_PLAN}
 UNWIND $rows AS row
-MATCH (f:Fact {id: row.id})
+MATCH (f:Fact {{id: row.id}})
 WITH f, row,
      coalesce(f.source_turn_ids, CASE WHEN f.source_turn_id IS NULL THEN [] ELSE [f.source_turn_id] END)
        AS turns,

@@ -38,6 +38,12 @@ JVM_OPENS = [
     "-XX:-OmitStackTraceInFastThrow",
     "-Djdk.tls.ephemeralDHKeySize=2048",
     "-Dfile.encoding=UTF-8",
+    # New Lucene segments go to their files (read through the OS page cache and mmap) instead of
+    # Lucene's RAM cache: the full-float vectors of a RAM-cached segment are read float by float
+    # (each read crossing a buffer boundary throws and retries), which made every vector index
+    # query after a write several times slower until the next checkpoint (docs/design.md
+    # §Dossier queries, "Fresh index segments").
+    "-Dorg.neo4j.kernel.api.impl.index.storage.DirectoryFactory.max_cached_mb=0",
 ]
 PID_FILE = "run/cairn-neo4j.pid"
 PASSWORD_FILE = "password"
