@@ -123,7 +123,23 @@ class Scope:
             "max_hops": self.max_hops,
             # which nodes a search may rank, and by which vector (acl.search_vector, acl.search_fields_shown)
             **self.search_vector_params(),
+            # which fields each label shows, per domain glob (acl.field_shown)
+            "field_rules": self.field_rule_params(),
         }
+
+    def field_rule_params(self) -> list[dict[str, object]]:
+        """``$field_rules`` for ``cairn.policy.acl.field_shown``: every label's field rules in
+        order (the first whose domain glob matches wins, as in ``visible_fields``)."""
+        return [
+            {
+                "label": label,
+                "re": glob_regex(rule.domains),
+                "all": ALL_FIELDS in rule.fields,
+                "fields": list(rule.fields),
+            }
+            for label, rules in self.fields.items()
+            for rule in rules
+        ]
 
     def search_vector_params(self) -> dict[str, object]:
         """``$vector_rules`` for ``cairn.policy.acl.search_vector``: per searchable label, the
