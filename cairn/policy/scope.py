@@ -20,6 +20,14 @@ from cairn.schema.catalog import RELATION_TYPES
 from cairn.schema.nodes import SEARCH_TEXT_FIELDS
 
 ALL_FIELDS = "*"
+# Fields written from another label's field, shown only where their source field shows in the
+# same domain (docs/design.md §Policy module, "Derived fields"): a dossier's title is the
+# gardener's label built from its facts' text, and a dossier journal entry's new and previous
+# values quote such titles.
+DERIVED_FIELDS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "Dossier": (("title",), "Fact", "text"),
+    "JournalEntry": (("new_value", "previous_value"), "Fact", "text"),
+}
 
 
 @dataclass(frozen=True)
@@ -191,6 +199,16 @@ class Scope:
             if self.domains:  # some domain may fall past the rules: its id only
                 shown = {"id"} if shown is None else shown & {"id"}
         return None if shown is None else tuple(sorted(shown))
+
+    def derived_hidden(self, label: str, domain: str) -> tuple[str, ...]:
+        """Fields of a ``label`` node in ``domain`` hidden because the field they are derived
+        from (``DERIVED_FIELDS``) is hidden there, whatever the label's own rule shows."""
+        derived = DERIVED_FIELDS.get(label)
+        if derived is None or self.unrestricted:
+            return ()
+        names, source_label, source_field = derived
+        shown = self.visible_fields(source_label, domain)
+        return () if shown is None or source_field in shown else names
 
     def visible_fields(self, label: str, domain: str) -> tuple[str, ...] | None:
         """Fields of a ``label`` node in ``domain`` the scope shows; None means all of them."""
