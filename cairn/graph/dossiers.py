@@ -11,7 +11,7 @@ the vote; packet writes; blocks and the gardener; curation; reading dossiers; fa
 
 from __future__ import annotations
 
-from cairn.policy.acl import acl_visible, edge_allowed, search_fields_shown
+from cairn.policy.acl import acl_visible, edge_allowed, search_fields_shown, shown_or
 from cairn.schema.nodes import fulltext_index_name, vector_index_name
 
 # --- index names and the score scale -------------------------------------------------------------
@@ -523,6 +523,11 @@ _DOSSIER_FACT_FIELDS = (
     ".source_turn_id, .turn_index, .domain, .sensitivity, .namespaces, .roles_allowed}"
 )
 
+# A fact's ``added_at`` as a sort key where the caller may see it, else null (after the rest,
+# by id): which facts a limit keeps, and their order, must not tell a masked time
+# (docs/design.md §Policy module, "Ordering by a maskable field").
+_ADDED_AT_SHOWN = shown_or("f", "added_at", "null")
+
 # The visible facts of each dossier (the newest ``$limit``, or all). ``stored`` (how many facts
 # the dossier has in all) never leaves this query: it only tells whether the stored summary may
 # quote a fact the caller cannot see or whose text it may not read; only then do the vectors of
@@ -532,7 +537,7 @@ UNWIND $ids AS did
 MATCH (d:Dossier {{id: did}})
 OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
 WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
-WITH d, did, f ORDER BY f.added_at, f.id
+WITH d, did, f ORDER BY {_ADDED_AT_SHOWN}, f.id
 WITH did, collect(f) AS visible, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
 WITH did, visible, stored, [f IN visible WHERE {search_fields_shown("f", "Fact")}] AS quotable
 RETURN did AS dossier_id, size(visible) AS visible_count,
@@ -551,7 +556,7 @@ WHERE {acl_visible("d")}
 CALL (d) {{
   OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
   WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
-  WITH f ORDER BY f.added_at, f.id
+  WITH f ORDER BY {_ADDED_AT_SHOWN}, f.id
   RETURN collect(f) AS visible
 }}
 WITH d, visible, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored,
@@ -582,7 +587,7 @@ CALL (d) {{
 WITH d, j
 WHERE {acl_visible("j")} AND {edge_allowed("ABOUT", "j", "d", "in")}
 RETURN j {{.*, embedding: null}} AS props
-ORDER BY j.timestamp, j.seq, j.id
+ORDER BY {shown_or("j", "timestamp", "null")}, j.seq, j.id
 """
 
 # --- fact search (``facts.FactRetriever``; docs/design.md §Reading dossiers) ---------------------

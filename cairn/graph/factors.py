@@ -449,11 +449,18 @@ MATCH (e:JournalEntry)-[:ABOUT]->(:Factor {id: fid})
 RETURN fid AS factor, max(e.timestamp) AS latest, collect(e.id) AS ids
 """
 
+# A factor's access fields are its journal entries' too, whenever they are written: an entry
+# always shares its factor's access, so the factor's state (its newest entry's value, journal_seq,
+# the assessment built from them) never shows an entry its reader may not see.
 UPSERT_FACTORS = """
 UNWIND $rows AS row
 MERGE (n:Entity:Factor {id: row.id})
 ON CREATE SET n.created_at = datetime()
 SET n += row.props
+WITH n
+OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(n)
+SET e.domain = n.domain, e.sensitivity = n.sensitivity, e.namespaces = n.namespaces,
+    e.roles_allowed = n.roles_allowed
 """
 UPSERT_OPTIONS = """
 UNWIND $rows AS row

@@ -71,6 +71,26 @@ def search_fields_shown(var: str, label: str) -> str:
     return f"""($unrestricted OR '{label}' IN $searchable_everywhere OR head({rule}) = 'full')"""
 
 
+def field_shown(var: str, name: str) -> str:
+    """Cypher predicate: the scope shows field ``name`` on node ``var``.
+
+    The first field rule of the node's label whose domain glob matches the node's domain decides,
+    as in ``Scope.visible_fields``; a label the profile does not describe shows its id only.
+    Parameters ``$field_rules`` from ``Scope.field_rule_params()`` (part of
+    ``Scope.cypher_params()``). A read that orders or filters by a field a policy may mask
+    orders by it only where this holds (docs/design.md §Policy module, "Ordering by a maskable
+    field"), so the order of what it returns never depends on what the caller may not see."""
+    rule = f"""head([r IN $field_rules WHERE r.label IN labels({var})
+  AND coalesce({var}.domain, '') =~ r.re | r.all OR '{name}' IN r.fields])"""
+    return f"($unrestricted OR coalesce({rule}, {'true' if name == 'id' else 'false'}))"
+
+
+def shown_or(var: str, name: str, default: str) -> str:
+    """Cypher expression: ``var.name`` where the scope shows it (``field_shown``), else
+    ``default`` (a constant): a sort key that reads no hidden value."""
+    return f"CASE WHEN {field_shown(var, name)} THEN {var}.{name} ELSE {default} END"
+
+
 def edge_allowed(rel: str, start: str, end: str, walk: str) -> str:
     """Cypher predicate: the scope may walk an edge stored as ``(start)-[rel]->(end)`` this way.
 

@@ -19,7 +19,7 @@ from neo4j import Driver
 
 from cairn.errors import EXIT_NOT_VISIBLE, CairnError
 from cairn.policy.acl import acl_reason
-from cairn.policy.scope import Scope
+from cairn.policy.scope import DERIVED_FIELDS, Scope
 from cairn.policy.walk import EXPAND_QUERIES, NODE_PROPS
 from cairn.schema.nodes import DECLARED_FIELDS, INTERNAL_FIELDS
 
@@ -94,7 +94,22 @@ class AnchorNotVisible(CairnError, LookupError):
 
 def mask(label: str, props: dict[str, Any], scope: Scope) -> tuple[dict[str, Any], tuple[str, ...]]:
     """Keep the fields the scope shows for this label and domain; x_extra only on whitelisted keys."""
-    return _mask(label, props, scope, scope.visible_fields(label, str(props.get("domain") or "")))
+    domain = str(props.get("domain") or "")
+    return _mask(label, props, scope, _derived(label, props, scope, scope.visible_fields(label, domain)))
+
+
+def _derived(
+    label: str, props: dict[str, Any], scope: Scope, allowed: tuple[str, ...] | None
+) -> tuple[str, ...] | None:
+    """``allowed`` less the fields derived from a field the scope hides in the node's domain
+    (``Scope.derived_hidden``: a dossier title built from masked fact text)."""
+    if label not in DERIVED_FIELDS:
+        return allowed
+    hidden = scope.derived_hidden(label, str(props.get("domain") or ""))
+    if not hidden:
+        return allowed
+    base = (set(props) | DECLARED_FIELDS.get(label, frozenset())) if allowed is None else set(allowed)
+    return tuple(sorted(base - set(hidden)))
 
 
 def _mask(
@@ -234,7 +249,7 @@ class _FieldRules:
         domain = props.get("domain")
         key = (label, "" if domain is None else str(domain))
         allowed = self.cache[key] if key in self.cache else self.allowed(*key)
-        fields, masked = _mask(label, props, self.scope, allowed)
+        fields, masked = _mask(label, props, self.scope, _derived(label, props, self.scope, allowed))
         return _node(node_id, label, hop, fields, masked)
 
     def shows_rationale(self, node: CandidateNode) -> bool:

@@ -20,6 +20,14 @@ from cairn.schema.catalog import RELATION_TYPES
 from cairn.schema.nodes import SEARCH_TEXT_FIELDS
 
 ALL_FIELDS = "*"
+# Fields written from another label's field, shown only where their source field shows in the
+# same domain (docs/design.md §Policy module, "Derived fields"): a dossier's title is the
+# gardener's label built from its facts' text, and a dossier journal entry's new and previous
+# values quote such titles.
+DERIVED_FIELDS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "Dossier": (("title",), "Fact", "text"),
+    "JournalEntry": (("new_value", "previous_value"), "Fact", "text"),
+}
 
 
 @dataclass(frozen=True)
@@ -123,7 +131,23 @@ class Scope:
             "max_hops": self.max_hops,
             # which nodes a search may rank, and by which vector (acl.search_vector, acl.search_fields_shown)
             **self.search_vector_params(),
+            # which fields each label shows, per domain glob (acl.field_shown)
+            "field_rules": self.field_rule_params(),
         }
+
+    def field_rule_params(self) -> list[dict[str, object]]:
+        """``$field_rules`` for ``cairn.policy.acl.field_shown``: every label's field rules in
+        order (the first whose domain glob matches wins, as in ``visible_fields``)."""
+        return [
+            {
+                "label": label,
+                "re": glob_regex(rule.domains),
+                "all": ALL_FIELDS in rule.fields,
+                "fields": list(rule.fields),
+            }
+            for label, rules in self.fields.items()
+            for rule in rules
+        ]
 
     def search_vector_params(self) -> dict[str, object]:
         """``$vector_rules`` for ``cairn.policy.acl.search_vector``: per searchable label, the
@@ -175,6 +199,16 @@ class Scope:
             if self.domains:  # some domain may fall past the rules: its id only
                 shown = {"id"} if shown is None else shown & {"id"}
         return None if shown is None else tuple(sorted(shown))
+
+    def derived_hidden(self, label: str, domain: str) -> tuple[str, ...]:
+        """Fields of a ``label`` node in ``domain`` hidden because the field they are derived
+        from (``DERIVED_FIELDS``) is hidden there, whatever the label's own rule shows."""
+        derived = DERIVED_FIELDS.get(label)
+        if derived is None or self.unrestricted:
+            return ()
+        names, source_label, source_field = derived
+        shown = self.visible_fields(source_label, domain)
+        return () if shown is None or source_field in shown else names
 
     def visible_fields(self, label: str, domain: str) -> tuple[str, ...] | None:
         """Fields of a ``label`` node in ``domain`` the scope shows; None means all of them."""

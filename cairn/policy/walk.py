@@ -7,13 +7,16 @@ query module, and nothing below the policy layer needs to be imported to run it.
 
 from __future__ import annotations
 
-from cairn.policy.acl import MAX_HOPS, acl_reason, edge_allowed_from
+from cairn.policy.acl import MAX_HOPS, acl_reason, edge_allowed_from, shown_or
 from cairn.schema.nodes import INTERNAL_FIELDS
 
 # Both read what the hop body computes once per edge: each end's domain (``here``: the frontier
 # node's, ``there``: the neighbour's) and whether it is in the scope (``here_in``, ``there_in``).
 ACL_REASON = acl_reason("n", in_scope="there_in")
 EDGE_OK = edge_allowed_from("type(r)", ("here", "here_in"), ("there", "there_in"), "outgoing")
+# The cap's sort key: a neighbour's importance where the scope shows it, else 0.0 (as a node
+# without one): a masked importance must not choose which neighbours are kept.
+IMPORTANCE_KEY = f"coalesce({shown_or('k.n', 'importance', '0.0')}, 0.0)"
 # The walk's rows, as positional lists (what each place holds; preselector._assemble reads them).
 EDGE_ROW = ("from_id", "id", "rel_type", "relation", "relations", "reason", "outgoing")
 HIDDEN_ROW = ("id", "edge_ok", "acl")
@@ -25,7 +28,8 @@ NODE_PROPS = "{.*, " + ", ".join(f"{name}: null" for name in sorted(INTERNAL_FIE
 def _hop_body(capped: bool) -> str:
     """Every edge incident to the frontier node ``f``, classified: the edge rule per step, the
     ACL on the node it reaches. Hidden neighbours stay (id, reason) material; visible ones are
-    capped per edge type (``$cap``) beyond the first hop, most important first (ties by id).
+    capped per edge type (``$cap``) beyond the first hop, most important first (ties by id),
+    importance read only where the scope shows it (``IMPORTANCE_KEY``).
 
     Only a group over the cap is sorted: the rows leave in no particular order otherwise, and
     nothing downstream reads their order (preselector._assemble keys and sorts what it keeps),
@@ -46,7 +50,7 @@ def _hop_body(capped: bool) -> str:
     CALL (found, visible) {{
       WITH found WHERE visible AND size(found) > $cap
       UNWIND found AS k
-      WITH k ORDER BY coalesce(k.n.importance, 0.0) DESC, k.n.id
+      WITH k ORDER BY {IMPORTANCE_KEY} DESC, k.n.id
       LIMIT $cap
       RETURN collect(k) AS kept
     }}
