@@ -26,6 +26,7 @@ from cairn.app import create_app
 from cairn.memory.dossiers.lock import LOCK_ID
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
+from cairn.runtime import embedder as embedder_module
 from cairn.runtime import neo4j_server
 from cairn.runtime.database import connection, sync_driver
 from cairn.runtime.embedder import get_embedder
@@ -142,9 +143,15 @@ def test_health_and_readiness_when_all_is_well_and_with_an_old_schema(
 
 
 def test_the_model_is_loaded_during_start_up_not_by_the_first_search(
-    driver: Driver, settings: Settings
+    driver: Driver, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first search after `cairn serve` used to wait ~11 s for the model to load lazily."""
+    """The first search after `cairn serve` used to wait ~11 s for the model to load lazily.
+
+    The load start-up asks for hands back this process's model: a second one would cost its load
+    and leave the tests after this one (in this process, in whatever order they run) a model other
+    than the session's (tests/conftest.py, whose MemoEmbedder wraps this one)."""
+    model = get_embedder()
+    monkeypatch.setattr(embedder_module, "Embedder", lambda: model)
     get_embedder.cache_clear()
     app = create_app(settings)
     assert get_embedder.cache_info().currsize == 0
@@ -156,6 +163,7 @@ def test_the_model_is_loaded_during_start_up_not_by_the_first_search(
         body = {"query": '{ search(query: "cloud platform", k: 1) { total } }'}
         assert "errors" not in client.post("/graphql", json=body, headers=headers).json()
         assert get_embedder.cache_info().misses == misses  # the search reused the loaded model
+    assert get_embedder() is model
 
 
 # --- start-up refusals --------------------------------------------------------------------------
