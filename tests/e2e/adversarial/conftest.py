@@ -8,13 +8,16 @@ server's exceptions as answers (a 500 is what it looks for) overrides ``client_o
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
 from cairn.runtime.settings import Settings
+from tests.e2e.conftest import ROLES
 
 # The narrowing headers of a writer kept below the demo's hidden content (confidential blocks,
 # medium and high letters): low sensitivity, the internal namespace only.
@@ -31,6 +34,18 @@ def client_options() -> dict[str, Any]:
 def client(settings: Settings, client_options: dict[str, Any]) -> Iterator[TestClient]:
     with TestClient(create_app(settings), **client_options) as c:
         yield c
+
+
+def demo_roles_with(
+    tmp_path_factory: pytest.TempPathFactory, role: str, fields: dict[str, list[dict[str, Any]]]
+) -> Path:
+    """The demo policy file with ``role``'s field rules for some labels replaced (``fields``:
+    label -> rules), written to a fresh folder: the policy a masking probe serves."""
+    roles = yaml.safe_load(ROLES.read_text(encoding="utf-8"))
+    roles["roles"][role]["fields"].update(fields)
+    path = tmp_path_factory.mktemp("policy") / "roles.yaml"
+    path.write_text(yaml.safe_dump(roles, sort_keys=False), encoding="utf-8")
+    return path
 
 
 ORG_MEMORY = "mutation($p: JSON!) { ingestOrgMemory(payload: $p) { decisions } }"

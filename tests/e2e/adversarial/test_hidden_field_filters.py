@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from neo4j import Driver
 from starlette.testclient import TestClient
 
@@ -29,7 +28,8 @@ from cairn.app import create_app
 from cairn.ingest.correspondence.sync import sync_bytes
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
-from tests.e2e.conftest import ROLES, gql, passport
+from tests.e2e.adversarial.conftest import demo_roles_with
+from tests.e2e.conftest import gql, passport
 
 ROLE = "director"  # its letters are readable by role name; only its field rules change
 BOARD_FIELDS = ["id", "section_number", "author", "date", "title", "body", "status_tags", "domain"]
@@ -63,14 +63,8 @@ def board(letters: Driver, tmp_path_factory: pytest.TempPathFactory) -> Driver:
 @pytest.fixture(scope="module")
 def board_registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo roles, but the director sees exec tags on letters and not on board sections."""
-    roles = yaml.safe_load(ROLES.read_text(encoding="utf-8"))
-    roles["roles"][ROLE]["fields"]["Section"] = [
-        {"domains": ["acme/board"], "fields": BOARD_FIELDS},
-        {"domains": ["*"], "fields": ["*"]},
-    ]
-    path = tmp_path_factory.mktemp("policy") / "roles.yaml"
-    path.write_text(yaml.safe_dump(roles, sort_keys=False), encoding="utf-8")
-    return path
+    section = [{"domains": ["acme/board"], "fields": BOARD_FIELDS}, {"domains": ["*"], "fields": ["*"]}]
+    return demo_roles_with(tmp_path_factory, ROLE, {"Section": section})
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 from neo4j import Driver
 from starlette.testclient import TestClient
 
@@ -21,7 +20,8 @@ from cairn.app import create_app
 from cairn.memory.dossiers.demo import load_demo_dossiers
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
-from tests.e2e.conftest import ROLES, gql, passport, wipe
+from tests.e2e.adversarial.conftest import demo_roles_with
+from tests.e2e.conftest import gql, passport, wipe
 
 FACT_FIELDS = ["id", "text", "fact_type", "confidence", "source_block_id", "domain"]
 DOSSIER = "query($i: ID!) { dossier(id: $i) { facts { id } } }"
@@ -33,10 +33,7 @@ RETURN d.id AS id ORDER BY n DESC, id LIMIT 1"""
 def probe(driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     wipe(driver)
     load_demo_dossiers(driver)
-    roles = yaml.safe_load(ROLES.read_text(encoding="utf-8"))
-    roles["roles"]["staff"]["fields"]["Fact"] = [{"domains": ["*"], "fields": FACT_FIELDS}]
-    path = tmp_path_factory.mktemp("policy") / "roles.yaml"
-    path.write_text(yaml.safe_dump(roles, sort_keys=False), encoding="utf-8")
+    path = demo_roles_with(tmp_path_factory, "staff", {"Fact": [{"domains": ["*"], "fields": FACT_FIELDS}]})
     with TestClient(create_app(settings.model_copy(update={"policy_file": path}))) as client:
         yield client, PolicyRegistry.load(path)
     wipe(driver)

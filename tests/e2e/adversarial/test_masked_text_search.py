@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from neo4j import Driver
 from starlette.testclient import TestClient
 
@@ -29,7 +28,8 @@ from cairn.memory.dossiers.demo import load_demo_dossiers
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
-from tests.e2e.conftest import ROLES, gql, passport, wipe
+from tests.e2e.adversarial.conftest import demo_roles_with
+from tests.e2e.conftest import gql, passport, wipe
 
 ROLE = "staff"
 # Staff's demo facts and dossiers are all in acme/assistant, its letters in acme/correspondence:
@@ -62,19 +62,20 @@ def demo(driver: Driver, settings: Settings, embedder: Embedder) -> Driver:
 
 @pytest.fixture(scope="module")
 def masked_registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    roles = yaml.safe_load(ROLES.read_text(encoding="utf-8"))
-    fields = roles["roles"][ROLE]["fields"]
-    fields["Fact"] = [
-        {"domains": ["acme/assistant"], "fields": FACT_FIELDS},
-        {"domains": ["*"], "fields": ["*"]},
-    ]
-    fields["Section"] = [
-        {"domains": ["acme/correspondence"], "fields": SECTION_FIELDS},
-        {"domains": ["*"], "fields": ["*"]},
-    ]
-    path = tmp_path_factory.mktemp("policy") / "roles.yaml"
-    path.write_text(yaml.safe_dump(roles, sort_keys=False), encoding="utf-8")
-    return path
+    return demo_roles_with(
+        tmp_path_factory,
+        ROLE,
+        {
+            "Fact": [
+                {"domains": ["acme/assistant"], "fields": FACT_FIELDS},
+                {"domains": ["*"], "fields": ["*"]},
+            ],
+            "Section": [
+                {"domains": ["acme/correspondence"], "fields": SECTION_FIELDS},
+                {"domains": ["*"], "fields": ["*"]},
+            ],
+        },
+    )
 
 
 @pytest.fixture(scope="module")
