@@ -4,7 +4,9 @@ Everything a caller reads goes through GraphQL resolvers or the bundle route, an
 verify the passport first. The dev passport endpoint exists only on a loopback server
 running without a passport secret, and only for requests whose Host (and Origin, if any) is
 loopback, where it is a convenience for the UI's role switcher; anywhere else it answers as
-a route that does not exist.
+a route that does not exist. Without a passport secret every route answers only such
+requests (``LoopbackOnly``): the headers are then the whole passport, which any page could
+forge.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -127,22 +129,48 @@ _ORIGIN = re.compile(r"https?://(?P<authority>[^/?#]+)")
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
-def is_loopback_authority(value: str) -> bool:
+def is_loopback_authority(value: str, also: frozenset[str] = frozenset()) -> bool:
+    """A loopback address (or a name in ``also``, lower-case), with an optional port."""
     match = _AUTHORITY.fullmatch(value)
-    return match is not None and is_loopback((match["ipv6"] or match["host"]).lower())
+    if match is None:
+        return False
+    name = (match["ipv6"] or match["host"]).lower()
+    return is_loopback(name) or (match["host"] is not None and name in also)
 
 
-def is_loopback_request(request: Request) -> bool:
+def is_loopback_request(request: HTTPConnection, also: frozenset[str] = frozenset()) -> bool:
     """Host, and Origin when sent, name a loopback address: a page that rebinds its own DNS
-    name to 127.0.0.1 still sends its own name, so it is told the route does not exist."""
+    name to 127.0.0.1 still sends its own name, so it is told the route does not exist.
+    ``also``: host names accepted besides loopback addresses (Settings.allowed_hosts)."""
     host = request.headers.getlist("host")
-    if len(host) != 1 or not is_loopback_authority(host[0]):
+    if len(host) != 1 or not is_loopback_authority(host[0], also):
         return False
     origins = request.headers.getlist("origin")
     if not origins:
         return True
     match = _ORIGIN.fullmatch(origins[0].lower()) if len(origins) == 1 else None
-    return match is not None and is_loopback_authority(match["authority"])
+    return match is not None and is_loopback_authority(match["authority"], also)
+
+
+class LoopbackOnly:
+    """Without a passport secret the server trusts every passport header (README, threat model):
+    ``cairn serve`` then binds loopback only, which keeps other machines out, but not a page in
+    this machine's browser whose DNS name rebinds to 127.0.0.1. Such a page needs no dev
+    passport: it can write the headers of any role itself (the policy key is a hash of the
+    public policy file) and read, or write, everything through /graphql. So every route answers
+    a request whose Host, or Origin, is not loopback exactly as a route that does not exist
+    (docs/design.md §HTTP hardening)."""
+
+    def __init__(self, app: ASGIApp, also: frozenset[str] = frozenset()) -> None:
+        self.app = app
+        self.also = also
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not is_loopback_request(HTTPConnection(scope), self.also):
+            return await PlainTextResponse("Not Found", status_code=404)(scope, receive, send)
+        if scope["type"] == "websocket" and not is_loopback_request(HTTPConnection(scope), self.also):
+            return await send({"type": "websocket.close", "code": 1008})
+        await self.app(scope, receive, send)
 
 
 GRAPHQL_RESPONSE = "application/graphql-response+json"
@@ -379,4 +407,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
     ]
     if WEB_DIR.is_dir():
         routes.append(Mount("/ui", StaticFiles(directory=WEB_DIR, html=True)))
-    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(SecurityHeaders)])
+    middleware = [Middleware(SecurityHeaders)]
+    if settings.passport_secret is None:  # unsigned passports: this machine's own clients only
+        also = frozenset(h.strip().lower() for h in settings.allowed_hosts.split(",") if h.strip())
+        middleware.append(Middleware(LoopbackOnly, also=also))
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)

@@ -35,6 +35,9 @@ else:
     # class-data archive it wrote (docs/design.md §Embedded Neo4j start-up).
     os.environ["CAIRN_NEO4J_CLASS_ARCHIVE"] = os.path.join(os.environ["CAIRN_DATA_DIR"], "neo4j-classes.jsa")
 os.environ.setdefault("CAIRN_TRACE_DIR", tempfile.mkdtemp(prefix="cairn-traces-"))
+# Starlette's TestClient sends "Host: testserver"; an app without a passport secret answers
+# only loopback hosts and the names listed here (cairn.app.LoopbackOnly).
+os.environ["CAIRN_ALLOWED_HOSTS"] = "testserver"
 
 from cairn.runtime.embedder import BATCH_SIZE, DIMENSIONS, Embedder, get_embedder
 

@@ -47,6 +47,10 @@ class Settings(BaseSettings):
         default=REPO_ROOT / "fixtures" / "policy" / "roles.yaml", alias="CAIRN_POLICY_FILE"
     )
     passport_secret: str | None = Field(default=None, alias="CAIRN_PASSPORT_SECRET")
+    # Without a passport secret only requests whose Host (and Origin) is a loopback address are
+    # answered (cairn.app.LoopbackOnly); these host names (comma-separated) are accepted too: a
+    # test client's, or a local alias of this machine, never a name others can resolve.
+    allowed_hosts: str = Field(default="", alias="CAIRN_ALLOWED_HOSTS")
     trace_dir: Path | None = Field(default=None, alias="CAIRN_TRACE_DIR")
     malloc_arenas: int = Field(default=2, alias="CAIRN_MALLOC_ARENAS")  # 0: glibc's default
 
