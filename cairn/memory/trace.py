@@ -403,8 +403,11 @@ def _plain_default(value: Any) -> Any:
 
 
 def _store(folder: Path, data: bytes) -> None:
-    """Compress the encoded trace and write it atomically: temp file, then rename."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Compress the encoded trace and write it atomically: temp file, then rename. The owner's
+    folder and the trace's are this user's only: a trace holds what its role was shown (and the
+    audit meta, the withheld ids), so another account on the machine must not read it."""
+    folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.mkdir(mode=0o700, exist_ok=True)
     tmp = folder / f".{TRACE_FILE}.tmp"
     tmp.write_bytes(gzip.compress(data, compresslevel=6, mtime=0))
     tmp.replace(folder / TRACE_FILE)

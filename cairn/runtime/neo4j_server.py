@@ -213,6 +213,10 @@ def bolt_uri(settings: Settings) -> str:
 
 def prepare_home(settings: Settings) -> None:
     home = settings.neo4j_home
+    # The store, its logs and transaction files hold every node in plain text, whatever the roles:
+    # readable by this user only, like the password file (docs/design.md §HTTP hardening).
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    home.chmod(0o700)
     for sub in ("conf", "data", "logs", "run", "plugins", "import"):
         (home / sub).mkdir(parents=True, exist_ok=True)
     (home / "conf" / "neo4j.conf").write_text(_conf_text(settings))

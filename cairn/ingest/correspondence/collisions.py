@@ -64,7 +64,7 @@ def record(path: Path, collided: list[dict[str, Any]]) -> int:
     fresh = [c for c in collided if _key(c) not in known]
     if not fresh:
         return 0
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # titles of sections of every access
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     with path.open("a", encoding="utf-8") as log:
         if _torn(path):
