@@ -22,10 +22,11 @@ from cairn.schema.nodes import SEARCH_TEXT_FIELDS
 ALL_FIELDS = "*"
 # Fields written from another label's field, shown only where their source field shows in the
 # same domain (docs/design.md §Policy module, "Derived fields"): a dossier's title is the
-# gardener's label built from its facts' text, and a dossier journal entry's new and previous
-# values quote such titles.
+# gardener's label built from its facts' text, its summary is made of their sentences
+# (extractive), and a dossier journal entry's new and previous values quote such titles and
+# summaries.
 DERIVED_FIELDS: dict[str, tuple[tuple[str, ...], str, str]] = {
-    "Dossier": (("title",), "Fact", "text"),
+    "Dossier": (("title", "summary"), "Fact", "text"),
     "JournalEntry": (("new_value", "previous_value"), "Fact", "text"),
 }
 

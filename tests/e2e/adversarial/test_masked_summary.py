@@ -1,0 +1,47 @@
+"""A dossier's stored summary, read through ``node``, quoted masked fact texts (latent leak).
+
+The summary is extractive: the stored one is its facts' own sentences. ``dossier(id)`` and the
+searches rebuild it from the facts whose text the caller may read (``test_masked_text_search``),
+but ``node(id)``, ``neighbourhood`` and ``ask`` mask a dossier by its label's field rule and its
+derived fields only, and ``summary`` was not one: under a policy that shows facts without their
+``text`` (the probe of ``test_masked_text_search``: staff, acme/assistant), ``node`` on the
+dossier returned the stored summary, masked fact sentences included (found on a probe of the
+demo's policy, red-team pass 2026-11-26). Now ``summary`` is a derived field of fact ``text``,
+like the title (docs/design.md §Policy module, "Derived fields").
+"""
+
+from __future__ import annotations
+
+from tests.e2e.adversarial.test_masked_text_search import (  # noqa: F401  (fixtures)
+    FACT,
+    Probe,
+    ask,
+    demo,
+    dossier_of,
+    masked_registry,
+    probe,
+)
+
+NODE = "query($i: ID!) { node(id: $i) { id fields masked } }"
+WALK = "query($i: ID!) { neighbourhood(id: $i, hops: 1) { anchor { id fields masked } nodes { id fields } } }"
+ASK = "query($i: ID!) { ask(anchorId: $i) { envelope { text } evidence { id fields } } }"
+DOSSIER = "query($i: ID!) { dossier(id: $i) { summary masked } }"
+
+
+def test_no_read_of_a_dossier_quotes_its_masked_facts(probe: Probe) -> None:  # noqa: F811
+    dossier_id = dossier_of(probe, FACT)
+    stored = ask(probe, NODE, "director", i=dossier_id)["node"]
+    assert FACT in stored["fields"]["summary"]  # the stored summary quotes the fact
+    for query in (NODE, WALK, ASK, DOSSIER):
+        shown = ask(probe, query, i=dossier_id)
+        assert FACT not in str(shown), (query, shown)
+    node = ask(probe, NODE, i=dossier_id)["node"]
+    assert "summary" not in node["fields"] and "summary" in node["masked"], node
+    assert node["fields"]["id"] == dossier_id and "status" in node["fields"]
+
+
+def test_a_reader_of_the_texts_still_reads_the_summary(probe: Probe) -> None:  # noqa: F811
+    dossier_id = dossier_of(probe, FACT)
+    for role in ("director", "manager"):
+        assert FACT in ask(probe, NODE, role, i=dossier_id)["node"]["fields"]["summary"]
+        assert FACT in ask(probe, DOSSIER, role, i=dossier_id)["dossier"]["summary"]
