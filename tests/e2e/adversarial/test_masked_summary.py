@@ -6,8 +6,11 @@ but ``node(id)``, ``neighbourhood`` and ``ask`` mask a dossier by its label's fi
 derived fields only, and ``summary`` was not one: under a policy that shows facts without their
 ``text`` (the probe of ``test_masked_text_search``: staff, acme/assistant), ``node`` on the
 dossier returned the stored summary, masked fact sentences included (found on a probe of the
-demo's policy, red-team pass 2026-11-26). Now ``summary`` is a derived field of fact ``text``,
-like the title (docs/design.md §Policy module, "Derived fields").
+demo's policy, red-team pass 2026-11-26). Likewise a routing journal entry's ``details`` list
+the dossiers its packet voted for with their titles, which ``dossier(id) { history }`` and
+``node`` returned while the title itself was masked. Now ``summary`` and a journal entry's
+``details`` are derived fields of fact ``text``, like the title (docs/design.md §Policy module,
+"Derived fields").
 """
 
 from __future__ import annotations
@@ -45,3 +48,22 @@ def test_a_reader_of_the_texts_still_reads_the_summary(probe: Probe) -> None:  #
     for role in ("director", "manager"):
         assert FACT in ask(probe, NODE, role, i=dossier_id)["node"]["fields"]["summary"]
         assert FACT in ask(probe, DOSSIER, role, i=dossier_id)["dossier"]["summary"]
+
+
+HISTORY = "query($i: ID!) { dossier(id: $i) { title history { id op details } } }"
+
+
+def test_no_journal_entry_quotes_a_masked_title_in_its_details(probe: Probe) -> None:  # noqa: F811
+    """A routing entry's ``details`` lists the dossiers the packet voted for, with their titles
+    (built from the facts' text): masked with ``new_value`` where fact text is."""
+    dossier_id = dossier_of(probe, FACT)
+    stored = ask(probe, HISTORY, "director", i=dossier_id)["dossier"]
+    title = stored["title"]
+    quoting = [e for e in stored["history"] if title in str(e["details"])]
+    assert quoting, stored  # some entry's details quote the title
+    shown = ask(probe, HISTORY, i=dossier_id)["dossier"]
+    assert shown["title"] is None
+    assert title not in str(shown), shown
+    for e in quoting:
+        node = ask(probe, NODE, i=e["id"])["node"]
+        assert title not in str(node) and "details" in node["masked"], node
