@@ -24,8 +24,10 @@ ALL_FIELDS = "*"
 # same domain (docs/design.md §Policy module, "Derived fields"): a dossier's title is the
 # gardener's label built from its facts' text, its summary is made of their sentences
 # (extractive), and a dossier journal entry's new and previous values quote such titles and
-# summaries, its details the titles of the dossiers a packet voted for.
+# summaries, its details the titles of the dossiers a packet voted for; a block not yet gardened
+# holds its facts' texts in ``pending_facts``.
 DERIVED_FIELDS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "Block": (("pending_facts",), "Fact", "text"),
     "Dossier": (("title", "summary"), "Fact", "text"),
     "JournalEntry": (("new_value", "previous_value", "details"), "Fact", "text"),
 }

@@ -8,13 +8,17 @@ derived fields only, and ``summary`` was not one: under a policy that shows fact
 dossier returned the stored summary, masked fact sentences included (found on a probe of the
 demo's policy, red-team pass 2026-11-26). Likewise a routing journal entry's ``details`` list
 the dossiers its packet voted for with their titles, which ``dossier(id) { history }`` and
-``node`` returned while the title itself was masked. Now ``summary`` and a journal entry's
-``details`` are derived fields of fact ``text``, like the title (docs/design.md §Policy module,
-"Derived fields").
+``node`` returned while the title itself was masked, and ``node`` on a block not yet gardened
+returned its facts' texts in ``pending_facts``. Now ``summary``, a journal entry's ``details``
+and a block's ``pending_facts`` are derived fields of fact ``text``, like the title
+(docs/design.md §Policy module, "Derived fields").
 """
 
 from __future__ import annotations
 
+from neo4j import Driver
+
+from cairn.memory.dossiers.blocks import block_node_id, ingest_block, turn_node_id
 from tests.e2e.adversarial.test_masked_text_search import (  # noqa: F401  (fixtures)
     FACT,
     Probe,
@@ -67,3 +71,19 @@ def test_no_journal_entry_quotes_a_masked_title_in_its_details(probe: Probe) -> 
     for e in quoting:
         node = ask(probe, NODE, i=e["id"])["node"]
         assert title not in str(node) and "details" in node["masked"], node
+
+
+def test_a_block_not_yet_gardened_shows_no_pending_fact_text(probe: Probe, demo: Driver) -> None:  # noqa: F811
+    secret = "The billing team plans a reorganisation in March"
+    block_id = "block_masked_pending"
+    turns = [{"turn_index": 1, "user": "hello"}]
+    ingest_block(demo, {"block_id": block_id, "turns": turns, "facts": [secret]})
+    try:
+        stored = ask(probe, NODE, "director", i=block_node_id(block_id))["node"]
+        assert secret in stored["fields"]["pending_facts"]  # what is at stake
+        node = ask(probe, NODE, i=block_node_id(block_id))["node"]
+        assert secret not in str(node) and "pending_facts" in node["masked"], node
+        assert node["fields"]["block_id"] == block_id
+    finally:
+        ids = [block_node_id(block_id), turn_node_id(block_id, 1)]
+        demo.execute_query("MATCH (n:Entity) WHERE n.id IN $ids DETACH DELETE n", ids=ids)
