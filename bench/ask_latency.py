@@ -309,7 +309,8 @@ def digest(settings: Settings, registry: PolicyRegistry) -> dict[str, str]:
                 f"MATCH (n:Entity) WHERE {GENERATED} RETURN n.id AS id ORDER BY id"
             )[0]
         ]
-        asker = AskService(driver, LLMClient(settings), Path(tempfile.mkdtemp(prefix="cairn-bench-traces-")))
+        root = Path(tempfile.mkdtemp(prefix="cairn-bench-traces-"))  # stays empty: traces are captured
+        asker = AskService(driver, LLMClient(settings), root)
         out: dict[str, str] = {}
         total = hashlib.sha256()
         for graph, ids in (("demo", demo), ("bench", random.Random(11).sample(generated, 400))):
@@ -336,6 +337,7 @@ def digest(settings: Settings, registry: PolicyRegistry) -> dict[str, str]:
                 out[f"{graph}:{role}:{hops}"] = h.hexdigest()[:16]
                 total.update(h.digest())
         out["total"] = total.hexdigest()[:16]
+    shutil.rmtree(root, ignore_errors=True)
     return out
 
 
