@@ -11,17 +11,28 @@ on loopback with 1, 8 and 32 concurrent clients.
 
 ``BENCH_ASK_SIZES=1000,10000`` limits the sizes (and skips throughput unless 100k is among
 them); ``BENCH_ASK_N`` sets the number of timed asks per series.
+
+``python -m bench ask_latency --digest`` times nothing: it loads the demo org and the 10k bench
+graph side by side and prints a digest of every answer (envelope, response, caller meta,
+evidence and the encoded trace, with the clock, latencies and request ids held fixed) over
+every demo Decision/Event anchor and 400 bench anchors, for staff, manager and director at
+one hop, director at two and exec at one to three. A change to the ask path that is meant
+to leave answers alone leaves this digest alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import os
 import random
 import shutil
+import sys
 import tempfile
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +45,17 @@ import uvicorn
 from neo4j import Driver
 
 from cairn.app import create_app
+from cairn.ingest.org_memory import ingest_fixture_dir
+from cairn.memory import ask as ask_module
 from cairn.memory import trace as bundles
 from cairn.memory.ask import AskService
 from cairn.policy.passport import headers_for, verify
+from cairn.policy.preselector import AnchorNotVisible
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.database import sync_driver
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.logging import configure_logging
-from cairn.runtime.settings import Settings
+from cairn.runtime.settings import REPO_ROOT, Settings
 from cairn.schema.migrate import migrate
 
 SIZES = tuple(int(n) for n in os.environ.get("BENCH_ASK_SIZES", "1000,10000,100000").split(","))
@@ -242,11 +256,99 @@ async def _load(
     }
 
 
+DIGEST_CASES = (
+    ("staff", 1),
+    ("manager", 1),
+    ("director", 1),
+    ("director", 2),
+    ("exec", 1),
+    ("exec", 2),
+    ("exec", 3),
+)
+GENERATED = "n.id =~ 'g[0-9]+'"  # the ids generate() gives
+
+
+class _FixedClock:
+    """``datetime`` for the ask module while digesting: one fixed time of day."""
+
+    @staticmethod
+    def now(tz: Any = None) -> datetime:
+        return datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def digest(settings: Settings, registry: PolicyRegistry) -> dict[str, str]:
+    """The answer digest of ``--digest`` (see the module docstring); wipes the bench graph."""
+    traces: list[bytes] = []
+    # Held fixed or captured: the time of day, stage latencies and the trace (encoded, not written).
+    setattr(ask_module, "datetime", _FixedClock)  # noqa: B010 (a module global of the ask, patched)
+    setattr(ask_module, "_ms", lambda since: 0.0)  # noqa: B010
+    setattr(bundles, "submit_trace", lambda root, caller, files: traces.append(bundles._json(files)))  # noqa: B010
+    with sync_driver(settings) as driver:
+        with driver.session() as session:
+            session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
+        migrate(driver)
+        ingest_fixture_dir(driver, REPO_ROOT / "fixtures" / "acme")
+        # The time of the load is a shown field: held fixed, so two loads digest alike.
+        driver.execute_query("MATCH (n:Entity) SET n.created_at = datetime('2026-01-01T00:00:00Z')")
+        global wipe_graph
+        keep, wipe_graph = wipe_graph, lambda driver: None  # the bench graph beside the demo org
+        try:
+            generate(driver, 10_000)
+        finally:
+            wipe_graph = keep
+        demo = [
+            r["id"]
+            for r in driver.execute_query(
+                f"MATCH (n:Entity) WHERE (n:Decision OR n:Event) AND NOT {GENERATED} "
+                "RETURN n.id AS id ORDER BY id"
+            )[0]
+        ]
+        generated = [
+            r["id"]
+            for r in driver.execute_query(
+                f"MATCH (n:Entity) WHERE {GENERATED} RETURN n.id AS id ORDER BY id"
+            )[0]
+        ]
+        root = Path(tempfile.mkdtemp(prefix="cairn-bench-traces-"))  # stays empty: traces are captured
+        asker = AskService(driver, LLMClient(settings), root)
+        out: dict[str, str] = {}
+        total = hashlib.sha256()
+        for graph, ids in (("demo", demo), ("bench", random.Random(11).sample(generated, 400))):
+            for role, hops in DIGEST_CASES:
+                h = hashlib.sha256()
+                for anchor in ids:
+                    caller = verify({**headers_for(registry, role), "X-Max-Hops": str(hops)}, registry, None)
+                    try:
+                        result = asker.ask(caller, anchor)
+                    except AnchorNotVisible:
+                        h.update(f"{anchor}:notvisible\n".encode())
+                        continue
+                    evidence = [[n.id, n.label, n.hop, n.fields, list(n.masked)] for n in result.evidence]
+                    answer = {
+                        "env": result.envelope,
+                        "resp": result.response,
+                        "meta": result.meta,
+                        "ev": evidence,
+                    }
+                    blob = json.dumps(answer, sort_keys=True, default=str).encode() + traces.pop()
+                    for value in (caller.request_id, caller.trace_id):
+                        blob = blob.replace(value.encode(), b"REQ")
+                    h.update(anchor.encode() + b"\n" + blob + b"\n")
+                out[f"{graph}:{role}:{hops}"] = h.hexdigest()[:16]
+                total.update(h.digest())
+        out["total"] = total.hexdigest()[:16]
+    shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
 def main() -> None:
     configure_logging()  # at CAIRN_LOG_LEVEL (WARNING here), as `cairn serve` would: no stage logs
     results: dict[str, Any] = {"sizes": {}}
     with running_neo4j() as settings:
         registry = PolicyRegistry.load(settings.policy_file)
+        if "--digest" in sys.argv[1:]:
+            print(json.dumps(digest(settings, registry), indent=1))
+            return
         with sync_driver(settings) as driver:
             migrate(driver)
         for n in SIZES:

@@ -291,7 +291,7 @@ def audit_meta(run: AskRun, llm_model: str | None) -> dict[str, Any]:
         "evidence_sets": _evidence_sets(run),
         "selection_metrics": {
             "ranking_policy": RANKING_POLICY,
-            "scores": {s.id: {**s.signals, "score": s.score} for s in run.selection.ranked},
+            "scores": {s.id: s.row for s in run.selection.ranked},
         },
         "truncation_metrics": {
             "passes": run.gate.passes,

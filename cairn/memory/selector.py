@@ -98,11 +98,18 @@ UNSET = _Unset()
 
 @dataclass(frozen=True, slots=True)
 class Scored:
-    """One ranked candidate with the signals that produced its score, for selection_metrics."""
+    """One ranked candidate with the signals that produced its score, for selection_metrics.
+
+    ``row`` is its entry in selection_metrics.scores: the signals, then ``score`` (built once,
+    with the score, rather than copied per ask by each reader of the scores)."""
 
     id: str
     score: float
-    signals: dict[str, float]
+    row: dict[str, float]
+
+    @property
+    def signals(self) -> dict[str, float]:
+        return {name: value for name, value in self.row.items() if name != "score"}
 
 
 @dataclass(frozen=True)
@@ -153,8 +160,11 @@ def parts(cs: CandidateSet) -> dict[str, str]:
     An alias event anchor counts the decision it projects as its cause: that is where it came
     from. A node that is both a cause and a consequence (a two-way link) counts as a cause.
     """
+    memo: dict[str, str] | None = cs.__dict__.get("_parts")  # once per CandidateSet (by_id)
+    if memo is not None:
+        return memo
     anchor = cs.anchor.id
-    found: dict[str, str] = {}
+    found: dict[str, str] = cs.__dict__.setdefault("_parts", {})
     for edge in cs.edges:
         if edge.target == anchor and edge.type in ("CAUSAL_PRECEDES", "ALIAS_OF"):
             found[edge.source] = "cause"
@@ -179,19 +189,25 @@ def select(cs: CandidateSet) -> Selection:
         nodes, duplicates = _unique(candidates)
     tier_of = {node_id: _TIER_INDEX[part] for node_id, part in parts(cs).items()}.get
     context = _TIER_INDEX["context"]
+    # The anchor's time as epoch seconds where it has no fraction of a second: then a node's
+    # distance from it in days is read off the epoch seconds (_score), exactly as from the two
+    # datetimes (both are whole seconds, so both subtractions are exact).
+    anchor_s = None if anchor_ts is None or anchor_ts.microsecond else _epoch(anchor_ts)
     keyed = []
     for n in nodes:
         value = n.fields.get("timestamp")
         # node_timestamp, inline: it runs per node (str(value) is value for text)
         raw = None if value is None else value if value.__class__ is str else str(value)
         ts = _parse_timestamp(raw) if raw else None
-        scored = _score(n, anchor_words, anchor_ts, ts)
         # Dated first, newer first; the ids are unique (_unique), so no two keys are equal and
         # the tuples sort by the key alone (the Scored at the end is never compared).
         if ts is None:
+            scored = _score(n, anchor_words, anchor_ts, None, None, None)
             keyed.append((tier_of(n.id, context), -scored.score, 1, 0.0, n.id, scored))
         else:
-            keyed.append((tier_of(n.id, context), -scored.score, 0, -_epoch(ts), n.id, scored))
+            epoch = _epoch(ts)
+            scored = _score(n, anchor_words, anchor_ts, ts, epoch, anchor_s)
+            keyed.append((tier_of(n.id, context), -scored.score, 0, -epoch, n.id, scored))
     keyed.sort()
     return Selection([item[5] for item in keyed], duplicates)
 
@@ -217,12 +233,20 @@ def _unique(nodes: Iterable[CandidateNode]) -> tuple[list[CandidateNode], list[s
 
 
 def _score(
-    node: CandidateNode, anchor_words: frozenset[str], anchor_ts: datetime | None, ts: datetime | None
+    node: CandidateNode,
+    anchor_words: frozenset[str],
+    anchor_ts: datetime | None,
+    ts: datetime | None,
+    epoch: float | None,
+    anchor_s: float | None,
 ) -> Scored:
+    """``epoch``: ``ts`` as epoch seconds; ``anchor_s``: the anchor's, when it is whole seconds."""
     fields = node.fields
     get = fields.get
     if ts is None or anchor_ts is None:
         days = MISSING_RECENCY_DAYS
+    elif anchor_s is not None and epoch is not None and not ts.microsecond:
+        days = round(abs(epoch - anchor_s) / 86400, 2)  # whole seconds: exact, as below
     else:
         days = round(abs((ts - anchor_ts).total_seconds()) / 86400, 2)
     # headline(node) and _tag_text(tags), inline: they run per node.
@@ -236,7 +260,13 @@ def _score(
                 break
     tags: Any = get("tags")
     kind = tags.__class__
-    tag_text = " ".join(map(str, tags)) if kind is list or kind is tuple else _tag_text(tags)
+    if kind is list or kind is tuple:
+        try:
+            tag_text = " ".join(tags)  # text tags (the usual case): str() of each is itself
+        except TypeError:
+            tag_text = " ".join(map(str, tags))
+    else:
+        tag_text = _tag_text(tags)
     words, quality, union_base = _text_signals(title, tag_text)
     # Jaccard overlap, importance, 1/hop and the share of expected fields, each rounded to 4
     # places; their values are few (ratios of small counts, the fixture's priors), so each
@@ -283,23 +313,25 @@ def _score(
         + _W_COMPLETENESS * completeness
         + _W_QUALITY * quality
     )
-    signals = {
+    score = round(score, 6)
+    row = {
         "sim": sim,
         "recency_days": days,
         "importance": importance,
         "adjacency": adjacency,
         "completeness": completeness,
         "quality": quality,
+        "score": score,
     }
     scored = _new(Scored)  # Scored(...) without the frozen dataclass's generic __init__
     _set_id(scored, node.id)
-    _set_score(scored, round(score, 6))
-    _set_signals(scored, signals)
+    _set_score(scored, score)
+    _set_row(scored, row)
     return scored
 
 
 _new = object.__new__
-_set_id, _set_score, _set_signals = (Scored.__dict__[name].__set__ for name in ("id", "score", "signals"))
+_set_id, _set_score, _set_row = (Scored.__dict__[name].__set__ for name in ("id", "score", "row"))
 _SIM: dict[tuple[int, int], float] = {}
 _IMPORTANCE: dict[float, float] = {}
 _ADJACENCY: dict[int, float] = {}

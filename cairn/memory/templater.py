@@ -377,7 +377,10 @@ def _bounded(node_id: str) -> str:
 def _edges_into_anchor(cs: CandidateSet) -> dict[str, CandidateEdge]:
     """Per cause id, the edge that makes it a cause of the anchor: its first causal edge into
     the anchor, else its first edge of any type into it (in ``cs.edges`` order)."""
-    into: dict[str, CandidateEdge] = {}
+    memo: dict[str, CandidateEdge] | None = cs.__dict__.get("_into")  # once per CandidateSet (by_id)
+    if memo is not None:
+        return memo
+    into: dict[str, CandidateEdge] = cs.__dict__.setdefault("_into", {})
     anchor = cs.anchor.id
     for e in cs.edges:
         if e.target != anchor:

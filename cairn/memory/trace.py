@@ -368,7 +368,7 @@ def _unpack_audit(stored: dict[str, Any], evidence: list[Any], edges: list[dict[
         },
         "selection_metrics": {
             "ranking_policy": metrics["ranking_policy"],
-            "scores": {s.id: {**s.signals, "score": s.score} for s in selection.ranked},
+            "scores": {s.id: s.row for s in selection.ranked},
             **{k: v for k, v in metrics.items() if k != "ranking_policy"},
         },
     }

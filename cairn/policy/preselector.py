@@ -74,7 +74,12 @@ class CandidateSet:
     edges: list[CandidateEdge]
 
     def by_id(self) -> dict[str, CandidateNode]:
-        return {n.id: n for n in [self.anchor, *self.nodes]}
+        """The anchor and the nodes by id; built once (an ask reads it at several stages, and a
+        CandidateSet is not changed once built): the same dict each time, read, never changed."""
+        found: dict[str, CandidateNode] | None = self.__dict__.get("_by_id")
+        if found is None:
+            found = self.__dict__["_by_id"] = {n.id: n for n in [self.anchor, *self.nodes]}
+        return found
 
 
 class AnchorNotVisible(CairnError, LookupError):
@@ -185,6 +190,7 @@ def drop_dangling_references(node: CandidateNode, visible: set[str]) -> Candidat
 
 _REFERENCES = frozenset(REFERENCE_FIELDS)
 _new = object.__new__
+_set_dict = object.__setattr__
 _SET_NODE = tuple(CandidateNode.__dict__[name].__set__ for name in ("id", "label", "hop", "fields", "masked"))
 
 
@@ -211,11 +217,20 @@ def _edge(
     relations: tuple[str, ...],
     reason: str | None,
 ) -> CandidateEdge:
-    """``CandidateEdge(...)`` for the walk's many edges, its attributes set in one update
-    rather than one ``object.__setattr__`` each (the frozen dataclass's ``__init__``)."""
+    """``CandidateEdge(...)`` for the walk's many edges, its attributes set as one dict rather
+    than one ``object.__setattr__`` each (the frozen dataclass's ``__init__``)."""
     edge = _new(CandidateEdge)
-    edge.__dict__.update(
-        source=source, target=target, type=rel_type, relation=relation, relations=relations, reason=reason
+    _set_dict(
+        edge,
+        "__dict__",
+        {
+            "source": source,
+            "target": target,
+            "type": rel_type,
+            "relation": relation,
+            "relations": relations,
+            "reason": reason,
+        },
     )
     return edge
 
@@ -286,12 +301,18 @@ def _assemble(
     edges: dict[tuple[str, str, str], CandidateEdge] = {}
     used: set[str] = set()
     shows = rules.shows_rationale
-    for from_id, node_id, rel_type, relation, relations, reason, outgoing in record["edges"]:
-        used.add(rel_type)
+    # An edge between two visible nodes comes back once from each end it was walked from, and
+    # the last row of a key is the one kept: read backwards, the first row of a key is kept and
+    # its repeats are skipped before any work.
+    for from_id, node_id, rel_type, relation, relations, reason, outgoing in reversed(record["edges"]):
         src, dst = (from_id, node_id) if outgoing else (node_id, from_id)
+        key = (rel_type, src, dst)
+        if key in edges:
+            continue
+        used.add(rel_type)
         # A reason is shown only where both ends' rationales are (no reason: nothing to check).
         shown = reason is not None and shows(seen[src]) and shows(seen[dst])
-        edges[(rel_type, src, dst)] = _edge(
+        edges[key] = _edge(
             src, dst, rel_type, relation, tuple(relations) if relations else (), reason if shown else None
         )
     trace.withheld_ids = sorted(hidden)
