@@ -458,6 +458,14 @@ RETURN n.id AS id, [l IN labels(n) WHERE l <> 'Entity'][0] AS label, n.scale AS 
 """
 # Every stored DEPENDS_ON edge (the cycle check includes them).
 STORED_DEPENDS_ON = "MATCH (a:Entity)-[:DEPENDS_ON]->(b:Entity) RETURN a.id AS source, b.id AS target"
+# Which journal each stored entry among $ids is in: the ids of what it is ABOUT (a factor, or a
+# dossier for a dossier's journal). Read only to refuse an entry id that would move.
+STORED_ENTRY_OWNERS = """
+UNWIND $ids AS id
+MATCH (e:JournalEntry {id: id})
+OPTIONAL MATCH (e)-[:ABOUT]->(o:Entity)
+RETURN e.id AS id, collect(o.id) AS about
+"""
 # Per factor of $factors: its newest stored entry's time and the ids of all its entries.
 STORED_LATEST_ENTRIES = """
 UNWIND $factors AS fid

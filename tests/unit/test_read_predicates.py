@@ -65,6 +65,7 @@ ALLOWLIST: dict[tuple[str, str], str] = {
             "STORED_NODES",
             "STORED_DEPENDS_ON",
             "STORED_LATEST_ENTRIES",
+            "STORED_ENTRY_OWNERS",
             "UPSERT_FACTORS",
             "UPSERT_DEPENDS_ON",
             "UPSERT_ENTRIES",
