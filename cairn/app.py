@@ -23,7 +23,7 @@ from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -278,6 +278,8 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
             return await super().__call__(scope, receive, send)
         try:
             response = await self.run(Request(scope, receive))
+        except ClientDisconnect:
+            return  # gone before its body arrived (or cut off as too slow): nobody to answer
         except UnreadableRequest as exc:
             error = {"message": exc.reason, "extensions": {"code": "BAD_REQUEST"}}
             response = JSONResponse({"errors": [error]}, status_code=exc.status_code)

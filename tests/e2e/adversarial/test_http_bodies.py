@@ -25,6 +25,7 @@ import uvicorn
 from starlette.testclient import TestClient
 
 from cairn.app import MAX_BODY_BYTES, create_app
+from cairn.runtime.http import DeadlineH11Protocol
 from cairn.runtime.settings import Settings
 
 MIB = 1024 * 1024
@@ -134,3 +135,65 @@ def test_the_test_client_gets_the_coded_413_too(settings: Settings, neo4j_runnin
         resp = client.post("/graphql", content=b"{" + b" " * MAX_BODY_BYTES + b"}")
     assert resp.status_code == 413
     assert resp.json()["errors"][0]["extensions"]["code"] == "PAYLOAD_TOO_LARGE"
+
+
+# -- slow clients -------------------------------------------------------------------------------
+
+
+class QuickDeadlines(DeadlineH11Protocol):
+    """The served protocol with deadlines short enough for a test."""
+
+    head_timeout_s = 1.0
+    body_timeout_s = 2.0
+
+
+@pytest.fixture(scope="module")
+def timed(settings: Settings, neo4j_running: Settings) -> Iterator[LiveService]:
+    with LiveService(settings, http=QuickDeadlines) as service:
+        yield service
+
+
+def _closed_after(conn: socket.socket, dribble: bytes, every_s: float = 0.2, bound_s: float = 6.0) -> float:
+    """Send ``dribble`` a byte at a time until the server closes the connection; the seconds it took."""
+    start = time.monotonic()
+    conn.settimeout(every_s)
+    for byte in [dribble[i : i + 1] for i in range(len(dribble))] or [b""] * int(bound_s / every_s):
+        if time.monotonic() - start > bound_s:
+            break
+        try:
+            if byte:
+                conn.sendall(byte)
+            if conn.recv(1024) == b"":
+                return time.monotonic() - start
+        except TimeoutError:
+            continue
+        except (ConnectionResetError, BrokenPipeError):
+            return time.monotonic() - start
+    raise AssertionError(f"the connection was still open after {time.monotonic() - start:.1f} s")
+
+
+def test_a_silent_connection_is_closed(timed: LiveService) -> None:
+    with timed.connect() as conn:
+        assert _closed_after(conn, b"") < QuickDeadlines.head_timeout_s + 1.5
+
+
+def test_a_request_head_sent_slowly_is_cut_off(timed: LiveService) -> None:
+    head = HEAD.format(extra="Content-Length: 2\r\n").encode() * 4  # longer than the dribble lasts
+    with timed.connect() as conn:
+        assert _closed_after(conn, head) < QuickDeadlines.head_timeout_s + 1.5
+
+
+def test_a_request_body_sent_slowly_is_cut_off(timed: LiveService) -> None:
+    with timed.connect() as conn:
+        conn.sendall(HEAD.format(extra="Content-Length: 1000\r\n").encode())  # the head, at once
+        assert _closed_after(conn, b"{" + b" " * 999) < QuickDeadlines.body_timeout_s + 1.5
+
+
+def test_prompt_requests_on_one_connection_are_served(timed: LiveService) -> None:
+    query = json.dumps({"query": "{ __typename }"}).encode()
+    with timed.connect() as conn:
+        for _ in range(2):  # keep-alive: the second request's head is timed afresh
+            conn.sendall(HEAD.format(extra=f"Content-Length: {len(query)}\r\n").encode() + query)
+            status, _, body = _answer(conn)
+            assert status == 200 and json.loads(body)["data"] == {"__typename": "Query"}, body
+            time.sleep(QuickDeadlines.head_timeout_s / 2)
