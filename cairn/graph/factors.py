@@ -406,11 +406,12 @@ RETURN category,
 ORDER BY category
 """
 
-# The newest visible entry of all, its factor, and its session if visible.
+# The newest visible entry of all whose time the caller sees, its factor, and its session if
+# visible. Among such entries the stored time is the shown one, so it may order them.
 LAST_CONVERSATION = f"""
 MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
-WHERE {_AT_SHOWN} AND {_VISIBLE_E} AND {_VISIBLE_F} AND {_ABOUT_FROM_FACTOR}
-WITH e, f ORDER BY {_NEWEST_FIRST}, f.id DESC LIMIT 1
+WHERE {_VISIBLE_E} AND {_VISIBLE_F} AND {_ABOUT_FROM_FACTOR} AND {_AT_SHOWN}
+WITH e, f ORDER BY e.timestamp DESC, e.seq DESC, e.id DESC LIMIT 1
 OPTIONAL MATCH (e)-[:PART_OF]->(s:Session)
 WHERE {_VISIBLE_S} AND {edge_allowed("PART_OF", "e", "s", "out")}
 RETURN f.id AS factor_id, f.name AS topic, f.current_value AS value, f.current_confidence AS confidence,
