@@ -44,7 +44,8 @@ _VISIBLE_S = acl_visible("s")
 _AT = shown_or("e", "timestamp", "null")
 _AT_SHOWN = field_shown("e", "timestamp")
 _NEWEST_FIRST = f"{_AT} DESC, e.seq DESC, e.id DESC"
-_OLDEST_FIRST = f"{_AT} ASC, e.seq ASC, e.id ASC"
+# A query that keeps only entries whose time shows (a window) orders them by the stored time, which
+# is then the shown one, and evaluates the field rule once per entry.
 # An entry ``e`` read from its factor ``f`` (stored e -ABOUT-> f, walked in).
 _ABOUT_FROM_FACTOR = edge_allowed("ABOUT", "e", "f", "in")
 # A factor ``g`` reached from an entry ``e`` that it influenced.
@@ -94,8 +95,8 @@ FACTOR_AS_OF = f"""
 MATCH (f:Factor {{id: $factor}})
 WHERE {_VISIBLE_F}
 OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
-WHERE {_AT_SHOWN} AND e.timestamp <= $at AND {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
-WITH f, e ORDER BY {_NEWEST_FIRST}
+WHERE e.timestamp <= $at AND {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR} AND {_AT_SHOWN}
+WITH f, e ORDER BY e.timestamp DESC, e.seq DESC, e.id DESC
 WITH f, collect(e)[0] AS e
 RETURN f {{.id, .name, .category, .scale, .aliases}} AS factor,
        e {{.id, .new_number, .confidence, .inference_status, .timestamp}} AS entry
@@ -374,16 +375,16 @@ ORDER BY id
 # newest visible entry before the window set.
 WHAT_CHANGED = f"""
 MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
-WHERE {_AT_SHOWN} AND e.timestamp >= $since AND ($until IS NULL OR e.timestamp <= $until)
+WHERE e.timestamp >= $since AND ($until IS NULL OR e.timestamp <= $until)
   AND ($factors IS NULL OR f.id IN $factors)
-  AND {_VISIBLE_E} AND {_VISIBLE_F} AND {_ABOUT_FROM_FACTOR}
-WITH f, e ORDER BY {_OLDEST_FIRST}
+  AND {_VISIBLE_E} AND {_VISIBLE_F} AND {_ABOUT_FROM_FACTOR} AND {_AT_SHOWN}
+WITH f, e ORDER BY e.timestamp ASC, e.seq ASC, e.id ASC
 {_ENTRY_INFLUENCES}
 WITH f, collect({_ENTRY_ROW}) AS entries
 CALL (f) {{
   OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
-  WHERE {_AT_SHOWN} AND e.timestamp < $since AND {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
-  WITH e ORDER BY {_NEWEST_FIRST} LIMIT 1
+  WHERE e.timestamp < $since AND {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR} AND {_AT_SHOWN}
+  WITH e ORDER BY e.timestamp DESC, e.seq DESC, e.id DESC LIMIT 1
   RETURN e.new_number AS before
 }}
 RETURN f.id AS id, f.name AS name, before, entries
