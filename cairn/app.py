@@ -25,7 +25,7 @@ from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import HTTPConnection, Request
+from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -95,6 +95,67 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+class _BodyTooLarge(Exception):
+    """Raised inside ``BodyLimit``'s receive once the bytes read pass the limit."""
+
+
+PAYLOAD_TOO_LARGE = {
+    "errors": [
+        {
+            "message": f"the request body is larger than {MAX_BODY_BYTES} bytes",
+            "extensions": {"code": "PAYLOAD_TOO_LARGE"},
+        }
+    ]
+}
+
+
+class BodyLimit:
+    """A request body over ``max_bytes`` is answered 413 with a coded GraphQL error, like every
+    other refusal (docs/design.md §HTTP hardening), and is never read whole: a Content-Length
+    over the limit is refused before a byte of the body is read, and a body without one (chunked)
+    as soon as the bytes read pass the limit. Starlette's own limit answers in plain text."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        lengths = [v for k, v in scope["headers"] if k == b"content-length"]
+        if any(not v.strip().isdigit() or int(v) > self.max_bytes for v in lengths):
+            return await self._refuse(scope, receive, send)
+        read = 0
+        started = False
+
+        async def limited() -> Message:
+            nonlocal read
+            message = await receive()
+            if message["type"] == "http.request":
+                read += len(message.get("body", b""))
+                if read > self.max_bytes:
+                    raise _BodyTooLarge
+            return message
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited, watched)
+        except _BodyTooLarge:
+            if started:
+                raise
+            await self._refuse(scope, receive, send)
+
+    @staticmethod
+    async def _refuse(scope: Scope, receive: Receive, send: Send) -> None:
+        # Connection: close, so the server does not read the rest of the body to reuse the connection.
+        response = JSONResponse(PAYLOAD_TOO_LARGE, status_code=413, headers={"connection": "close"})
+        await response(scope, receive, send)
 
 
 def is_loopback(host: str) -> bool:
@@ -245,6 +306,8 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
             return await super().__call__(scope, receive, send)
         try:
             response = await self.run(Request(scope, receive))
+        except ClientDisconnect:
+            return  # gone before its body arrived (or cut off as too slow): nobody to answer
         except UnreadableRequest as exc:
             error = {"message": exc.reason, "extensions": {"code": "BAD_REQUEST"}}
             response = JSONResponse({"errors": [error]}, status_code=exc.status_code)
@@ -403,7 +466,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Route("/ready", ready),
         Route("/bundles/{request_id:anytext}/{name}", bundle),
         Route("/dev/passport", dev_passport, methods=HTTP_METHODS),
-        Route("/graphql", graphql, methods=["POST", "GET"], max_body_size=MAX_BODY_BYTES),
+        Route("/graphql", BodyLimit(graphql, MAX_BODY_BYTES), methods=["POST", "GET"]),
     ]
     if WEB_DIR.is_dir():
         routes.append(Mount("/ui", StaticFiles(directory=WEB_DIR, html=True)))

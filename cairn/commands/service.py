@@ -18,6 +18,7 @@ from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
 from cairn.runtime.database import connection, sync_driver
 from cairn.runtime.embedder import set_torch_threads
+from cairn.runtime.http import DeadlineH11Protocol
 from cairn.runtime.malloc import cap_malloc_arenas
 from cairn.runtime.settings import Settings, get_settings
 from cairn.schema.migrate import SCHEMA_VERSION, schema_version
@@ -71,6 +72,7 @@ def serve(
         timeout_graceful_shutdown=30,
         log_level="info",
         server_header=False,  # no software banner (docs/design.md §HTTP hardening)
+        http=DeadlineH11Protocol,  # a request head or body sent too slowly closes the connection
     )
 
 

@@ -19,8 +19,10 @@ from cairn.policy.acl import (
     MAX_HOPS,
     acl_visible,
     edge_allowed,
+    field_shown,
     hop_bound,
     search_fields_shown,
+    shown_or,
     step_allowed,
     within_hops,
 )
@@ -33,6 +35,17 @@ _VISIBLE_F = acl_visible("f")
 _VISIBLE_E = acl_visible("e")
 _VISIBLE_G = acl_visible("g")
 _VISIBLE_S = acl_visible("s")
+# An entry's ``timestamp`` where the scope shows it, else null, and whether it shows (docs/design.md
+# §Policy module, "Ordering by a maskable field"): entries are ordered newest first by the time the
+# caller sees, then by their journal sequence (the append order, which each entry's previous
+# value already tells); a time window (since, until, as of) matches only entries whose time the
+# caller sees, so no window, order or "latest" tells a masked time. The entries of one factor
+# share its domain, so one field rule decides for all of them.
+_AT = shown_or("e", "timestamp", "null")
+_AT_SHOWN = field_shown("e", "timestamp")
+_NEWEST_FIRST = f"{_AT} DESC, e.seq DESC, e.id DESC"
+# A query that keeps only entries whose time shows (a window) orders them by the stored time, which
+# is then the shown one, and evaluates the field rule once per entry.
 # An entry ``e`` read from its factor ``f`` (stored e -ABOUT-> f, walked in).
 _ABOUT_FROM_FACTOR = edge_allowed("ABOUT", "e", "f", "in")
 # A factor ``g`` reached from an entry ``e`` that it influenced.
@@ -51,8 +64,12 @@ CALL (e) {{
   RETURN [i IN seen WHERE i <> ''] AS influence, '' IN seen AS hidden_influence
 }}
 """
-_ENTRY_MAP = """e {.id, .op, .timestamp, .previous_number, .new_number, .rationale, .excerpt, .confidence,
-           .session_id, .inference_status, .details, .seq}"""
+_ENTRY_MAP = (
+    """e {.id, .op, .timestamp, .previous_number, .new_number, .rationale, .excerpt, .confidence,
+           .session_id, .inference_status, .details, .seq, order_at: """
+    + _AT
+    + "}"
+)
 # The entry columns as one map, for queries that collect entries into a list; journal.py's
 # ``entries_from_rows`` reads both forms.
 _ENTRY_ROW = (
@@ -78,8 +95,8 @@ FACTOR_AS_OF = f"""
 MATCH (f:Factor {{id: $factor}})
 WHERE {_VISIBLE_F}
 OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
-WHERE e.timestamp <= $at AND {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
-WITH f, e ORDER BY e.timestamp DESC, e.seq DESC
+WHERE e.timestamp <= $at AND {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR} AND {_AT_SHOWN}
+WITH f, e ORDER BY e.timestamp DESC, e.seq DESC, e.id DESC
 WITH f, collect(e)[0] AS e
 RETURN f {{.id, .name, .category, .scale, .aliases}} AS factor,
        e {{.id, .new_number, .confidence, .inference_status, .timestamp}} AS entry
@@ -92,10 +109,10 @@ MATCH (f:Factor {{id: $factor}})
 WHERE {_VISIBLE_F}
 MATCH (e:JournalEntry)-[:ABOUT]->(f)
 WHERE {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
-  AND ($since IS NULL OR e.timestamp >= $since)
-  AND ($until IS NULL OR e.timestamp <= $until)
+  AND ($since IS NULL OR ({_AT_SHOWN} AND e.timestamp >= $since))
+  AND ($until IS NULL OR ({_AT_SHOWN} AND e.timestamp <= $until))
   AND ($ops IS NULL OR e.op IN $ops)
-WITH f, e ORDER BY e.timestamp DESC, e.seq DESC
+WITH f, e ORDER BY {_NEWEST_FIRST}
 LIMIT $limit
 {_ENTRY_COLUMNS}
 """
@@ -123,7 +140,7 @@ WHERE f.inference_status = 'unconfirmed' AND f.current_value IS NOT NULL AND {_V
 CALL (f) {{
   OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
   WHERE {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
-  RETURN count(e) AS evidence_count, max(e.timestamp) AS latest
+  RETURN count(e) AS evidence_count, max({_AT}) AS latest
 }}
 RETURN f.id AS id, f.name AS name, f.current_value AS value, f.current_confidence AS confidence,
        evidence_count, latest
@@ -226,7 +243,7 @@ def _latest_entries(limit: str) -> str:
   CALL (f) {{
     MATCH (e:JournalEntry)-[:ABOUT]->(f)
     WHERE {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
-    RETURN e ORDER BY e.timestamp DESC, e.seq DESC LIMIT {limit}
+    RETURN e ORDER BY {_NEWEST_FIRST} LIMIT {limit}
   }}
   {_ENTRY_INFLUENCES}
   RETURN collect({_ENTRY_ROW}) AS entries
@@ -304,7 +321,7 @@ CALL (s) {{
   WITH s AS f
   MATCH (e:JournalEntry)-[:ABOUT]->(f)
   WHERE {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
-  WITH f, e ORDER BY e.timestamp DESC, e.seq DESC LIMIT $history_limit
+  WITH f, e ORDER BY {_NEWEST_FIRST} LIMIT $history_limit
   {_ENTRY_INFLUENCES}
   RETURN collect({_ENTRY_ROW}) AS history
 }}
@@ -360,14 +377,14 @@ WHAT_CHANGED = f"""
 MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
 WHERE e.timestamp >= $since AND ($until IS NULL OR e.timestamp <= $until)
   AND ($factors IS NULL OR f.id IN $factors)
-  AND {_VISIBLE_E} AND {_VISIBLE_F} AND {_ABOUT_FROM_FACTOR}
-WITH f, e ORDER BY e.timestamp ASC, e.seq ASC
+  AND {_VISIBLE_E} AND {_VISIBLE_F} AND {_ABOUT_FROM_FACTOR} AND {_AT_SHOWN}
+WITH f, e ORDER BY e.timestamp ASC, e.seq ASC, e.id ASC
 {_ENTRY_INFLUENCES}
 WITH f, collect({_ENTRY_ROW}) AS entries
 CALL (f) {{
   OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
-  WHERE e.timestamp < $since AND {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
-  WITH e ORDER BY e.timestamp DESC, e.seq DESC LIMIT 1
+  WHERE e.timestamp < $since AND {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR} AND {_AT_SHOWN}
+  WITH e ORDER BY e.timestamp DESC, e.seq DESC, e.id DESC LIMIT 1
   RETURN e.new_number AS before
 }}
 RETURN f.id AS id, f.name AS name, before, entries
@@ -386,15 +403,16 @@ RETURN category,
        count(f.current_value) AS assessed,
        sum(CASE WHEN f.current_value IS NULL THEN 0.0
                 ELSE coalesce(f.current_confidence, 0.0) END) AS confidence_sum,
-       max(f.last_updated) AS last_updated
+       max({shown_or("f", "last_updated", "null")}) AS last_updated
 ORDER BY category
 """
 
-# The newest visible entry of all, its factor, and its session if visible.
+# The newest visible entry of all whose time the caller sees, its factor, and its session if
+# visible. Among such entries the stored time is the shown one, so it may order them.
 LAST_CONVERSATION = f"""
 MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
-WHERE {_VISIBLE_E} AND {_VISIBLE_F} AND {_ABOUT_FROM_FACTOR}
-WITH e, f ORDER BY e.timestamp DESC, e.seq DESC LIMIT 1
+WHERE {_VISIBLE_E} AND {_VISIBLE_F} AND {_ABOUT_FROM_FACTOR} AND {_AT_SHOWN}
+WITH e, f ORDER BY e.timestamp DESC, e.seq DESC, e.id DESC LIMIT 1
 OPTIONAL MATCH (e)-[:PART_OF]->(s:Session)
 WHERE {_VISIBLE_S} AND {edge_allowed("PART_OF", "e", "s", "out")}
 RETURN f.id AS factor_id, f.name AS topic, f.current_value AS value, f.current_confidence AS confidence,
@@ -442,6 +460,14 @@ RETURN n.id AS id, [l IN labels(n) WHERE l <> 'Entity'][0] AS label, n.scale AS 
 """
 # Every stored DEPENDS_ON edge (the cycle check includes them).
 STORED_DEPENDS_ON = "MATCH (a:Entity)-[:DEPENDS_ON]->(b:Entity) RETURN a.id AS source, b.id AS target"
+# Which journal each stored entry among $ids is in: the ids of what it is ABOUT (a factor, or a
+# dossier for a dossier's journal). Read only to refuse an entry id that would move.
+STORED_ENTRY_OWNERS = """
+UNWIND $ids AS id
+MATCH (e:JournalEntry {id: id})
+OPTIONAL MATCH (e)-[:ABOUT]->(o:Entity)
+RETURN e.id AS id, collect(o.id) AS about
+"""
 # Per factor of $factors: its newest stored entry's time and the ids of all its entries.
 STORED_LATEST_ENTRIES = """
 UNWIND $factors AS fid

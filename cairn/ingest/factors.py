@@ -40,6 +40,8 @@ DEMO_DIR = REPO_ROOT / "fixtures" / "factors"
 LABELLED_SET = "questions.yaml"  # the router's labelled questions live beside the domain files
 SECTIONS = ("defaults", "factors", "options", "depends_on", "sessions", "journal")
 BATCH = 1000
+# A journal entry id already stored in another journal (another factor's, or a dossier's).
+ENTRY_OF_ANOTHER_JOURNAL = "already stored as an entry of another journal; a journal entry cannot move"
 
 Progress = Callable[[str, int], None]
 
@@ -238,6 +240,8 @@ class _Stored:
     latest: dict[str, datetime]
     entry_ids: set[str]
     embedded: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (text hash, model)
+    # stored journal entries among the set's: id -> the ids of what each is ABOUT
+    entry_owners: dict[str, set[str]] = field(default_factory=dict)
 
 
 def _stored(driver: Driver, fs: FactorSet) -> _Stored:
@@ -255,8 +259,17 @@ def _stored(driver: Driver, fs: FactorSet) -> _Stored:
     latest = {str(r["factor"]): r["latest"].to_native() for r in latest_rows if r["latest"] is not None}
     entry_ids = {str(i) for r in latest_rows for i in r["ids"]}
     embedded = {str(r["id"]): (str(r["source"]), str(r["model"])) for r in records if r["source"]}
+    entries = sorted({j.id for j in fs.journal})
+    owner_rows, _, _ = driver.execute_query(queries.STORED_ENTRY_OWNERS, ids=entries)
+    owners = {str(r["id"]): {str(i) for i in r["about"]} for r in owner_rows}
     return _Stored(
-        labels, scales, [(str(r["source"]), str(r["target"])) for r in edge_rows], latest, entry_ids, embedded
+        labels,
+        scales,
+        [(str(r["source"]), str(r["target"])) for r in edge_rows],
+        latest,
+        entry_ids,
+        embedded,
+        owners,
     )
 
 
@@ -334,6 +347,10 @@ def _check_journal(
                 problems.append(
                     Problem(where, j.id, "influenced_by", "a factor cannot be influenced by itself")
                 )
+        if stored.entry_owners.get(j.id, {j.factor}) - {j.factor}:
+            # An entry cannot move: MERGE would tie it to two journals and give it this factor's
+            # access. The other journal is not named, whether the operator could read it or not.
+            problems.append(Problem(where, j.id, "id", ENTRY_OF_ANOTHER_JOURNAL))
         latest = stored.latest.get(j.factor)
         if j.id not in stored.entry_ids and latest is not None and j.timestamp < latest:
             problems.append(

@@ -19,7 +19,7 @@ from neo4j import Driver
 
 from cairn.errors import EXIT_NOT_VISIBLE, CairnError
 from cairn.policy.acl import acl_reason
-from cairn.policy.scope import DERIVED_FIELDS, Scope
+from cairn.policy.scope import DERIVED_FIELDS, FACTOR_ENTRY_MARK, Scope
 from cairn.policy.walk import EXPAND_QUERIES, NODE_PROPS
 from cairn.schema.nodes import DECLARED_FIELDS, INTERNAL_FIELDS
 
@@ -107,10 +107,12 @@ def _derived(
     label: str, props: dict[str, Any], scope: Scope, allowed: tuple[str, ...] | None
 ) -> tuple[str, ...] | None:
     """``allowed`` less the fields derived from a field the scope hides in the node's domain
-    (``Scope.derived_hidden``: a dossier title built from masked fact text)."""
+    (``Scope.derived_hidden``: a dossier title built from masked fact text; a factor journal
+    entry's values, which it writes from its own numbers)."""
     if label not in DERIVED_FIELDS:
         return allowed
-    hidden = scope.derived_hidden(label, str(props.get("domain") or ""))
+    factor_entry = props.get(FACTOR_ENTRY_MARK) is not None
+    hidden = scope.derived_hidden(label, str(props.get("domain") or ""), factor_entry=factor_entry)
     if not hidden:
         return allowed
     base = (set(props) | DECLARED_FIELDS.get(label, frozenset())) if allowed is None else set(allowed)

@@ -31,6 +31,10 @@ DERIVED_FIELDS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "Dossier": (("title", "summary"), "Fact", "text"),
     "JournalEntry": (("new_value", "previous_value", "details"), "Fact", "text"),
 }
+# A factor's journal entry (the one kind that stores ``new_number``) writes its new and previous
+# values from its own numbers, not from any fact: each is shown exactly where its number shows.
+FACTOR_ENTRY_MARK = "new_number"
+FACTOR_ENTRY_DERIVED: dict[str, str] = {"new_value": "new_number", "previous_value": "previous_number"}
 
 
 @dataclass(frozen=True)
@@ -203,12 +207,19 @@ class Scope:
                 shown = {"id"} if shown is None else shown & {"id"}
         return None if shown is None else tuple(sorted(shown))
 
-    def derived_hidden(self, label: str, domain: str) -> tuple[str, ...]:
+    def derived_hidden(self, label: str, domain: str, *, factor_entry: bool = False) -> tuple[str, ...]:
         """Fields of a ``label`` node in ``domain`` hidden because the field they are derived
-        from (``DERIVED_FIELDS``) is hidden there, whatever the label's own rule shows."""
+        from (``DERIVED_FIELDS``) is hidden there, whatever the label's own rule shows. A
+        factor's journal entry (``factor_entry``) derives its values from its own numbers
+        (``FACTOR_ENTRY_DERIVED``), not from fact text."""
         derived = DERIVED_FIELDS.get(label)
         if derived is None or self.unrestricted:
             return ()
+        if factor_entry and label == "JournalEntry":
+            own = self.visible_fields(label, domain)
+            if own is None:
+                return ()
+            return tuple(name for name, source in FACTOR_ENTRY_DERIVED.items() if source not in own)
         names, source_label, source_field = derived
         shown = self.visible_fields(source_label, domain)
         return () if shown is None or source_field in shown else names

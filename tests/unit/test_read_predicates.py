@@ -65,6 +65,7 @@ ALLOWLIST: dict[tuple[str, str], str] = {
             "STORED_NODES",
             "STORED_DEPENDS_ON",
             "STORED_LATEST_ENTRIES",
+            "STORED_ENTRY_OWNERS",
             "UPSERT_FACTORS",
             "UPSERT_DEPENDS_ON",
             "UPSERT_ENTRIES",
@@ -171,3 +172,30 @@ def test_no_module_outside_the_policy_writes_the_predicates_itself() -> None:
             if inline.search(line):
                 offenders.append(f"{path.relative_to(REPO_ROOT)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+# A caller's read that orders, windows or takes the latest of a maskable time must read it through
+# ``acl.shown_or`` / ``acl.field_shown`` (docs/design.md §Policy module, "Ordering by a maskable
+# field"): the raw property in an ORDER BY, a max() or a comparison is a time the caller may not see.
+RAW_TIME = re.compile(
+    r"ORDER BY [^\n]*?\b\w+\.(?P<o>timestamp|added_at|last_updated)\b"
+    r"|max\(\w+\.(?P<m>timestamp|added_at|last_updated)\)"
+    r"|\b\w+\.(?P<w>timestamp)\s*[<>]=?\s*\$"
+)
+
+CLAUSE_END = re.compile(r"\n\s*(?:WITH|RETURN|CALL|MATCH|OPTIONAL)\b")
+
+
+@pytest.mark.parametrize(("where", "text"), READS, ids=[f"{m}.{n}" for (m, n), _ in READS])
+def test_no_read_orders_or_windows_by_a_time_it_does_not_check(where: tuple[str, str], text: str) -> None:
+    if where in ALLOWLIST:
+        return
+    for match in RAW_TIME.finditer(text):
+        name = match["o"] or match["m"] or match["w"]
+        checked = text[max(0, match.start() - 300) : match.start()]
+        if match["w"]:  # a window's guard may follow it in the same WHERE
+            clause_end = CLAUSE_END.search(text, match.end())
+            checked += text[match.end() : clause_end.start() if clause_end else len(text)]
+        assert f"'{name}' IN r.fields" in checked, (
+            f"{where[0]}.{where[1]} orders or windows by a raw {name}: {match.group(0)}"
+        )

@@ -73,6 +73,8 @@ def entry_from_row(
         influenced_by=tuple(sorted(set(influence))),
         has_hidden_influences=bool(hidden_influence),
         details=json.loads(details) if isinstance(details, str) and details else {},
+        order_at=native(entry.get("order_at")),
+        seq=int(entry.get("seq") or 0),
     )
 
 

@@ -115,6 +115,15 @@ class JournalEntryView:
     influenced_by: tuple[str, ...] = ()
     has_hidden_influences: bool = False  # whether, never how many
     details: dict[str, Any] = field(default_factory=dict)
+    # What entries are ordered by (never shown): the time where the caller's scope shows it, else
+    # None, then the journal sequence (docs/design.md §Policy module, "Ordering by a maskable field").
+    order_at: datetime | None = None
+    seq: int = 0
+
+    def newest_key(self) -> tuple[bool, float, int, str]:
+        """Sort key, largest for the newest: never reads a time the caller may not see."""
+        at = self.order_at
+        return (at is not None, 0.0 if at is None else at.timestamp(), self.seq, self.id)
 
     def evidence(self) -> dict[str, Any]:
         return {

@@ -70,7 +70,7 @@ def _newest_first(entries: list[JournalEntryView]) -> dict[str, list[JournalEntr
     for entry in entries:
         found.setdefault(entry.factor_id, []).append(entry)
     for listed in found.values():
-        listed.sort(key=lambda e: e.timestamp, reverse=True)
+        listed.sort(key=JournalEntryView.newest_key, reverse=True)
     return found
 
 
@@ -152,8 +152,10 @@ def why_value(driver: Driver, scope: Scope, factor_id: str, history_limit: int =
                 last_entry=entry,
                 changed_after_subject=bool(
                     entry
-                    and state.last_updated
-                    and entry.timestamp > state.last_updated
+                    and state.entry is not None
+                    and state.entry.order_at is not None
+                    and entry.order_at is not None
+                    and entry.order_at > state.entry.order_at
                     and entry.new_value != entry.previous_value
                 ),
             )
@@ -294,7 +296,8 @@ def what_changed(
         raise FactorError("INVALID_INPUT", "until is before since", "until")
     params = {**scope.cypher_params(), "since": since, "until": until, "factors": factor_ids}
     rows = read(driver, queries.WHAT_CHANGED, params)
-    # Factors in the order their first entry in the window came (then sorted, ties kept so).
+    # Factors in the order their first entry in the window came (then sorted, ties kept so): every
+    # entry here has a time the caller sees, WHAT_CHANGED matches no other.
     rows.sort(key=lambda r: (r["entries"][0]["entry"]["timestamp"], r["entries"][0]["entry"]["seq"] or 0))
     changes = []
     for r in rows:

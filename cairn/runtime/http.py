@@ -1,0 +1,72 @@
+"""uvicorn's HTTP/1.1 protocol with read deadlines for a request's head and body
+(docs/design.md §HTTP hardening).
+
+uvicorn bounds only the idle time between requests (``timeout_keep_alive``), and that timer stops
+at the first byte of the next request: a client that opens a connection and sends nothing, or
+sends its request head or body a byte at a time, held the connection (and its memory) open
+without end. Here a request's head must be complete within ``head_timeout_s`` of the connection
+opening (or of the previous response), and its body within ``body_timeout_s`` of the head;
+otherwise the connection is closed. Nothing is timed while the application works on a request
+whose body has arrived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import ClassVar, Literal
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+Waiting = Literal["head", "body"] | None
+
+HEAD_TIMEOUT_S = 10.0
+BODY_TIMEOUT_S = 30.0
+
+
+class DeadlineH11Protocol(H11Protocol):
+    """``H11Protocol`` that closes a connection whose request head or body is late (``http=`` of
+    ``uvicorn.run``). Subclasses may change the two limits."""
+
+    head_timeout_s: ClassVar[float] = HEAD_TIMEOUT_S
+    body_timeout_s: ClassVar[float] = BODY_TIMEOUT_S
+
+    _waiting: Waiting = None
+    _deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[arg-type]
+        self._watch()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # may start the next request of the connection
+        self._watch()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._arm(None)
+        super().connection_lost(exc)
+
+    def _watch(self) -> None:
+        """Arm the deadline of what the connection waits for from the client, if it changed."""
+        state = self.conn.their_state
+        waiting: Waiting = "head" if state is h11.IDLE else "body" if state is h11.SEND_BODY else None
+        if waiting != self._waiting:
+            self._arm(waiting)
+
+    def _arm(self, waiting: Waiting) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        self._waiting = waiting
+        if waiting is not None and not self.transport.is_closing():
+            limit = self.head_timeout_s if waiting == "head" else self.body_timeout_s
+            self._deadline = self.loop.call_later(limit, self._late)
+
+    def _late(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            self.transport.close()
