@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 from cairn.runtime import neo4j_server
-from cairn.runtime.neo4j_server import ADMIN_CLASS, Neo4jProcessError, java_cmd, prepare_home
+from cairn.runtime.neo4j_server import Neo4jProcessError, admin_cmd, prepare_home
 from cairn.runtime.settings import Settings
 
 DATABASE = "neo4j"
@@ -22,9 +22,7 @@ DATABASE = "neo4j"
 def _admin(settings: Settings, *args: str) -> None:
     home = settings.neo4j_home
     env = {**os.environ, "NEO4J_HOME": str(home), "NEO4J_CONF": str(home / "conf")}
-    result = subprocess.run(
-        java_cmd(settings, ADMIN_CLASS, *args), capture_output=True, text=True, env=env, check=False
-    )
+    result = subprocess.run(admin_cmd(settings, *args), capture_output=True, text=True, env=env, check=False)
     if result.returncode != 0:
         raise Neo4jProcessError(
             f"neo4j-admin {' '.join(args[:2])} failed:\n{(result.stdout + result.stderr)[-2000:]}"

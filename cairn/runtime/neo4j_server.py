@@ -168,6 +168,11 @@ def server_jvm_flags(settings: Settings) -> list[str]:
     return flags
 
 
+def admin_cmd(settings: Settings, *args: str) -> list[str]:
+    """``neo4j-admin ARGS`` with CAIRN_NEO4J_ADMIN_JVM_FLAGS (docs/design.md §Embedded Neo4j start-up)."""
+    return java_cmd(settings, ADMIN_CLASS, *args, jvm_flags=settings.neo4j_admin_jvm_flags.split())
+
+
 def _maps(settings: Settings, archive: Path) -> bool:
     """Whether a JVM starts with ``archive`` (a fraction of a second): one that cannot use it for
     another Java or other jars starts without it, but a torn archive aborts the JVM."""
@@ -221,7 +226,7 @@ def prepare_home(settings: Settings) -> None:
         (home / sub).mkdir(parents=True, exist_ok=True)
     (home / "conf" / "neo4j.conf").write_text(_conf_text(settings))
     if not (home / "data" / "dbms" / "auth.ini").exists():
-        cmd = java_cmd(settings, ADMIN_CLASS, "dbms", "set-initial-password", password(settings))
+        cmd = admin_cmd(settings, "dbms", "set-initial-password", password(settings))
         env = {**os.environ, "NEO4J_HOME": str(home), "NEO4J_CONF": str(home / "conf")}
         result = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
         if result.returncode != 0:

@@ -39,6 +39,8 @@ class Settings(BaseSettings):
     # on spaces, and a class-data archive (made at the first clean stop, mapped by later starts).
     neo4j_jvm_flags: str = Field(default="", alias="CAIRN_NEO4J_JVM_FLAGS")
     neo4j_class_archive: Path | None = Field(default=None, alias="CAIRN_NEO4J_CLASS_ARCHIVE")
+    # Extra flags of neo4j-admin's JVM (dump, load, the initial password), split on spaces.
+    neo4j_admin_jvm_flags: str = Field(default="", alias="CAIRN_NEO4J_ADMIN_JVM_FLAGS")
 
     # Service.
     host: str = Field(default="127.0.0.1", alias="CAIRN_HOST")

@@ -20,9 +20,11 @@ from starlette.testclient import TestClient
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 from cairn.ingest.correspondence.demo import load_demo_correspondence
+from cairn.ingest.demo import load_demo
 from cairn.ingest.factors import DEMO_DIR as FACTORS_DEMO
 from cairn.ingest.factors import ingest_factor_dir
 from cairn.ingest.org_memory import ingest_fixture_dir
+from cairn.memory.dossiers.demo import load_demo_dossiers
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
@@ -32,6 +34,7 @@ from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
 from cairn.schema.checksum import graph_checksum
 from cairn.schema.migrate import migrate
 from tests.conftest import TEST_DATABASE
+from tests.e2e import snapshot
 from tests.e2e.warm_cli import WarmCLI
 
 ACME = REPO_ROOT / "fixtures" / "acme"
@@ -161,6 +164,23 @@ def load_factors(driver: Driver, embedder: Embedder) -> Driver:
     _FACTORS_LOADED["count"] = driver.execute_query("MATCH (n) RETURN count(n) AS c")[0][0]["c"]
     _FACTORS_LOADED["sum"] = graph_checksum(driver)
     return driver
+
+
+def whole_demo(driver: Driver) -> Driver:
+    """The store as `cairn serve --demo` loads an empty one (org memory, dossiers, factors,
+    correspondence): loaded once per session, written back after (tests/e2e/snapshot.py)."""
+    return snapshot.loaded(driver, "demo", load_demo, wipe)
+
+
+def demo_dossiers(driver: Driver, embedder: Embedder | None = None) -> Driver:
+    """The store as the demo dossiers load an empty one, embedded by ``embedder`` (the
+    process-wide model by default): loaded once per session, written back after
+    (tests/e2e/snapshot.py)."""
+
+    def load(drv: Driver) -> None:
+        load_demo_dossiers(drv, embedder)
+
+    return snapshot.loaded(driver, "dossiers", load, wipe)
 
 
 @pytest.fixture

@@ -11,12 +11,11 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
-from cairn.memory.dossiers.demo import load_demo_dossiers
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
-from tests.e2e.conftest import wipe
+from tests.e2e.conftest import demo_dossiers
 
 SEARCH = """query($q: String!, $k: Int!) {
   dossierSearch(query: $q, topK: $k) {
@@ -44,9 +43,7 @@ FALCON = "Initech acquisition"
 
 @pytest.fixture(scope="module")
 def demo(driver: Driver, embedder: Embedder) -> Driver:
-    wipe(driver)
-    load_demo_dossiers(driver, embedder)
-    return driver
+    return demo_dossiers(driver, embedder)
 
 
 @pytest.fixture(scope="module")

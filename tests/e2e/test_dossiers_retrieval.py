@@ -53,7 +53,7 @@ from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
 from cairn.runtime.tokens import count_tokens
-from tests.e2e.conftest import wipe
+from tests.e2e.conftest import demo_dossiers, wipe
 
 ROLES = ("staff", "manager", "director", "exec", "writer")
 RESTRICTED = {
@@ -643,7 +643,7 @@ MEMORY_SEARCH = """query($q: String!, $k: Int!, $t: Int) {
 
 @pytest.fixture
 def demo_client(empty_db: Driver, embedder: Embedder, settings: Settings) -> Iterator[TestClient]:
-    load_demo_dossiers(empty_db, embedder)
+    demo_dossiers(empty_db, embedder)
     with TestClient(create_app(settings)) as c:
         yield c
 

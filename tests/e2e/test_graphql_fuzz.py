@@ -21,12 +21,11 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
-from cairn.ingest.demo import load_demo
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import SENSITIVITY_RANK, PolicyRegistry, RoleProfile, matches
 from cairn.resolvers.schema import schema
 from cairn.runtime.settings import Settings
-from tests.e2e.conftest import wipe
+from tests.e2e.conftest import whole_demo
 
 EXAMPLES_PER_OPERATION = 8
 ROLES = ("staff", "manager", "external")
@@ -63,9 +62,7 @@ OPERATIONS = [op.ok() for op in API.get_all_operations()]
 
 @pytest.fixture(scope="module")
 def demo(driver: Driver) -> Driver:
-    wipe(driver)
-    load_demo(driver)
-    return driver
+    return whole_demo(driver)
 
 
 @pytest.fixture(scope="module")

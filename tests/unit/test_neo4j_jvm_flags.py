@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn.runtime.neo4j_server import server_jvm_flags
+from cairn.runtime.neo4j_server import ADMIN_CLASS, MAIN_CLASS, admin_cmd, server_jvm_flags
 from cairn.runtime.settings import Settings
 
 
@@ -17,6 +17,19 @@ def test_extra_flags_are_split_and_no_archive_is_the_default(tmp_path: Path) -> 
     settings = Settings(CAIRN_NEO4J_JVM_FLAGS=" -XX:+UseSerialGC  -Xss2m ", CAIRN_NEO4J_CLASS_ARCHIVE=None)
     assert settings.neo4j_class_archive is None
     assert server_jvm_flags(settings) == ["-XX:+UseSerialGC", "-Xss2m"]
+
+
+def test_admin_flags_go_to_neo4j_admin_only() -> None:
+    settings = Settings(
+        CAIRN_NEO4J_JVM_FLAGS="-Xss2m",
+        CAIRN_NEO4J_ADMIN_JVM_FLAGS=" -XX:TieredStopAtLevel=1 ",
+        CAIRN_NEO4J_CLASS_ARCHIVE=None,
+    )
+    cmd = admin_cmd(settings, "database", "dump", "neo4j")
+    assert "-XX:TieredStopAtLevel=1" in cmd and "-Xss2m" not in cmd
+    assert cmd.index("-XX:TieredStopAtLevel=1") < cmd.index(ADMIN_CLASS) < cmd.index("dump")
+    assert server_jvm_flags(settings) == ["-Xss2m"]
+    assert MAIN_CLASS not in cmd
 
 
 def test_a_missing_archive_is_written_at_exit(tmp_path: Path) -> None:

@@ -33,14 +33,13 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
-from cairn.ingest.demo import load_demo
 from cairn.policy.acl import acl_visible
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import get_embedder
 from cairn.runtime.settings import Settings
 from tests.conftest import MemoEmbedder
-from tests.e2e.conftest import passport, wipe
+from tests.e2e.conftest import passport, whole_demo
 from tests.llm_server import StubLLMServer
 
 NEVER = ["acme-never-existed-2020", "dos-never-stored", "never_factor", "section:0000"]
@@ -323,8 +322,7 @@ def runs(driver: Driver, client: TestClient, llm: StubLLMServer, registry: Polic
     include every node already deleted (the narrowed director's 48 are among staff's 49) needs
     no reload: what is left is the demo without exactly its hidden nodes, checked by id below;
     any other view gets a fresh load first."""
-    wipe(driver)
-    load_demo(driver)
+    whole_demo(driver)
     everything = entity_ids(driver)
     scopes = {view: scope_of(registry, *VIEWS[view]) for view in VIEWS}
     hidden = {
@@ -340,8 +338,7 @@ def runs(driver: Driver, client: TestClient, llm: StubLLMServer, registry: Polic
     out = {}
     for view in sorted(VIEWS, key=lambda v: len(hidden[v])):
         if not deleted <= hidden[view]:
-            wipe(driver)
-            load_demo(driver)
+            whole_demo(driver)
             assert entity_ids(driver) == everything
         driver.execute_query(
             f"MATCH (n:Entity) WHERE NOT {acl_visible('n')} DETACH DELETE n", scopes[view].cypher_params()

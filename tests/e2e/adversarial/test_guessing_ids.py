@@ -17,12 +17,11 @@ import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.ingest.demo import load_demo
 from cairn.policy.acl import acl_visible
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
-from tests.e2e.conftest import wipe
+from tests.e2e.conftest import whole_demo
 
 ROLES = ("staff", "manager", "external")
 MISSING = "acme-no-such-node-2099"
@@ -50,9 +49,7 @@ RETURN label, collect(n.id) AS ids
 
 @pytest.fixture(scope="module")
 def demo(driver: Driver) -> Driver:
-    wipe(driver)
-    load_demo(driver)
-    return driver
+    return whole_demo(driver)
 
 
 pytestmark = pytest.mark.usefixtures("demo")

@@ -31,11 +31,10 @@ import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.memory.dossiers.demo import load_demo_dossiers
 from cairn.memory.dossiers.governor import process_fact_packet
 from cairn.policy.profiles import PolicyRegistry
 from tests.e2e.adversarial.conftest import NARROW
-from tests.e2e.conftest import gql, passport, wipe
+from tests.e2e.conftest import demo_dossiers, gql, passport
 
 HIDDEN_BLOCK = "block_005"  # the demo's confidential block: director, exec and writer only
 NEVER_BLOCK = "block_never_stored_099"
@@ -46,9 +45,7 @@ SEARCH = "query($q: String!) { memorySearch(query: $q, k: 10) { count hits { fac
 
 @pytest.fixture(scope="module")
 def dossiers(driver: Driver) -> Driver:
-    wipe(driver)
-    load_demo_dossiers(driver)
-    return driver
+    return demo_dossiers(driver)
 
 
 pytestmark = pytest.mark.usefixtures("dossiers")

@@ -17,11 +17,10 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
-from cairn.memory.dossiers.demo import load_demo_dossiers
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
 from tests.e2e.adversarial.conftest import demo_roles_with
-from tests.e2e.conftest import gql, passport, wipe
+from tests.e2e.conftest import demo_dossiers, gql, passport, wipe
 
 FACT_FIELDS = ["id", "text", "fact_type", "confidence", "source_block_id", "domain"]
 DOSSIER = "query($i: ID!) { dossier(id: $i) { facts { id } } }"
@@ -31,8 +30,7 @@ RETURN d.id AS id ORDER BY n DESC, id LIMIT 1"""
 
 @pytest.fixture(scope="module")
 def probe(driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    wipe(driver)
-    load_demo_dossiers(driver)
+    demo_dossiers(driver)
     path = demo_roles_with(tmp_path_factory, "staff", {"Fact": [{"domains": ["*"], "fields": FACT_FIELDS}]})
     with TestClient(create_app(settings.model_copy(update={"policy_file": path}))) as client:
         yield client, PolicyRegistry.load(path)

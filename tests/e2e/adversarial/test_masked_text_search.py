@@ -24,12 +24,11 @@ from starlette.testclient import TestClient
 
 from cairn.app import create_app
 from cairn.ingest.correspondence.demo import load_demo_correspondence
-from cairn.memory.dossiers.demo import load_demo_dossiers
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
 from tests.e2e.adversarial.conftest import demo_roles_with
-from tests.e2e.conftest import gql, passport, wipe
+from tests.e2e.conftest import demo_dossiers, gql, passport
 
 ROLE = "staff"
 # Staff's demo facts and dossiers are all in acme/assistant, its letters in acme/correspondence:
@@ -54,8 +53,7 @@ DOSSIER = "query($i: ID!) { dossier(id: $i) { summary factCount facts { id text 
 
 @pytest.fixture(scope="module")
 def demo(driver: Driver, settings: Settings, embedder: Embedder) -> Driver:
-    wipe(driver)
-    load_demo_dossiers(driver)
+    demo_dossiers(driver, embedder)
     load_demo_correspondence(driver, settings, embedder)
     return driver
 

@@ -31,13 +31,12 @@ from neo4j import Driver
 from pydantic import ValidationError
 from starlette.testclient import TestClient
 
-from cairn.memory.dossiers.demo import load_demo_dossiers
 from cairn.memory.dossiers.models import MAX_TURN_INDEX, FactItem, TurnInput
 from cairn.policy.profiles import PolicyRegistry
 from cairn.schema.checksum import graph_checksum
 from tests.e2e.adversarial.conftest import ORG_MEMORY as ORG
 from tests.e2e.adversarial.conftest import product_decision
-from tests.e2e.conftest import gql, passport, wipe
+from tests.e2e.conftest import demo_dossiers, gql, passport
 
 PACKET = "mutation($p: JSON!) { ingestFactPacket(packet: $p) { dossierId addedFactIds } }"
 BLOCK = "mutation($p: JSON!) { ingestBlock(block: $p) { blockId facts } }"
@@ -60,9 +59,7 @@ def block(block_id: str, **fact: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def dossiers(driver: Driver) -> Driver:
-    wipe(driver)
-    load_demo_dossiers(driver)
-    return driver
+    return demo_dossiers(driver)
 
 
 pytestmark = pytest.mark.usefixtures("dossiers")

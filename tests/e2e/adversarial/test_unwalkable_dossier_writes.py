@@ -22,12 +22,11 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
-from cairn.memory.dossiers.demo import load_demo_dossiers
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
 from tests.e2e.adversarial.test_hidden_dossier_traces import remove_packet
-from tests.e2e.conftest import gql, passport, wipe
+from tests.e2e.conftest import demo_dossiers, gql, passport
 
 CAUSAL_ONLY = {"X-Edge-Allow": "CAUSAL_PRECEDES"}
 ACCESS = {
@@ -68,9 +67,7 @@ BLOCK_INPUT = {
 
 @pytest.fixture(scope="module")
 def dossiers(driver: Driver) -> Driver:
-    wipe(driver)
-    load_demo_dossiers(driver)
-    return driver
+    return demo_dossiers(driver)
 
 
 @pytest.fixture(scope="module")
