@@ -80,11 +80,11 @@ def show_history(factor_id: str, limit: int = 20, role: RoleOption = None, as_js
     table = Table("when", "op", "value", "confidence", "rationale", "session")
     for e in entries:
         table.add_row(
-            e.timestamp.isoformat(timespec="minutes"),
-            e.op,
+            "" if e.timestamp is None else e.timestamp.isoformat(timespec="minutes"),
+            e.op or "",
             f"{fmt(e.previous_value)} → {fmt(e.new_value)}",
             "" if e.confidence is None else f"{e.confidence:g}",
-            escape(e.rationale),
+            escape(e.rationale or ""),
             e.session_id or "",
         )
     console.print(table)

@@ -65,7 +65,7 @@ CALL (e) {{
 }}
 """
 _ENTRY_MAP = (
-    """e {.id, .op, .timestamp, .previous_number, .new_number, .rationale, .excerpt, .confidence,
+    """e {.id, .domain, .op, .timestamp, .previous_number, .new_number, .rationale, .excerpt, .confidence,
            .session_id, .inference_status, .details, .seq, order_at: """
     + _AT
     + "}"
@@ -86,7 +86,7 @@ MATCH (f:Factor {{id: $factor}})
 WHERE {_VISIBLE_F}
 OPTIONAL MATCH (f)-[:CURRENT_STATE]->(e:JournalEntry)
 WHERE {_VISIBLE_E} AND {edge_allowed("CURRENT_STATE", "f", "e", "out")}
-RETURN f {{.id, .name, .category, .scale, .current_value, .current_confidence, .inference_status,
+RETURN f {{.id, .domain, .name, .category, .scale, .current_value, .current_confidence, .inference_status,
           .last_updated, .aliases}} AS factor, e.id AS entry_id
 """
 
@@ -98,7 +98,7 @@ OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
 WHERE e.timestamp <= $at AND {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR} AND {_AT_SHOWN}
 WITH f, e ORDER BY e.timestamp DESC, e.seq DESC, e.id DESC
 WITH f, collect(e)[0] AS e
-RETURN f {{.id, .name, .category, .scale, .aliases}} AS factor,
+RETURN f {{.id, .domain, .name, .category, .scale, .aliases}} AS factor,
        e {{.id, .new_number, .confidence, .inference_status, .timestamp}} AS entry
 """
 
@@ -142,9 +142,9 @@ CALL (f) {{
   WHERE {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
   RETURN count(e) AS evidence_count, max({_AT}) AS latest
 }}
-RETURN f.id AS id, f.name AS name, f.current_value AS value, f.current_confidence AS confidence,
-       evidence_count, latest
-ORDER BY f.current_confidence ASC, f.id
+RETURN f.id AS id, f.name AS name, {shown_or("f", "current_value", "null")} AS value,
+       {shown_or("f", "current_confidence", "null")} AS confidence, evidence_count, latest
+ORDER BY confidence ASC, id
 """
 
 # -- journal writes ------------------------------------------------------------------------------
@@ -232,7 +232,8 @@ WITH x,
                        AND (y.current_value IS NULL OR y.current_value < coalesce(r.min_value, 0.0))
                   THEN y END) AS unmet
 WITH {{id: x.id, label: CASE WHEN x:Option THEN 'Option' ELSE 'Factor' END, name: x.name,
-       category: x.category, value: x.current_value, confidence: x.current_confidence,
+       category: x.category, value: {shown_or("x", "current_value", "null")},
+       confidence: {shown_or("x", "current_confidence", "null")},
        scale: x.scale, edges: edges, needs_hidden: needs_hidden}} AS node, unmet
 """
 
@@ -338,7 +339,7 @@ CALL (s) {{
   RETURN collect({{id: m.id, label: CASE WHEN m:Option THEN 'Option' ELSE 'Factor' END,
                    name: m.name, min_value: coalesce(r.min_value, 0.0)}}) AS dependents
 }}
-RETURN s {{.id, .name, .category, .scale, .current_value, .current_confidence, .inference_status,
+RETURN s {{.id, .domain, .name, .category, .scale, .current_value, .current_confidence, .inference_status,
           .last_updated, .aliases}} AS factor,
        current, history, nodes, entries AS last, dependents
 """
@@ -415,8 +416,11 @@ WHERE {_VISIBLE_E} AND {_VISIBLE_F} AND {_ABOUT_FROM_FACTOR} AND {_AT_SHOWN}
 WITH e, f ORDER BY e.timestamp DESC, e.seq DESC, e.id DESC LIMIT 1
 OPTIONAL MATCH (e)-[:PART_OF]->(s:Session)
 WHERE {_VISIBLE_S} AND {edge_allowed("PART_OF", "e", "s", "out")}
-RETURN f.id AS factor_id, f.name AS topic, f.current_value AS value, f.current_confidence AS confidence,
-       e.timestamp AS timestamp, e.rationale AS rationale, s.id AS session_id, s.title AS session_title
+RETURN f.id AS factor_id, {shown_or("f", "name", "null")} AS topic,
+       {shown_or("f", "current_value", "null")} AS value,
+       {shown_or("f", "current_confidence", "null")} AS confidence,
+       e.timestamp AS timestamp, {shown_or("e", "rationale", "null")} AS rationale,
+       s.id AS session_id, {shown_or("s", "title", "null")} AS session_title
 """
 
 # -- entity linking (router.py) ------------------------------------------------------------------

@@ -38,16 +38,16 @@ READ: list[type[BasePermission]] = [PassportRequired]
 WRITE: list[type[BasePermission]] = [PassportRequired, CanWrite]
 
 
-@strawberry.type
+@strawberry.type(description="A factor journal entry as the caller may see it; masked fields are null.")
 class FactorJournalEntry:
     id: strawberry.ID
     factor_id: str
-    op: str
-    timestamp: str
+    op: str | None
+    timestamp: str | None
     previous_value: float | None
     new_value: float | None
-    rationale: str
-    excerpt: str
+    rationale: str | None
+    excerpt: str | None
     confidence: float | None
     session_id: str | None
     inference_status: str | None
@@ -55,6 +55,7 @@ class FactorJournalEntry:
     has_hidden_influences: bool = strawberry.field(
         description="Whether influencing factors you cannot see exist (never how many)."
     )
+    masked: list[str] = strawberry.field(description="The stored fields your role may not see.")
 
     @classmethod
     def of(cls, e: JournalEntryView) -> FactorJournalEntry:
@@ -62,7 +63,7 @@ class FactorJournalEntry:
             id=strawberry.ID(e.id),
             factor_id=e.factor_id,
             op=e.op,
-            timestamp=e.timestamp.isoformat(),
+            timestamp=iso(e.timestamp),
             previous_value=e.previous_value,
             new_value=e.new_value,
             rationale=e.rationale,
@@ -72,10 +73,11 @@ class FactorJournalEntry:
             inference_status=e.inference_status,
             influenced_by=list(e.influenced_by),
             has_hidden_influences=e.has_hidden_influences,
+            masked=list(e.masked),
         )
 
 
-@strawberry.type
+@strawberry.type(description="A factor as the caller may see it; masked fields are null.")
 class Factor:
     id: strawberry.ID
     name: str
@@ -88,6 +90,7 @@ class Factor:
     last_updated: str | None
     as_of: str | None
     current_entry: FactorJournalEntry | None
+    masked: list[str] = strawberry.field(description="The stored fields your role may not see.")
 
     @classmethod
     def of(cls, s: FactorState) -> Factor:
@@ -103,6 +106,7 @@ class Factor:
             last_updated=iso(s.last_updated),
             as_of=iso(s.as_of),
             current_entry=FactorJournalEntry.of(s.entry) if s.entry else None,
+            masked=list(s.masked),
         )
 
 
@@ -274,7 +278,7 @@ def _blocked(b: WhyBlocked) -> WhyBlockedAnswer:
                 value=p.value,
                 threshold=p.threshold,
                 required_by=FactorNodeRef.of(p.required_by),
-                last_set=p.entries[0].timestamp.isoformat() if p.entries else None,
+                last_set=iso(p.entries[0].timestamp) if p.entries else None,
             )
             for p in b.blockers
         ],

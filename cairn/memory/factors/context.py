@@ -77,7 +77,8 @@ def _items(
                 "state",
                 fid,
                 f"[{s.name}] value {fmt(s.value)} (scale {s.scale}), confidence {conf}, "
-                f"status {s.status or 'unassessed'}, last updated {day(s.last_updated)}",
+                f"status {s.status or 'unassessed'}"
+                + ("" if "last_updated" in s.masked else f", last updated {day(s.last_updated)}"),
             )
         )
     for fid, s in states.items():
@@ -87,15 +88,19 @@ def _items(
                 (
                     "latest_change",
                     fid,
-                    f"[{s.name}] latest change {day(e.timestamp)}: "
-                    f"{quote(e.rationale)}; excerpt: {e.excerpt[:EXCERPT_CHARS].strip()}",
+                    f"[{s.name}] latest change"
+                    + ("" if e.timestamp is None else f" {day(e.timestamp)}")
+                    + ("" if e.rationale is None else f": {quote(e.rationale)}")
+                    + ("" if e.excerpt is None else f"; excerpt: {e.excerpt[:EXCERPT_CHARS].strip()}"),
                 )
             )
     if include_history:
         for fid, s in states.items():
             if len(chains[fid]) > 1:
                 steps = "; ".join(
-                    f"{day(e.timestamp)} {fmt(e.previous_value)}→{fmt(e.new_value)} {quote(e.rationale)}"
+                    ("" if e.timestamp is None else f"{day(e.timestamp)} ")
+                    + f"{fmt(e.previous_value)}→{fmt(e.new_value)}"
+                    + ("" if e.rationale is None else f" {quote(e.rationale)}")
                     for e in chains[fid]
                 )
                 out.append(("history", fid, f"[{s.name}] history: {steps}"))

@@ -44,6 +44,7 @@ from cairn.memory.factors.recalculation import (
     Evidence,
     synthesise,
 )
+from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
 from cairn.policy.writes import TAKEN_ID, edge_problem, stored_ids
 from cairn.runtime.embedder import Embedder, get_embedder
@@ -54,19 +55,34 @@ CORRECTION_CONFIDENCE = 0.95
 EXCERPT_MAX = 2000
 
 
+# Kept beside the field rules: what entries are ordered by, never shown (``order_at`` is already
+# the time the caller sees, or null; ``seq`` is a public order, docs/design.md §Policy module).
+_ORDER_KEYS = ("order_at", "seq")
+
+
+def shown(label: str, row: dict[str, Any], scope: Scope) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The fields of a factor or entry ``row`` the scope shows, and the stored fields it hides
+    (``preselector.mask``, as every other read: docs/design.md §Policy module)."""
+    order = {k: row.pop(k) for k in _ORDER_KEYS if k in row}
+    clean, masked = mask(label, row, scope)
+    # The kept fields with their stored values (mask renders times as text; the views take them native).
+    return {**{k: row[k] for k in clean}, **order}, masked
+
+
 def entry_from_row(
-    factor_id: str, entry: dict[str, Any], influence: Sequence[str], hidden_influence: bool
+    factor_id: str, entry: dict[str, Any], influence: Sequence[str], hidden_influence: bool, scope: Scope
 ) -> JournalEntryView:
+    entry, masked = shown("JournalEntry", entry, scope)
     details = entry.get("details")
     return JournalEntryView(
         id=entry["id"],
         factor_id=factor_id,
-        op=entry.get("op") or "update",
-        timestamp=native(entry["timestamp"]),
+        op=None if "op" in masked else entry.get("op") or "update",
+        timestamp=native(entry.get("timestamp")),
         previous_value=entry.get("previous_number"),
         new_value=entry.get("new_number"),
-        rationale=entry.get("rationale") or "",
-        excerpt=entry.get("excerpt") or "",
+        rationale=None if "rationale" in masked else entry.get("rationale") or "",
+        excerpt=None if "excerpt" in masked else entry.get("excerpt") or "",
         confidence=entry.get("confidence"),
         session_id=entry.get("session_id"),
         inference_status=entry.get("inference_status"),
@@ -75,22 +91,26 @@ def entry_from_row(
         details=json.loads(details) if isinstance(details, str) and details else {},
         order_at=native(entry.get("order_at")),
         seq=int(entry.get("seq") or 0),
+        masked=masked,
     )
 
 
-def entries_from_rows(rows: Sequence[Any]) -> list[JournalEntryView]:
-    """Entries from the entry rows of cairn.graph.factors: one per record, or collected as maps."""
+def entries_from_rows(rows: Sequence[Any], scope: Scope) -> list[JournalEntryView]:
+    """Entries from the entry rows of cairn.graph.factors: one per record, or collected as maps;
+    each with the fields the scope hides null."""
     return [
-        entry_from_row(r["factor_id"], dict(r["entry"]), r["influence"], r["hidden_influence"]) for r in rows
+        entry_from_row(r["factor_id"], dict(r["entry"]), r["influence"], r["hidden_influence"], scope)
+        for r in rows
     ]
 
 
 def state_from_row(
-    factor: dict[str, Any], entry: JournalEntryView | None, as_of: datetime | None
+    factor: dict[str, Any], entry: JournalEntryView | None, as_of: datetime | None, scope: Scope
 ) -> FactorState:
+    factor, masked = shown("Factor", factor, scope)
     return FactorState(
         id=factor["id"],
-        name=factor.get("name") or factor["id"],
+        name=factor.get("name") or factor["id"],  # a hidden name: the id, which the caller sees
         category=factor.get("category") or "uncategorised",
         scale=Scale.parse(factor.get("scale") or "0-100"),
         value=factor.get("current_value"),
@@ -100,12 +120,13 @@ def state_from_row(
         aliases=tuple(factor.get("aliases") or ()),
         as_of=as_of,
         entry=entry,
+        masked=masked,
     )
 
 
 def get_entry(driver: Driver, scope: Scope, entry_id: str) -> JournalEntryView | None:
     records, _, _ = driver.execute_query(queries.ENTRY_BY_ID, {**scope.cypher_params(), "entry": entry_id})
-    found = entries_from_rows(records)
+    found = entries_from_rows(records, scope)
     return found[0] if found else None
 
 
@@ -118,7 +139,7 @@ def factor_state(driver: Driver, scope: Scope, factor_id: str, as_of: datetime |
             raise unknown_factor(factor_id)
         entry_id = records[0]["entry_id"]
         entry = get_entry(driver, scope, entry_id) if entry_id else None
-        return state_from_row(dict(records[0]["factor"]), entry, None)
+        return state_from_row(dict(records[0]["factor"]), entry, None, scope)
     at = aware(as_of, "as_of")
     records, _, _ = driver.execute_query(queries.FACTOR_AS_OF, {**params, "at": at})
     if not records:
@@ -127,14 +148,17 @@ def factor_state(driver: Driver, scope: Scope, factor_id: str, as_of: datetime |
     row = records[0]["entry"]
     if row is None:
         factor.update(current_value=None, current_confidence=None, inference_status=None, last_updated=None)
-        return state_from_row(factor, None, at)
+        return state_from_row(factor, None, at, scope)
+    # The state then is the entry's, as the caller sees the entry: a field its scope hides on the
+    # entry stays hidden on the factor (and the factor's own rule applies on top).
+    entry = get_entry(driver, scope, row["id"])
     factor.update(
-        current_value=row["new_number"],
-        current_confidence=row["confidence"],
-        inference_status=row["inference_status"],
-        last_updated=row["timestamp"],
+        current_value=None if entry is None else entry.new_value,
+        current_confidence=None if entry is None else entry.confidence,
+        inference_status=None if entry is None else entry.inference_status,
+        last_updated=None if entry is None else entry.timestamp,
     )
-    return state_from_row(factor, get_entry(driver, scope, row["id"]), at)
+    return state_from_row(factor, entry, at, scope)
 
 
 def history(
@@ -158,7 +182,7 @@ def history(
         "ops": None if ops is None else list(ops),
     }
     records, _, _ = driver.execute_query(queries.FACTOR_HISTORY, params)
-    return entries_from_rows(records)
+    return entries_from_rows(records, scope)
 
 
 def unconfirmed_inferences(driver: Driver, scope: Scope) -> list[UnconfirmedInference]:
@@ -494,9 +518,13 @@ def recalculate_factor(
     state = factor_state(driver, scope, factor_id)
     entries = history(driver, scope, factor_id, limit=10_000, ops=EVIDENCE_OPS)
     evidence = [
-        Evidence(e.id, e.timestamp, e.new_value, e.confidence if e.confidence is not None else 0.0, e.excerpt)
+        Evidence(
+            e.id, e.timestamp, e.new_value, e.confidence if e.confidence is not None else 0.0, e.excerpt or ""
+        )
         for e in entries
-        if e.new_value is not None
+        # Only what the caller sees is evidence: an entry whose time or value its scope hides
+        # cannot be weighed without telling them (docs/design.md §Policy module).
+        if e.new_value is not None and e.timestamp is not None
     ]
     result = synthesise(evidence, state.scale)
     if result is None:

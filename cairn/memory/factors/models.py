@@ -103,12 +103,12 @@ def day(value: datetime | None) -> str:
 class JournalEntryView:
     id: str
     factor_id: str
-    op: str
-    timestamp: datetime
+    op: str | None  # None, like every field below: the caller's scope masks it (``masked``)
+    timestamp: datetime | None
     previous_value: float | None
     new_value: float | None
-    rationale: str
-    excerpt: str
+    rationale: str | None
+    excerpt: str | None
     confidence: float | None
     session_id: str | None
     inference_status: str | None
@@ -119,6 +119,8 @@ class JournalEntryView:
     # None, then the journal sequence (docs/design.md §Policy module, "Ordering by a maskable field").
     order_at: datetime | None = None
     seq: int = 0
+    # The stored fields the caller's scope hides (docs/design.md §Policy module): shown as null.
+    masked: tuple[str, ...] = ()
 
     def newest_key(self) -> tuple[bool, float, int, str]:
         """Sort key, largest for the newest: never reads a time the caller may not see."""
@@ -141,6 +143,7 @@ class JournalEntryView:
             "influenced_by": list(self.influenced_by),
             "has_hidden_influences": self.has_hidden_influences,
             "details": self.details,
+            "masked": list(self.masked),
         }
 
 
@@ -159,6 +162,7 @@ class FactorState:
     aliases: tuple[str, ...] = ()
     as_of: datetime | None = None
     entry: JournalEntryView | None = None
+    masked: tuple[str, ...] = ()  # the factor's stored fields the caller's scope hides
 
     def evidence(self) -> dict[str, Any]:
         return {
@@ -172,6 +176,7 @@ class FactorState:
             "last_updated": iso(self.last_updated),
             "as_of": iso(self.as_of),
             "entry": self.entry.evidence() if self.entry else None,
+            "masked": list(self.masked),
         }
 
 

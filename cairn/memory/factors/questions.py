@@ -122,7 +122,7 @@ def why_value(driver: Driver, scope: Scope, factor_id: str, history_limit: int =
     rows = why_value_rows(driver, scope, factor_id, history_limit)
     if rows is None:
         raise unknown_factor(factor_id)
-    state = state_from_row(rows.factor, rows.current, None)
+    state = state_from_row(rows.factor, rows.current, None, scope)
     chain = tuple(rows.history)
     graph = rows.graph
     edges = graph.out.get(factor_id, [])
@@ -301,7 +301,7 @@ def what_changed(
     rows.sort(key=lambda r: (r["entries"][0]["entry"]["timestamp"], r["entries"][0]["entry"]["seq"] or 0))
     changes = []
     for r in rows:
-        entries = entries_from_rows(r["entries"])
+        entries = entries_from_rows(r["entries"], scope)
         fid = str(r["id"])
         changes.append(
             FactorChange(
@@ -311,5 +311,5 @@ def what_changed(
                 entries=tuple(entries),
             )
         )
-    changes.sort(key=lambda c: (-c.entries[-1].timestamp.timestamp(), c.factor.name))
+    changes.sort(key=lambda c: (-c.entries[-1].newest_key()[1], c.factor.name))
     return WhatChanged(since, until, tuple(changes), templates.what_changed(since, until, changes))

@@ -48,12 +48,22 @@ def names(items: Sequence[str]) -> str:
     return ", ".join(items[:-1]) + f" and {items[-1]}"
 
 
+def _said(e: JournalEntryView, *, on: str = " on ", sep: str = ": ") -> str:
+    """When and why an entry was written, as far as the caller sees them: a field its scope hides
+    is left out of the prose, not printed (docs/design.md §Policy module)."""
+    when = "" if e.timestamp is None else f"{on}{day(e.timestamp)}"
+    why = "" if e.rationale is None else f"{sep}{quote(e.rationale)}"
+    return when + why
+
+
 def _entry_line(e: JournalEntryView) -> str:
+    when = "" if e.timestamp is None else f"{day(e.timestamp)} "
+    why = "" if e.rationale is None else f" ({quote(e.rationale)})"
     if e.op == "confirm":
-        return f"{day(e.timestamp)} confirmed {fmt(e.new_value)}"
+        return f"{when}confirmed {fmt(e.new_value)}"
     if e.previous_value is None:
-        return f"{day(e.timestamp)} set to {fmt(e.new_value)} ({quote(e.rationale)})"
-    return f"{day(e.timestamp)}: {fmt(e.previous_value)} → {fmt(e.new_value)} ({quote(e.rationale)})"
+        return f"{when}set to {fmt(e.new_value)}{why}"
+    return f"{when.rstrip()}{': ' if when else ''}{fmt(e.previous_value)} → {fmt(e.new_value)}{why}"
 
 
 def _hidden_sentence(hidden_by: Sequence[NodeRef]) -> str:
@@ -88,7 +98,7 @@ def why_blocked(
         if b.entries:
             latest, *earlier = b.entries
             conf = "" if latest.confidence is None else f" (confidence {latest.confidence:g})"
-            line += f" Last set on {day(latest.timestamp)}: {quote(latest.rationale)}{conf}."
+            line += f" Last set{_said(latest)}{conf}."
             if earlier:
                 line += " Earlier: " + "; ".join(_entry_line(e) for e in earlier) + "."
         else:
@@ -114,7 +124,7 @@ def why_value(
         conf = "" if state.confidence is None else f"confidence {state.confidence:g}, "
         head = f"{state.name} is {fmt(state.value)} ({conf}{state.status or 'unconfirmed'})"
         if chain:
-            head += f", last changed on {day(chain[0].timestamp)}: {quote(chain[0].rationale)}"
+            head += f", last changed{_said(chain[0])}" if _said(chain[0]) else ""
         head += "."
     lines = [head]
     if deps:
@@ -126,7 +136,7 @@ def why_value(
             if not composite:
                 line += f", needs at least {fmt(d.threshold)} ({'met' if d.met else 'not met'})"
             if d.last_entry is not None:
-                line += f". Last assessed {day(d.last_entry.timestamp)}: {quote(d.last_entry.rationale)}"
+                line += f". Last assessed{_said(d.last_entry, on=' ')}"
             lines.append(line + ".")
         top = deps[0].drag
         heavy = [d.factor.name for d in deps if top > 0 and d.drag >= top / 2 and d.value is not None]
@@ -134,7 +144,7 @@ def why_value(
             verb = "pulls" if len(heavy) == 1 else "pull"
             lines.append(f"{names(heavy)} {verb} the value down most.")
         for d in deps:
-            if d.changed_after_subject and d.last_entry is not None:
+            if d.changed_after_subject and d.last_entry is not None and d.last_entry.timestamp is not None:
                 lines.append(
                     f"{d.factor.name} changed on {day(d.last_entry.timestamp)}, after {state.name} was "
                     f"last set, so {state.name} may be out of date."

@@ -100,7 +100,7 @@ def why_blocked_subgraph(
     prerequisites (``entries_per_factor`` each), in one round trip."""
     params = {**scope.cypher_params(), "start": node_id, "limit": entries_per_factor}
     row = read(driver, queries.WHY_BLOCKED_QUERIES[_limit(scope)], params)[0]
-    return _graph(row["nodes"]), entries_from_rows(row["entries"])
+    return _graph(row["nodes"]), entries_from_rows(row["entries"], scope)
 
 
 def what_if_subgraph(driver: Driver, scope: Scope, factor_id: str) -> DepGraph:
@@ -138,13 +138,13 @@ def why_value_rows(driver: Driver, scope: Scope, factor_id: str, history_limit: 
     if not rows:
         return None
     row = rows[0]
-    current = entries_from_rows([row["current"]]) if row["current"] is not None else []
+    current = entries_from_rows([row["current"]], scope) if row["current"] is not None else []
     return ValueRows(
         factor=dict(row["factor"]),
         current=current[0] if current else None,
-        history=entries_from_rows(row["history"]),
+        history=entries_from_rows(row["history"], scope),
         graph=_graph(row["nodes"]),
-        last=entries_from_rows(row["last"]),
+        last=entries_from_rows(row["last"], scope),
         dependents=[_dependent(d) for d in row["dependents"]],
     )
 

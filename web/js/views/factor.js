@@ -233,9 +233,9 @@ function historyBody(factor, journal, marker) {
           h(
             "p",
             {},
-            chip(e.op, "chip-op"),
+            e.op ? chip(e.op, "chip-op") : null,
             " ",
-            h("time", { datetime: e.timestamp }, day(e.timestamp)),
+            e.timestamp ? h("time", { datetime: e.timestamp }, day(e.timestamp)) : null,
             " ",
             h(
               "strong",
