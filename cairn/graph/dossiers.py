@@ -546,8 +546,10 @@ RETURN did AS dossier_id, size(visible) AS visible_count,
        CASE WHEN size(quotable) < stored THEN [f IN quotable | f {{.text, .embedding}}] END AS summary_rows
 """
 
-# Dossiers as context for fact search: fields and visible-fact count, and the visible facts'
-# texts and vectors only when some are hidden (the summary is then rebuilt from them). The body
+# Dossiers as context for fact search: the fields a hit shows (id, title, summary; domain for the
+# field rules), the visible-fact count, and the visible facts' texts and vectors only when some
+# are hidden (the summary is then rebuilt from them). The common case, every fact quotable, is
+# decided by counting, so the ordered list of facts is built only when it travels. The body
 # binds ``did`` to each id; fact search runs it inside its own query (one round trip), and
 # ``DOSSIER_HEADER_ROW`` is the row it collects per dossier (read by ``retriever.header_views``).
 DOSSIER_HEADER_BODY = f"""
@@ -556,15 +558,20 @@ WHERE {acl_visible("d")}
 CALL (d) {{
   OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
   WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
-  WITH f ORDER BY {_ADDED_AT_SHOWN}, f.id
-  RETURN collect(f) AS visible
+  RETURN count(f) AS visible_count,
+         count(CASE WHEN {search_fields_shown("f", "Fact")} THEN 1 END) AS quotable_count
 }}
-WITH d, visible, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored,
-     [f IN visible WHERE {search_fields_shown("f", "Fact")}] AS quotable
+WITH d, visible_count, quotable_count, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
+CALL (d, quotable_count, stored) {{
+  OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
+  WHERE quotable_count < stored AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
+    AND {search_fields_shown("f", "Fact")}
+  WITH f ORDER BY {_ADDED_AT_SHOWN}, f.id
+  RETURN collect(f) AS quotable
+}}
 """
-DOSSIER_HEADER_ROW = f"""{{props: d {{.*, centroid_sum: null, created_at: {iso_text("d.created_at")},
-    last_updated: {iso_text("d.last_updated")}}}, visible_count: size(visible),
-  summary_rows: CASE WHEN size(quotable) < stored THEN [f IN quotable | f {{.text, .embedding}}] END}}"""
+DOSSIER_HEADER_ROW = """{props: d {.id, .domain, .title, .summary}, visible_count: visible_count,
+  summary_rows: CASE WHEN quotable_count < stored THEN [f IN quotable | f {.text, .embedding}] END}"""
 
 ONE_DOSSIER = f"""
 MATCH (d:Dossier {{id: $id}})

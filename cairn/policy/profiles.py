@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -93,6 +93,12 @@ class PolicyRegistry:
 
 def glob_regex(globs: tuple[str, ...] | list[str]) -> str:
     """One anchored regex matching any of the fnmatch globs (for Cypher's =~)."""
+    return _glob_regex(tuple(globs))
+
+
+# A scope's parameters and field checks build the same few regexes on every read: built once.
+@lru_cache(maxsize=4096)
+def _glob_regex(globs: tuple[str, ...]) -> str:
     if not globs:
         return "(?!)"  # matches nothing
     return "(?:" + "|".join(_glob_to_regex(g) for g in globs) + ")"
@@ -103,5 +109,10 @@ def _glob_to_regex(glob: str) -> str:
     return "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in glob)
 
 
+@lru_cache(maxsize=4096)
+def _glob_pattern(globs: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(_glob_regex(globs))
+
+
 def matches(value: str, globs: tuple[str, ...] | list[str]) -> bool:
-    return re.fullmatch(glob_regex(globs), value) is not None
+    return _glob_pattern(tuple(globs)).fullmatch(value) is not None

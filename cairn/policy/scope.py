@@ -7,6 +7,7 @@ edge types or hops, and nothing in a header can add to what the profile grants.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from cairn.policy.profiles import (
     SENSITIVITY_RANK,
@@ -106,7 +107,13 @@ class Scope:
         )
 
     def cypher_params(self) -> dict[str, object]:
-        """The scope as Cypher parameters for the predicates of ``cairn.policy.acl``."""
+        """The scope as Cypher parameters for the predicates of ``cairn.policy.acl``: a new dict
+        each call (callers add their own keys), its values built once per scope (a search reuses
+        its scope's, a request's scope is built once per request)."""
+        return dict(self._cypher_params)
+
+    @cached_property
+    def _cypher_params(self) -> dict[str, object]:
         rules = [
             {
                 "type": r.type,

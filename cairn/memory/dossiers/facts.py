@@ -54,6 +54,10 @@ from cairn.runtime.stopwords import LUCENE_STOP_WORDS, QUESTION_WORDS
 from cairn.runtime.tokens import count_tokens
 
 FIRST_FETCH = 100
+# The parameters each search query reads: only those travel (a scope's parameters carry more, for
+# other queries; packing and reading them was a measurable part of a search's round trip).
+_PARAMETER = re.compile(r"\$(\w+)")
+_READS = {q: frozenset(_PARAMETER.findall(q)) for q in (cypher.FACT_SEARCH, cypher.FACT_SEARCH_EXACT)}
 MAX_POOL = 1_000_000  # "no cut" for the ranked pool
 MAX_FETCH = 6_400
 _WORD = re.compile(r"[^\W_]+")
@@ -262,7 +266,8 @@ class FactRetriever:
         query = cypher.FACT_SEARCH
         dense_fetch = max(FIRST_FETCH, 2 * params["depth"])
         while True:
-            records, _, _ = self.driver.execute_query(query, {**params, "dense_fetch": dense_fetch})
+            sent = {k: v for k, v in params.items() if k in _READS[query]}
+            records, _, _ = self.driver.execute_query(query, {**sent, "dense_fetch": dense_fetch})
             r = records[0]
             if not (r["dense_fetched"] == dense_fetch and r["dense_count"] < params["depth"]):
                 return dict(r)
