@@ -18,20 +18,9 @@ from neo4j import Driver
 from cairn.ingest.factors import ENTRY_OF_ANOTHER_JOURNAL, ingest_factor_payload
 from cairn.ingest.fixtures import FixtureError
 from cairn.runtime.embedder import Embedder
+from tests.e2e.adversarial.test_factor_entry_access import CLOSED, OPEN
 from tests.e2e.conftest import wipe
 
-CLOSED = {
-    "domain": "acme/assessment",
-    "sensitivity": "high",
-    "namespaces": ["confidential"],
-    "roles_allowed": ["director", "exec"],
-}
-OPEN = {
-    "domain": "acme/assessment",
-    "sensitivity": "low",
-    "namespaces": ["internal"],
-    "roles_allowed": ["staff", "manager", "director", "exec", "writer"],
-}
 SESSION = {"id": "probe_session", "title": "Budget", "started_at": "2024-10-01T00:00:00Z"}
 
 
