@@ -103,3 +103,36 @@ def test_a_reader_of_every_field_still_sees_names(probe: Any) -> None:
     assert NAME in exec_["whyBlocked/option"]["whyBlocked"]["answer"]
     assert exec_["factor"]["factor"]["category"] == CATEGORY
     assert exec_["factor"]["factor"]["scale"] == f"0-{SCALE_HIGH}"
+
+
+UPDATE = """mutation($input: FactorUpdateInput!) { updateFactor(input: $input) { id newValue } }"""
+RECALCULATE = """mutation($id: ID!) { recalculateFactor(factorId: $id) { value written answer } }"""
+ENTRIES = "MATCH (e:JournalEntry) RETURN count(e) AS n"
+
+
+def test_a_writer_who_may_not_see_the_scale_cannot_write_a_value(
+    probe: Any, driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Checking a value against the scale (or clamping to it) would tell the scale: refused, and
+    the refusal names no bound; nothing is written."""
+    path = demo_roles_with(
+        tmp_path_factory,
+        "writer",
+        {"Factor": [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Factor"] - {"scale"})}]},
+    )
+    registry = PolicyRegistry.load(path)
+    before = driver.execute_query(ENTRIES).records[0]["n"]
+    with TestClient(create_app(settings.model_copy(update={"policy_file": path}))) as client:
+        for value in (35, 100.1, 120):
+            body = gql(
+                client,
+                UPDATE,
+                passport(registry, "writer"),
+                input={"factorId": "data_quality", "value": value, "rationale": "probe", "confidence": 0.5},
+            )
+            assert body["errors"][0]["extensions"]["code"] == "INVALID_INPUT", body
+            assert SCALE_HIGH not in json.dumps(body) and "0-100" not in json.dumps(body)
+        body = gql(client, RECALCULATE, passport(registry, "writer"), id="data_quality")
+        assert body["errors"][0]["extensions"]["code"] == "INVALID_INPUT", body
+        assert SCALE_HIGH not in json.dumps(body)
+    assert driver.execute_query(ENTRIES).records[0]["n"] == before
