@@ -136,3 +136,43 @@ def test_a_writer_who_may_not_see_the_scale_cannot_write_a_value(
         assert body["errors"][0]["extensions"]["code"] == "INVALID_INPUT", body
         assert SCALE_HIGH not in json.dumps(body)
     assert driver.execute_query(ENTRIES).records[0]["n"] == before
+
+
+VERDICTS = """query($id: ID!) { whyBlocked(id: $id) { status blockers { factor { id } value } } }"""
+FIGURES = """{ assessment { totalFactorsAssessed avgConfidence canEvaluate { id }
+  categories { completeness avgConfidence } } }"""
+
+
+def test_figures_and_verdicts_use_only_values_the_caller_sees(
+    probe: Any, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Whether a prerequisite is met and the assessment's completeness and average confidence are
+    derived from a factor's value and confidence: where those are hidden, the caller sees the
+    factor as unassessed, as its null value says (docs/design.md §Policy module)."""
+    hidden = {"current_value", "current_confidence"}
+    path = demo_roles_with(
+        tmp_path_factory,
+        "staff",
+        {"Factor": [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Factor"] - hidden)}]},
+    )
+    registry = PolicyRegistry.load(path)
+    with TestClient(create_app(settings.model_copy(update={"policy_file": path}))) as client:
+        seen = {
+            r: gql(client, FIGURES, passport(registry, r))["data"]["assessment"] for r in ("staff", "exec")
+        }
+        masked = gql(client, VERDICTS, passport(registry, "staff"), id="predictive_maintenance")
+    # The same role, same nodes, with values shown (the module's probe hides only names).
+    shown_client, shown_registry = probe
+    shown = gql(shown_client, VERDICTS, passport(shown_registry, "staff"), id="predictive_maintenance")
+    assert seen["exec"]["totalFactorsAssessed"] > 0 and seen["exec"]["avgConfidence"] > 0
+    assert seen["staff"]["totalFactorsAssessed"] == 0 and seen["staff"]["avgConfidence"] == 0
+    assert all(c["completeness"] == 0 and c["avgConfidence"] == 0 for c in seen["staff"]["categories"])
+    # Every prerequisite unmet with values shown is unmet with them hidden, and no option is
+    # ready (a met verdict would tell staff the hidden value clears the threshold).
+    shown_unmet = {b["factor"]["id"] for b in shown["data"]["whyBlocked"]["blockers"]}
+    masked_unmet = {b["factor"]["id"] for b in masked["data"]["whyBlocked"]["blockers"]}
+    assert shown_unmet and shown_unmet <= masked_unmet, (shown_unmet, masked_unmet)
+    assert all(b["value"] is None for b in masked["data"]["whyBlocked"]["blockers"])
+    ready = gql(shown_client, FIGURES, passport(shown_registry, "staff"))["data"]["assessment"]["canEvaluate"]
+    assert ready, "the demo gives staff a ready option when values show"
+    assert seen["staff"]["canEvaluate"] == []
