@@ -63,7 +63,9 @@ def show(factor_id: str, as_of: Moment = None, role: RoleOption = None, as_json:
     when = f" as of {day(state.as_of)}" if state.as_of else ""
     conf = "n/a" if state.confidence is None else f"{state.confidence:g}"
     text = (
-        f"{state.name}{when}: {fmt(state.value)} (scale {state.scale}), confidence {conf}, "
+        f"{state.label}{when}: {fmt(state.value)}"
+        + ("" if state.scale is None else f" (scale {state.scale})")
+        + f", confidence {conf}, "
         f"{state.status or 'unassessed'}, last updated {day(state.last_updated)}"
     )
     _emit(text, state.evidence(), as_json)

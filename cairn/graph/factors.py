@@ -142,7 +142,7 @@ CALL (f) {{
   WHERE {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
   RETURN count(e) AS evidence_count, max({_AT}) AS latest
 }}
-RETURN f.id AS id, f.name AS name, {shown_or("f", "current_value", "null")} AS value,
+RETURN f.id AS id, {shown_or("f", "name", "null")} AS name, {shown_or("f", "current_value", "null")} AS value,
        {shown_or("f", "current_confidence", "null")} AS confidence, evidence_count, latest
 ORDER BY confidence ASC, id
 """
@@ -229,12 +229,14 @@ WITH x,
              END) AS edges,
      count(CASE WHEN r IS NOT NULL AND NOT y_reachable THEN 1 END) > 0 AS needs_hidden,
      collect(CASE WHEN y_reachable AND y:Factor
-                       AND (y.current_value IS NULL OR y.current_value < coalesce(r.min_value, 0.0))
+                       AND NOT coalesce({shown_or("y", "current_value", "null")}
+                                        >= coalesce(r.min_value, 0.0), false)
                   THEN y END) AS unmet
-WITH {{id: x.id, label: CASE WHEN x:Option THEN 'Option' ELSE 'Factor' END, name: x.name,
-       category: x.category, value: {shown_or("x", "current_value", "null")},
+WITH {{id: x.id, label: CASE WHEN x:Option THEN 'Option' ELSE 'Factor' END,
+       name: {shown_or("x", "name", "null")}, category: {shown_or("x", "category", "null")},
+       value: {shown_or("x", "current_value", "null")},
        confidence: {shown_or("x", "current_confidence", "null")},
-       scale: x.scale, edges: edges, needs_hidden: needs_hidden}} AS node, unmet
+       scale: {shown_or("x", "scale", "null")}, edges: edges, needs_hidden: needs_hidden}} AS node, unmet
 """
 
 
@@ -337,7 +339,8 @@ CALL (s) {{
   WHERE {within_hops("0")} AND {step_allowed("DEPENDS_ON", "m", "s", "in", "m")}
   WITH m, r ORDER BY m.id
   RETURN collect({{id: m.id, label: CASE WHEN m:Option THEN 'Option' ELSE 'Factor' END,
-                   name: m.name, min_value: coalesce(r.min_value, 0.0)}}) AS dependents
+                   name: {shown_or("m", "name", "null")},
+                   min_value: coalesce(r.min_value, 0.0)}}) AS dependents
 }}
 RETURN s {{.id, .domain, .name, .category, .scale, .current_value, .current_confidence, .inference_status,
           .last_updated, .aliases}} AS factor,
@@ -365,8 +368,8 @@ MATCH (s:Factor {{id: $factor}})
 WHERE {_VISIBLE_S}
 MATCH (m:Entity)-[r:DEPENDS_ON]->(s)
 WHERE {within_hops("0")} AND {step_allowed("DEPENDS_ON", "m", "s", "in", "m")}
-RETURN m.id AS id, CASE WHEN m:Option THEN 'Option' ELSE 'Factor' END AS label, m.name AS name,
-       coalesce(r.min_value, 0.0) AS min_value
+RETURN m.id AS id, CASE WHEN m:Option THEN 'Option' ELSE 'Factor' END AS label,
+       {shown_or("m", "name", "null")} AS name, coalesce(r.min_value, 0.0) AS min_value
 ORDER BY id
 """
 
@@ -388,22 +391,27 @@ CALL (f) {{
   WITH e ORDER BY e.timestamp DESC, e.seq DESC, e.id DESC LIMIT 1
   RETURN e.new_number AS before
 }}
-RETURN f.id AS id, f.name AS name, before, entries
+RETURN f.id AS id, {shown_or("f", "name", "null")} AS name, before, entries
 """
 
 # -- assessment (assessment.py) ------------------------------------------------------------------
 
 # Per category of visible factors: how many, how many assessed, the sum of the assessed ones'
 # confidence (averaged in Python, where the overall figures are summed too), the newest update.
+# All as the caller sees the factors (docs/design.md §Policy module): a factor whose category the
+# scope hides is counted under MASKED_CATEGORY, one whose value it hides is not assessed, and a
+# hidden confidence counts as none (0), as a missing one does.
+MASKED_CATEGORY = "(masked)"
 CATEGORY_FIGURES = f"""
 MATCH (f:Factor)
 WHERE {_VISIBLE_F}
-WITH coalesce(f.category, 'uncategorised') AS category, f
+WITH coalesce({shown_or("f", "category", repr(MASKED_CATEGORY))}, 'uncategorised') AS category,
+     {shown_or("f", "current_value", "null")} AS value,
+     {shown_or("f", "current_confidence", "null")} AS confidence, f
 RETURN category,
        count(f) AS total,
-       count(f.current_value) AS assessed,
-       sum(CASE WHEN f.current_value IS NULL THEN 0.0
-                ELSE coalesce(f.current_confidence, 0.0) END) AS confidence_sum,
+       count(value) AS assessed,
+       sum(CASE WHEN value IS NULL THEN 0.0 ELSE coalesce(confidence, 0.0) END) AS confidence_sum,
        max({shown_or("f", "last_updated", "null")}) AS last_updated
 ORDER BY category
 """
@@ -448,7 +456,7 @@ WHERE e.embedding IS NOT NULL AND {_VISIBLE_E} AND {_VISIBLE_F} AND {_ABOUT_FROM
   AND {search_fields_shown("e", "JournalEntry")}
 WITH f, max(vector.similarity.cosine(e.embedding, $q)) AS score
 WHERE score >= $threshold
-RETURN f.id AS id, f.name AS name, score
+RETURN f.id AS id, {shown_or("f", "name", "null")} AS name, score
 ORDER BY score DESC, id
 LIMIT 1
 """

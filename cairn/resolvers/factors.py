@@ -80,9 +80,9 @@ class FactorJournalEntry:
 @strawberry.type(description="A factor as the caller may see it; masked fields are null.")
 class Factor:
     id: strawberry.ID
-    name: str
-    category: str
-    scale: str
+    name: str | None
+    category: str | None
+    scale: str | None
     aliases: list[str]
     value: float | None
     confidence: float | None
@@ -98,7 +98,7 @@ class Factor:
             id=strawberry.ID(s.id),
             name=s.name,
             category=s.category,
-            scale=str(s.scale),
+            scale=None if s.scale is None else str(s.scale),
             aliases=list(s.aliases),
             value=s.value,
             confidence=s.confidence,

@@ -76,7 +76,9 @@ def _items(
             (
                 "state",
                 fid,
-                f"[{s.name}] value {fmt(s.value)} (scale {s.scale}), confidence {conf}, "
+                f"[{s.label}] value {fmt(s.value)}"
+                + ("" if s.scale is None else f" (scale {s.scale})")
+                + f", confidence {conf}, "
                 f"status {s.status or 'unassessed'}"
                 + ("" if "last_updated" in s.masked else f", last updated {day(s.last_updated)}"),
             )
@@ -88,7 +90,7 @@ def _items(
                 (
                     "latest_change",
                     fid,
-                    f"[{s.name}] latest change"
+                    f"[{s.label}] latest change"
                     + ("" if e.timestamp is None else f" {day(e.timestamp)}")
                     + ("" if e.rationale is None else f": {quote(e.rationale)}")
                     + ("" if e.excerpt is None else f"; excerpt: {e.excerpt[:EXCERPT_CHARS].strip()}"),
@@ -103,7 +105,7 @@ def _items(
                     + ("" if e.rationale is None else f" {quote(e.rationale)}")
                     for e in chains[fid]
                 )
-                out.append(("history", fid, f"[{s.name}] history: {steps}"))
+                out.append(("history", fid, f"[{s.label}] history: {steps}"))
     if include_dependencies:
         for fid, s in states.items():
             graph = downstream(driver, scope, [fid])
@@ -121,7 +123,7 @@ def _items(
                     (
                         "dependencies",
                         fid,
-                        f"[{s.name}] depends on: {', '.join(needs) or 'nothing'}; "
+                        f"[{s.label}] depends on: {', '.join(needs) or 'nothing'}; "
                         f"needed by: {', '.join(users) or 'nothing'}",
                     )
                 )

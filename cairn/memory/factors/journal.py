@@ -110,9 +110,11 @@ def state_from_row(
     factor, masked = shown("Factor", factor, scope)
     return FactorState(
         id=factor["id"],
-        name=factor.get("name") or factor["id"],  # a hidden name: the id, which the caller sees
-        category=factor.get("category") or "uncategorised",
-        scale=Scale.parse(factor.get("scale") or "0-100"),
+        # A hidden name, category or scale is None (named in ``masked``), never a default that
+        # reads as the stored value; a stored absent one keeps its default.
+        name=None if "name" in masked else factor.get("name") or factor["id"],
+        category=None if "category" in masked else factor.get("category") or "uncategorised",
+        scale=None if "scale" in masked else Scale.parse(factor.get("scale") or "0-100"),
         value=factor.get("current_value"),
         confidence=factor.get("current_confidence"),
         status=factor.get("inference_status"),
@@ -122,6 +124,17 @@ def state_from_row(
         entry=entry,
         masked=masked,
     )
+
+
+def scale_for_write(state: FactorState) -> Scale:
+    """The scale a value written to the factor must lie on. A caller whose scope hides the scale
+    cannot write a value: checking it against the scale, or clamping to it, would tell them the
+    scale (docs/design.md §Policy module)."""
+    if state.scale is None:
+        raise FactorError(
+            "INVALID_INPUT", f"the scale of factor '{state.id}' is hidden from your role", "value"
+        )
+    return state.scale
 
 
 def get_entry(driver: Driver, scope: Scope, entry_id: str) -> JournalEntryView | None:
@@ -239,10 +252,11 @@ def _check_inputs(
     Raises FactorError naming the field; the factor itself is looked up under the caller's scope.
     """
     state = factor_state(driver, scope, factor_id)
-    if not state.scale.contains(value):
+    scale = scale_for_write(state)
+    if not scale.contains(value):
         raise FactorError(
             "INVALID_INPUT",
-            f"value {fmt(value)} is outside the scale {state.scale} of factor '{factor_id}'",
+            f"value {fmt(value)} is outside the scale {scale} of factor '{factor_id}'",
             "value",
         )
     if not rationale or not rationale.strip():
@@ -278,7 +292,7 @@ def _check_inputs(
         if missing:
             raise FactorError("NOT_FOUND", f"unknown influencing factor '{missing[0]}'", "influenced_by")
     _check_edges(driver, scope, factor_id, wanted, session_id)
-    return state.name
+    return state.label
 
 
 def _check_edges(
@@ -526,7 +540,7 @@ def recalculate_factor(
         # cannot be weighed without telling them (docs/design.md §Policy module).
         if e.new_value is not None and e.timestamp is not None
     ]
-    result = synthesise(evidence, state.scale)
+    result = synthesise(evidence, scale_for_write(state))
     if result is None:
         return Recalculation(
             factor_id,
@@ -538,7 +552,7 @@ def recalculate_factor(
             {},
             (),
             None,
-            f"{state.name} has no journalled evidence to recalculate from.",
+            f"{state.label} has no journalled evidence to recalculate from.",
         )
     changed = (
         state.value != result.value
@@ -551,7 +565,7 @@ def recalculate_factor(
         else " The evidence is consistent."
     )
     answer = (
-        f"From {len(evidence)} entries, {state.name} comes to {fmt(result.value)} "
+        f"From {len(evidence)} entries, {state.label} comes to {fmt(result.value)} "
         f"with confidence {result.confidence:.2f} (was {fmt(state.value)} at "
         f"{'n/a' if state.confidence is None else f'{state.confidence:.2f}'})." + contradiction_text
     )

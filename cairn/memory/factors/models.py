@@ -152,9 +152,9 @@ class FactorState:
     """A factor's value, confidence and status now, or as of a past moment (from the journal)."""
 
     id: str
-    name: str
-    category: str
-    scale: Scale
+    name: str | None  # None, like category and scale: the caller's scope masks it (``masked``)
+    category: str | None
+    scale: Scale | None
     value: float | None
     confidence: float | None
     status: str | None
@@ -164,12 +164,18 @@ class FactorState:
     entry: JournalEntryView | None = None
     masked: tuple[str, ...] = ()  # the factor's stored fields the caller's scope hides
 
+    @property
+    def label(self) -> str:
+        """What prose calls the factor: its name, or its id (which the caller sees) where the
+        scope hides the name (docs/design.md §Policy module)."""
+        return self.name or self.id
+
     def evidence(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "name": self.name,
             "category": self.category,
-            "scale": str(self.scale),
+            "scale": None if self.scale is None else str(self.scale),
             "value": self.value,
             "confidence": self.confidence,
             "inference_status": self.status,

@@ -119,10 +119,10 @@ def why_value(
     ups: Sequence[Dependent],
 ) -> str:
     if state.value is None:
-        head = f"{state.name} has not been assessed yet."
+        head = f"{state.label} has not been assessed yet."
     else:
         conf = "" if state.confidence is None else f"confidence {state.confidence:g}, "
-        head = f"{state.name} is {fmt(state.value)} ({conf}{state.status or 'unconfirmed'})"
+        head = f"{state.label} is {fmt(state.value)} ({conf}{state.status or 'unconfirmed'})"
         if chain:
             head += f", last changed{_said(chain[0])}" if _said(chain[0]) else ""
         head += "."
@@ -146,13 +146,13 @@ def why_value(
         for d in deps:
             if d.changed_after_subject and d.last_entry is not None and d.last_entry.timestamp is not None:
                 lines.append(
-                    f"{d.factor.name} changed on {day(d.last_entry.timestamp)}, after {state.name} was "
-                    f"last set, so {state.name} may be out of date."
+                    f"{d.factor.name} changed on {day(d.last_entry.timestamp)}, after {state.label} was "
+                    f"last set, so {state.label} may be out of date."
                 )
     if needs_hidden:
         lines.append(f"{HIDDEN_NOTICE}.")
     if status == "blocked":
-        lines.append(f"{state.name} itself is blocked by an unmet prerequisite further down.")
+        lines.append(f"{state.label} itself is blocked by an unmet prerequisite further down.")
     if len(chain) > 1:
         lines.append("History: " + "; ".join(_entry_line(e) for e in chain) + ".")
     if ups:

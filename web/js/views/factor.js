@@ -154,12 +154,12 @@ function factorHeader(f, asOf, navigate) {
     h(
       "div",
       {},
-      h("p", { class: "eyebrow" }, `Factor · ${f.category.replaceAll("_", " ")}`),
-      h("h1", { id: "factor-h" }, f.name),
+      h("p", { class: "eyebrow" }, f.category == null ? "Factor" : `Factor · ${f.category.replaceAll("_", " ")}`),
+      h("h1", { id: "factor-h" }, f.name ?? f.id),
       h(
         "p",
         { class: "card-meta" },
-        [f.id, `scale ${f.scale}`, f.aliases.length ? `also: ${f.aliases.join(", ")}` : ""]
+        [f.id, f.scale == null ? "" : `scale ${f.scale}`, f.aliases.length ? `also: ${f.aliases.join(", ")}` : ""]
           .filter(Boolean)
           .join(" · "),
       ),
@@ -213,7 +213,7 @@ function factorHeader(f, asOf, navigate) {
 
 function historyBody(factor, journal, marker) {
   if (!journal.length) return stateBox("empty", "No journal entries you may see");
-  const label = `${factor.name} over time: ${journal.length} journalled values`;
+  const label = `${factor.name ?? factor.id} over time: ${journal.length} journalled values`;
   return h(
     "div",
     {},
@@ -366,7 +366,7 @@ function whatIfPanel(f, navigate) {
           if (input.value !== "") run(Number(input.value));
         },
       },
-      h("label", { for: inputId }, `If ${f.name} were`),
+      h("label", { for: inputId }, `If ${f.name ?? f.id} were`),
       h("div", { class: "search-row" }, input, h("button", { type: "submit", class: "btn" }, "Try")),
     ),
     h("p", { class: "hint" }, "Hypothetical: nothing is written."),
