@@ -62,6 +62,11 @@ class Settings(BaseSettings):
     llm_api_key: str = Field(default="not-needed", alias="CAIRN_LLM_API_KEY")
     llm_timeout_s: float = Field(default=20.0, alias="CAIRN_LLM_TIMEOUT_S")
 
+    # Correspondence sync (docs/design.md §Correspondence): sections per write transaction, and
+    # sections per model call (a write batch never crosses a window).
+    correspondence_write_batch: int = Field(default=256, gt=0, alias="CAIRN_CORRESPONDENCE_WRITE_BATCH")
+    correspondence_embed_window: int = Field(default=512, gt=0, alias="CAIRN_CORRESPONDENCE_EMBED_WINDOW")
+
     @property
     def embedded(self) -> bool:
         return self.neo4j_uri is None

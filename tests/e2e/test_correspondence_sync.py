@@ -18,12 +18,11 @@ from neo4j import Driver
 from typer.testing import CliRunner
 
 from cairn.cli import app as cli
-from cairn.ingest.correspondence import sync as sync_module
 from cairn.ingest.correspondence.parser import CorrespondenceError
 from cairn.ingest.correspondence.sync import SyncReport, reembed, sync_file
 from cairn.ingest.correspondence.watch import watch_file
 from cairn.runtime.embedder import MAX_TOKENS, Embedder
-from cairn.runtime.settings import REPO_ROOT
+from cairn.runtime.settings import REPO_ROOT, get_settings
 from cairn.schema.section_text import embeddable_text
 
 FIXTURE = REPO_ROOT / "fixtures" / "correspondence" / "acme-letters.md"
@@ -185,8 +184,8 @@ def test_the_embedding_is_the_body_without_tags_and_names_its_model(
 def test_windows_and_batches_that_do_not_line_up_give_each_section_its_own_vector(
     db: Driver, tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sync_module, "EMBED_WINDOW", 3)  # windows of 3 written in transactions of 2
-    monkeypatch.setattr(sync_module, "BATCH_SIZE", 2)
+    monkeypatch.setattr(get_settings(), "correspondence_embed_window", 3)  # windows of 3 ...
+    monkeypatch.setattr(get_settings(), "correspondence_write_batch", 2)  # ... written in transactions of 2
     texts = [f"Letter {i} is about {topic}." for i, topic in enumerate(("GPUs", "pricing", "Sydney") * 3)]
     md = write(tmp_path / "l.md", *(letter(ROMAN[i + 1], text=t) for i, t in enumerate(texts)))
     report = sync(db, md, tmp_path / "c.jsonl", embedder)

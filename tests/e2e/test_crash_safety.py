@@ -32,7 +32,7 @@ import shutil
 import signal
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ from cairn.ingest.correspondence import collisions
 from cairn.runtime import neo4j_server
 from cairn.runtime.database import sync_driver
 from cairn.runtime.embedder import get_embedder
-from cairn.runtime.settings import Settings
+from cairn.runtime.settings import Settings, get_settings
 from tests.conftest import MemoEmbedder
 from tests.e2e.conftest import wipe
 from tests.e2e.warm_cli import VECTORS_ENV, Run, WarmCLI
@@ -62,7 +62,12 @@ KILLS = 2  # every one must land mid-way (issue 13: at least two mid-way kills p
 # and when a kill lands, does not depend on how many distinct texts the vectors came from.
 TEXTS = 250
 PACKETS = 150
-LETTERS = 900  # four write batches of 256
+# The correspondence runs write LETTER_BATCH sections per transaction (default 256) and embed
+# LETTER_WINDOW per model call (default 512, two batches): LETTERS spans eight transactions and
+# four windows, as 2,048 letters would at the defaults, for a fraction of the embedding.
+LETTERS = 250
+LETTER_BATCH = 32
+LETTER_WINDOW = 64
 RETRY_S = "3"  # CAIRN_NEO4J_RETRY_S of the runs that meet the killed server (default 15)
 OUTAGE_MESSAGE = "lost the connection to Neo4j"
 LOG = "collisions.jsonl"
@@ -160,9 +165,15 @@ class Ingest:
     args: Callable[[Path, Path], list[str]]  # (input, work dir) -> CLI arguments
     progress_query: str
     total: int
+    settings: dict[str, int] = field(default_factory=dict)  # Settings fields its runs override
 
     def progress(self, driver: Driver) -> int:
         return int(driver.execute_query(self.progress_query)[0][0]["c"])
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The overridden settings as the environment of a run in a process of its own."""
+        return {str(Settings.model_fields[k].alias): str(v) for k, v in self.settings.items()}
 
 
 def _fixture_input(work: Path) -> Path:
@@ -200,6 +211,7 @@ LETTERS_INGEST = Ingest(
     lambda src, work: ["ingest", "correspondence", str(src), "--collision-log", str(work / LOG)],
     "MATCH (s:Section) RETURN count(s) AS c",
     LETTERS,
+    {"correspondence_write_batch": LETTER_BATCH, "correspondence_embed_window": LETTER_WINDOW},
 )
 INGESTS = [FIXTURES, PACKETS_INGEST, LETTERS_INGEST]
 
@@ -239,9 +251,12 @@ def known_vectors(embedder: MemoEmbedder, work: Path) -> dict[str, str]:
     return {VECTORS_ENV: str(_SAVED[held])}
 
 
-def run_to_end(args: list[str]) -> str:
-    """An uninterrupted run of the same CLI command, in this process."""
-    result = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+def run_to_end(ingest: Ingest, args: list[str]) -> str:
+    """An uninterrupted run of the same CLI command, in this process, with the ingest's settings."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in ingest.settings.items():
+            patch.setattr(get_settings(), name, value)
+        result = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
     assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
     return result.output
 
@@ -360,7 +375,7 @@ def test_sigkilled_ingest_rerun_writes_what_an_uninterrupted_run_writes(
 ) -> None:
     source = ingest.prepare(tmp_path)
     wipe(driver)
-    run_to_end(ingest.args(source, tmp_path / "reference"))
+    run_to_end(ingest, ingest.args(source, tmp_path / "reference"))
     reference = graph_shape(driver)
     reference_log = sorted(logged_collisions(tmp_path / "reference" / LOG, section_names(driver)))
     assert ingest.progress(driver) == ingest.total
@@ -377,7 +392,7 @@ def test_sigkilled_ingest_rerun_writes_what_an_uninterrupted_run_writes(
         # A random point: past a random share of what is left, then a random extra delay, so
         # the kill lands inside a transaction or between two.
         target = done + rng.randint(1, max(1, (ingest.total - done) // 2))
-        proc = cli_process(warm_cli, ingest.args(source, work), tmp_path / "out", **vectors)
+        proc = cli_process(warm_cli, ingest.args(source, work), tmp_path / "out", **ingest.env, **vectors)
         deadline = time.monotonic() + 600
         while proc.poll() is None and ingest.progress(driver) < target and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -398,13 +413,13 @@ def test_sigkilled_ingest_rerun_writes_what_an_uninterrupted_run_writes(
     assert len(mid_way) >= 2, f"{ingest.name}: kills landed at {killed_at} of {ingest.total}"
     print(f"{ingest.name}: SIGKILL at {killed_at} of {ingest.total} units")
 
-    run_to_end(ingest.args(source, work))
+    run_to_end(ingest, ingest.args(source, work))
     assert ingest.progress(driver) == ingest.total
     assert_whole(driver)
     assert graph_shape(driver) == reference
     log = logged_collisions(work / LOG, section_names(driver))
     assert sorted(log) == reference_log  # every collision logged, none twice
-    run_to_end(ingest.args(source, work))  # and one more run changes nothing
+    run_to_end(ingest, ingest.args(source, work))  # and one more run changes nothing
     assert graph_shape(driver) == reference
     assert sorted(logged_collisions(work / LOG, section_names(driver))) == reference_log
 
@@ -457,6 +472,7 @@ def outage(
             ingest.args(sources[ingest.name], work[ingest.name]),
             work[ingest.name] / "out",
             CAIRN_NEO4J_RETRY_S=RETRY_S,
+            **ingest.env,
             **vectors,
         )
     waiting = {ingest.name: ingest for ingest in INGESTS}
@@ -500,6 +516,6 @@ def test_neo4j_killed_mid_ingest_is_reported_and_recovered(
     source, work = outage.sources[ingest.name], outage.work[ingest.name]
     with sync_driver(settings) as fresh:
         assert_whole(fresh)
-        run_to_end(ingest.args(source, work))
+        run_to_end(ingest, ingest.args(source, work))
         assert ingest.progress(fresh) == ingest.total
         assert_whole(fresh)

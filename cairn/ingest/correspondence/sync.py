@@ -18,10 +18,11 @@ its content hash says whether the stored copy still matches the file. So a sync:
   one section, one vector, covering its title and opening (docs/design.md §What is embedded).
 
 Embedding dominates a full sync, so it runs at the model's own speed: sections are embedded
-in windows of ``EMBED_WINDOW`` in file order (the model sorts each window by length, so
-batches pad little), and window n+1 is embedded in a worker thread while window n is written
-in transactions of ``BATCH_SIZE``. Each transaction still holds whole sections only, in file
-order, so a kill mid-sync leaves a prefix of the new sections and the next sync goes on from it.
+in windows of ``CAIRN_CORRESPONDENCE_EMBED_WINDOW`` sections (512) in file order (the model sorts
+each window by length, so batches pad little), and window n+1 is embedded in a worker thread
+while window n is written in transactions of ``CAIRN_CORRESPONDENCE_WRITE_BATCH`` sections
+(256). Each transaction still holds whole sections only, in file order, so a kill mid-sync
+leaves a prefix of the new sections and the next sync goes on from it.
 
 Canonical numbers are allocated inside the write transaction from the store's maximum;
 the unique constraint on ``section_number`` turns a concurrent sync's race into a
@@ -70,10 +71,9 @@ from cairn.memory.correspondence import Numbering
 from cairn.policy.scope import Scope
 from cairn.policy.writes import create_problems, edges_problems
 from cairn.runtime.embedder import MODEL_NAME, Embedder, get_embedder
+from cairn.runtime.settings import get_settings
 from cairn.schema.section_text import embeddable_text
 
-BATCH_SIZE = 256  # sections per write transaction
-EMBED_WINDOW = 512  # sections per model call (sorted by length inside the model); two write batches
 WRITE_ATTEMPTS = 3
 SOURCE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
@@ -283,14 +283,13 @@ def _write(
 
 
 def embedded_windows(
-    embedder: Embedder, texts: Sequence[str], window: int | None = None
+    embedder: Embedder, texts: Sequence[str], window: int
 ) -> Iterator[tuple[int, NDArray[np.float32]]]:
     """(start, vectors) for each window of ``texts`` in order; window n+1 embeds while n is consumed.
 
     The model runs in one worker thread (torch releases the GIL), so the caller's writes overlap
     the next window's embedding. If the caller stops early, the window in flight is abandoned.
     """
-    window = window or EMBED_WINDOW
     starts = list(range(0, len(texts), window))
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cairn-embed")
     try:
@@ -373,9 +372,12 @@ def sync_bytes(
     )
     if fresh:
         emb = embedder or get_embedder()
-        for first, vectors in embedded_windows(emb, [s.embed_text for s in fresh]):
-            for offset in range(0, len(vectors), BATCH_SIZE):
-                stop = min(offset + BATCH_SIZE, len(vectors))  # a batch never crosses a window
+        settings = get_settings()
+        size = settings.correspondence_write_batch
+        texts = [s.embed_text for s in fresh]
+        for first, vectors in embedded_windows(emb, texts, settings.correspondence_embed_window):
+            for offset in range(0, len(vectors), size):
+                stop = min(offset + size, len(vectors))  # a batch never crosses a window
                 chunk = fresh[first + offset : first + stop]
                 batch = [
                     (s, _props(s, source, v.tolist(), emb.name))
@@ -459,7 +461,7 @@ def sync_file(
 def reembed(
     driver: Driver,
     embedder: Embedder | None = None,
-    batch_size: int = BATCH_SIZE,
+    batch_size: int | None = None,
     progress: Progress | None = None,
 ) -> int:
     """Re-embed only sections embedded with another model (or none); return how many.
@@ -467,11 +469,13 @@ def reembed(
     Only ``embedding`` and ``embedding_model`` change: the section itself stays as filed.
     """
     emb = embedder or get_embedder()
+    settings = get_settings()
+    batch_size = batch_size or settings.correspondence_write_batch
     records, _, _ = driver.execute_query(READ_STALE, model=emb.name, routing_=RoutingControl.READ)
     rows = [r.data() for r in records]
     done = 0
     texts = [embeddable_text(r["title"] or "", r["body"] or "") for r in rows]
-    for first, vectors in embedded_windows(emb, texts, max(batch_size, EMBED_WINDOW)):
+    for first, vectors in embedded_windows(emb, texts, max(batch_size, settings.correspondence_embed_window)):
         for offset in range(0, len(vectors), batch_size):
             stop = min(offset + batch_size, len(vectors))
             chunk = rows[first + offset : first + stop]
