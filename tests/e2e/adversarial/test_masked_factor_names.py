@@ -28,7 +28,7 @@ from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
 from cairn.schema.nodes import DECLARED_FIELDS
 from tests.e2e.adversarial.conftest import demo_roles_with
-from tests.e2e.adversarial.test_masked_factor_fields import READS
+from tests.e2e.adversarial.test_masked_factor_fields import READS, answers
 from tests.e2e.conftest import gql, passport, wipe
 
 HIDDEN_FACTOR = {"name", "category", "scale"}
@@ -70,18 +70,8 @@ def probe(driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathF
     wipe(driver)
 
 
-def _answers(probe: Any, role: str) -> dict[str, Any]:
-    client, registry = probe
-    out: dict[str, Any] = {}
-    for name, (query, variables) in {**READS, **EXTRA_READS}.items():
-        body = gql(client, query, passport(registry, role), **variables)
-        assert "errors" not in body, (name, body)
-        out[name] = body["data"]
-    return out
-
-
 def test_factor_answers_show_no_masked_name_category_or_scale(probe: Any) -> None:
-    staff = _answers(probe, "staff")
+    staff = answers(probe, "staff", {**READS, **EXTRA_READS})
     for name, data in staff.items():
         text = json.dumps(data)
         for sentinel in SENTINELS:
@@ -96,7 +86,7 @@ def test_factor_answers_show_no_masked_name_category_or_scale(probe: Any) -> Non
 
 
 def test_a_reader_of_every_field_still_sees_names(probe: Any) -> None:
-    exec_ = _answers(probe, "exec")
+    exec_ = answers(probe, "exec", {**READS, **EXTRA_READS})
     everything = json.dumps(exec_)
     for sentinel in SENTINELS:
         assert sentinel in everything, sentinel
