@@ -11,7 +11,7 @@ the vote; packet writes; blocks and the gardener; curation; reading dossiers; fa
 
 from __future__ import annotations
 
-from cairn.policy.acl import acl_visible, edge_allowed, search_fields_shown, shown_or
+from cairn.policy.acl import access_covers, acl_visible, edge_allowed, search_fields_shown, shown_or
 from cairn.schema.nodes import fulltext_index_name, vector_index_name
 
 # --- index names and the score scale -------------------------------------------------------------
@@ -213,8 +213,9 @@ ORDER BY p, dossier_id
 # and after. A transaction of ``ingest_packets`` writes all its packets with this one statement
 # (docs/design.md §Dossier queries): each packet's subquery runs after the previous one's, so a
 # dossier two packets route into shows the second the first one's writes, as separate statements
-# did. ``FROM_BLOCK`` is drawn only to a block the writer may read: to a writer, a hidden block is
-# one that does not exist.
+# did. ``FROM_BLOCK`` is drawn only to a block the writer may read and every reader of the packet's
+# facts may see (``access_covers``): to a writer, a hidden block is one that does not exist, and to
+# a packet, so is a block less visible than its facts.
 WRITE_ROUTES = f"""{KEEP_PLAN}
 UNWIND $packets AS pk
 CALL (pk) {{
@@ -222,7 +223,8 @@ CALL (pk) {{
   MERGE (d:Entity:Dossier {{id: r.dossier_id}})
   ON CREATE SET d += pk.create_props, d.created_at = datetime(pk.now), d.summary = ''
   WITH pk, d, r, d.summary AS previous
-  OPTIONAL MATCH (b:Block {{block_id: pk.block_id}}) WHERE {acl_visible("b")}
+  OPTIONAL MATCH (b:Block {{block_id: pk.block_id}})
+  WHERE {acl_visible("b")} AND {access_covers("b", "pk.create_props")}
   CALL (pk, d, r, b) {{
     UNWIND r.facts AS row
     MERGE (f:Entity:Fact {{id: row.id}})

@@ -9,6 +9,7 @@ caller may not walk is never followed.
 
 from __future__ import annotations
 
+from cairn.policy.profiles import SENSITIVITY_RANK
 from cairn.schema.catalog import RELATION_TYPES
 
 # The largest hop limit a profile may carry (RoleProfile.max_hops); quantified paths take
@@ -41,6 +42,23 @@ def acl_visible(var: str) -> str:
   AND $role IN coalesce({var}.roles_allowed, [])
   AND any(ns IN coalesce({var}.namespaces, []) WHERE ns IN $namespaces)
   AND coalesce({var}.sensitivity, '') IN $sensitivities))"""
+
+
+# The sensitivity levels as a Cypher map literal, for comparing two stored levels.
+_LEVELS = "{" + ", ".join(f"`{level}`: {rank}" for level, rank in SENSITIVITY_RANK.items()) + "}"
+
+
+def access_covers(target: str, holder: str) -> str:
+    """Cypher predicate: every scope that may see ``holder`` may also see ``target`` (two nodes,
+    or maps with the access fields), under any narrowing headers: the same domain, every role and
+    namespace of ``holder`` also in ``target``, and ``target`` no more sensitive. A node that
+    names, or hangs off, another one less visible than itself would tell some of its readers that
+    a node they may not see exists, and its id (docs/design.md §Policy module)."""
+    return f"""(coalesce({target}.domain, '') = coalesce({holder}.domain, '')
+  AND all(r IN coalesce({holder}.roles_allowed, []) WHERE r IN coalesce({target}.roles_allowed, []))
+  AND all(ns IN coalesce({holder}.namespaces, []) WHERE ns IN coalesce({target}.namespaces, []))
+  AND coalesce({_LEVELS}[{target}.sensitivity], {len(SENSITIVITY_RANK)})
+      <= coalesce({_LEVELS}[{holder}.sensitivity], -1))"""
 
 
 def search_vector(var: str) -> str:

@@ -12,7 +12,8 @@ fact packets, blocks, curation, factor journal). Two rules:
   (``acl_visible``), so the write path cannot drift from what reads show; a hidden node
   is reported with the very words used for a missing one.
 
-The operator CLI passes ``Scope.system()`` (unrestricted): every check here passes.
+The operator CLI passes ``Scope.system()`` (unrestricted): every check here passes, except
+``less_visible``, which protects the readers of what is written, not the writer.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 from neo4j import Driver, ManagedTransaction
 
-from cairn.policy.acl import acl_visible
+from cairn.policy.acl import access_covers, acl_visible
 from cairn.policy.profiles import SENSITIVITY_RANK, PolicyRegistry, matches
 from cairn.policy.scope import Scope
 
@@ -46,6 +47,15 @@ READABLE_ROWS = f"""
 UNWIND $rows AS n
 WITH n WHERE {acl_visible("n")}
 RETURN n.id AS id
+"""
+
+# The stored ids among $ids that some reader of $holder could not see (access_covers).
+LESS_VISIBLE = f"""
+MATCH (h:Entity {{id: $holder}})
+UNWIND $ids AS id
+MATCH (t:Entity {{id: id}})
+WHERE NOT {access_covers("t", "h")}
+RETURN t.id AS id
 """
 
 TAKEN_ID = "is already used by a node outside your write scope; choose another id"
@@ -136,6 +146,21 @@ def stored_ids(driver: Driver, scope: Scope, ids: Iterable[str]) -> StoredIds:
     hidden = frozenset(str(r["id"]) for r in records if not r["visible"])
     domains = {str(r["id"]): str(r["domain"]) for r in records if r["visible"] and r["domain"]}
     return StoredIds(visible, times, hidden, domains)
+
+
+def less_visible(driver: Driver, holder: str, ids: Iterable[str]) -> frozenset[str]:
+    """The stored ids among ``ids`` that some reader of the stored node ``holder`` may not see.
+
+    A write that makes ``holder`` name or hang off one of them (a journal entry's session, whose
+    access is its factor's) would show those readers a node they may not see: its id, and that it
+    exists. Asked for ids the writer may read (the write scope's own checks come first), so the
+    answer tells the writer nothing it cannot read; it holds for every writer, the operator too,
+    because what it protects is the readers."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return frozenset()
+    records, _, _ = driver.execute_query(LESS_VISIBLE, {"holder": holder, "ids": wanted})
+    return frozenset(str(r["id"]) for r in records)
 
 
 def hidden_ids(tx: ManagedTransaction, scope: Scope, ids: Iterable[str]) -> frozenset[str]:

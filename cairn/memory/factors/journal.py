@@ -46,7 +46,7 @@ from cairn.memory.factors.recalculation import (
 )
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
-from cairn.policy.writes import TAKEN_ID, edge_problem, stored_ids
+from cairn.policy.writes import TAKEN_ID, edge_problem, less_visible, stored_ids
 from cairn.runtime.embedder import Embedder, get_embedder
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$")
@@ -279,6 +279,15 @@ def _check_inputs(
         if stored.visible.get(session_id, "Session") != "Session":
             raise FactorError(
                 "INVALID_INPUT", "session_id names something that is not a session", "session_id"
+            )
+        if session_id in stored.visible and less_visible(driver, factor_id, [session_id]):
+            # The entry takes its factor's access: filed under a session some of its readers may
+            # not see, it would show them that session's id (cairn.policy.writes.less_visible).
+            raise FactorError(
+                "INVALID_INPUT",
+                f"session_id '{session_id}' names a session some readers of factor '{factor_id}' may not"
+                " see; choose another id",
+                "session_id",
             )
     wanted = list(dict.fromkeys(influenced_by))
     if factor_id in wanted:
