@@ -52,8 +52,7 @@ from cairn.policy.writes import (
     stored_ids,
 )
 from cairn.runtime.embedder import Embedder, get_embedder
-
-BATCH_SIZE = 500
+from cairn.runtime.settings import get_settings
 
 EMBED_BATCH = 64
 
@@ -299,8 +298,9 @@ def access_warnings(driver: Driver, fs: FixtureSet, registry: PolicyRegistry) ->
 
 
 def _batches(rows: Sequence[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
-    for i in range(0, len(rows), BATCH_SIZE):
-        yield list(rows[i : i + BATCH_SIZE])
+    size = get_settings().fixture_write_batch  # records per transaction (CAIRN_FIXTURE_WRITE_BATCH)
+    for i in range(0, len(rows), size):
+        yield list(rows[i : i + size])
 
 
 def _write(

@@ -28,6 +28,9 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
 BATCH_SIZE = 64
+# A pass of at most this many texts (queries, not an ingest's batch) runs on one intra-op thread
+# unless set_torch_threads chose a number for every pass.
+SMALL_PASS = 8
 # The model's window: longer texts are truncated to their first 256 word pieces. Pinned here so
 # the truncation is a decision, not an accident of the model's config (docs/design.md §What is embedded).
 MAX_TOKENS = 256
@@ -69,6 +72,7 @@ class Embedder:
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()  # a forked child starts its own model thread (the parent's is not there)
         self.passes = 0  # forward passes (model calls) so far: the batching is observable
+        self._default_threads: int | None = None  # torch's own, read by the model thread
 
     def embed(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> NDArray[np.float32]:
         """One vector per text, in order."""
@@ -134,11 +138,18 @@ class Embedder:
 
     def _encode(self, texts: list[str]) -> NDArray[np.float32]:
         self.passes += 1
-        if _torch_threads is not None:
-            import torch
+        import torch
 
-            if torch.get_num_threads() != _torch_threads:  # OpenMP's setting is per thread
-                torch.set_num_threads(_torch_threads)
+        if self._default_threads is None:
+            self._default_threads = torch.get_num_threads()
+        threads = _torch_threads
+        if threads is None:
+            # A pass of a few short queries gains little from a second intra-op thread and stalls
+            # on it whenever Neo4j (or anything) holds the other core (docs/design.md §Embedding
+            # under load); an ingest's batches keep torch's default.
+            threads = 1 if len(texts) <= SMALL_PASS else self._default_threads
+        if torch.get_num_threads() != threads:  # OpenMP's setting is per thread (the model thread's)
+            torch.set_num_threads(threads)
         vectors = self._model.encode(
             texts,
             batch_size=BATCH_SIZE,
@@ -161,7 +172,7 @@ class Embedder:
         return await anyio.to_thread.run_sync(self.embed, texts)
 
 
-_torch_threads: int | None = None  # None: torch's default (one per core)
+_torch_threads: int | None = None  # None: one for a small pass, torch's default (one per core) otherwise
 
 
 def set_torch_threads(threads: int) -> None:

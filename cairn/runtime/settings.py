@@ -66,6 +66,8 @@ class Settings(BaseSettings):
     # sections per model call (a write batch never crosses a window).
     correspondence_write_batch: int = Field(default=256, gt=0, alias="CAIRN_CORRESPONDENCE_WRITE_BATCH")
     correspondence_embed_window: int = Field(default=512, gt=0, alias="CAIRN_CORRESPONDENCE_EMBED_WINDOW")
+    # Org-memory fixture ingest (cairn/ingest/org_memory.py): records per write transaction.
+    fixture_write_batch: int = Field(default=500, gt=0, alias="CAIRN_FIXTURE_WRITE_BATCH")
 
     @property
     def embedded(self) -> bool:

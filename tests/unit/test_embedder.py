@@ -68,3 +68,31 @@ def test_a_request_that_cannot_be_embedded_fails_alone(model: Embedder) -> None:
     with pytest.raises(Exception):  # noqa: B017 (whatever the tokenizer raises)
         bad.result()
     assert model.embed(["the model thread still serves"]).shape == (1, 384)
+
+
+def test_a_small_pass_runs_on_one_thread_and_a_larger_one_on_torchs_default(
+    model: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/design.md §Embedding under load: queries do not wait on a second intra-op thread."""
+    import torch
+
+    from cairn.runtime import embedder
+
+    monkeypatch.setattr(embedder, "_torch_threads", None)  # as outside `cairn serve`
+    threads: list[int] = []
+    encode = model._model.encode
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        threads.append(torch.get_num_threads())  # in the model thread, where the pass runs
+        return encode(*args, **kwargs)
+
+    monkeypatch.setattr(model._model, "encode", recording)
+    model.embed(["one short query"])
+    model.embed([f"an ingest's text number {i}" for i in range(embedder.SMALL_PASS + 1)])
+    model.embed(["another short query"])
+    default = model._default_threads
+    assert default is not None and default >= 1
+    assert threads == [1, default, 1]
+    monkeypatch.setattr(embedder, "_torch_threads", 3)  # `cairn serve` sets one number for every pass
+    model.embed(["a query under a fixed setting"])
+    assert threads[-1] == 3
