@@ -465,14 +465,16 @@ WHERE s >= $min_score
 WITH o, count(*) AS hits, sum(2 * s - 1) AS score_sum
 ORDER BY hits DESC, score_sum DESC, o.id
 LIMIT $top_k
-RETURN o.id AS id, o.title AS title, hits, score_sum
+RETURN o.id AS id, o {{.*, centroid_sum: null, summary_pool: null}} AS props, hits, score_sum
 """
 
 LINKED_DOSSIERS = f"""
 MATCH (d:Dossier {{id: $id}})<-[:ABOUT]-(j:JournalEntry {{op: 'linked'}})-[:ABOUT]->(o:Dossier)
 WHERE o.id <> $id AND {acl_visible("d")} AND {acl_visible("j")} AND {acl_visible("o")}
   AND {edge_allowed("ABOUT", "j", "d", "in")} AND {edge_allowed("ABOUT", "j", "o", "out")}
-RETURN DISTINCT o.id AS id, o.title AS title, j.rationale AS rationale
+WITH DISTINCT o, j ORDER BY o.id, j.id
+WITH o, collect(j)[0] AS j
+RETURN o.id AS id, o {{.*, centroid_sum: null, summary_pool: null}} AS props, j {{.*}} AS entry
 ORDER BY o.id
 """
 

@@ -317,7 +317,9 @@ def _assemble(
         edges[key] = _edge(
             src, dst, rel_type, relation, tuple(relations) if relations else (), reason if shown else None
         )
-    trace.withheld_ids = sorted(hidden)
+    # Numbered (withheld-1, …) by reason first: the caller sees the placeholders and their
+    # reasons, so an order by id alone told it which of two hidden ids sorts first.
+    trace.withheld_ids = sorted(hidden, key=lambda i: (hidden[i], i))
     trace.reasons_by_id = {i: hidden[i] for i in trace.withheld_ids}
     trace.hidden_vertices = len(hidden)
     trace.edge_types_used = sorted(used)

@@ -27,6 +27,7 @@ from cairn.memory.dossiers.models import Access
 from cairn.memory.dossiers.retriever import get_dossier
 from cairn.memory.dossiers.summary import SUMMARY_PARAMS, centroid_sum
 from cairn.memory.dossiers.voting import VOTE_THRESHOLD
+from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
 
 
@@ -218,13 +219,19 @@ def related_dossiers(
         cypher.RELATED_BY_FACTS, {**params, "min_score": index_score(threshold), "top_k": top_k}
     )
     out: list[dict[str, Any]] = [
-        {"id": r["id"], "title": r["title"], "linked": True, "rationale": r["rationale"]} for r in linked
+        {
+            "id": r["id"],
+            "title": _shown(r["props"], scope),
+            "linked": True,
+            "rationale": _rationale(r["entry"], scope),
+        }
+        for r in linked
     ]
     seen = {o["id"] for o in out}
     out += [
         {
             "id": r["id"],
-            "title": r["title"],
+            "title": _shown(r["props"], scope),
             "linked": False,
             "hits": r["hits"],
             "score_sum": round(r["score_sum"], 4),
@@ -233,6 +240,17 @@ def related_dossiers(
         if r["id"] not in seen
     ]
     return out
+
+
+def _shown(props: dict[str, Any], scope: Scope) -> Any:
+    """A related dossier's title as the scope reads it: null where its rule, or the fact text it
+    is written from, is masked (``cairn.policy.preselector.mask``, as ``dossier`` reads it)."""
+    return mask("Dossier", props, scope)[0].get("title")
+
+
+def _rationale(entry: dict[str, Any], scope: Scope) -> Any:
+    """A link's rationale where the scope may read its journal entry's ``rationale``."""
+    return mask("JournalEntry", entry, scope)[0].get("rationale")
 
 
 EXPORT_FORMAT = "cairn.dossier/1"
