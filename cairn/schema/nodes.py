@@ -112,6 +112,7 @@ class Factor(Entity):
     current_confidence = FloatProperty()
     inference_status = StringProperty(choices={s: s for s in ("unconfirmed", "confirmed", "user_provided")})
     last_updated = DateTimeProperty()
+    aliases = ArrayProperty(StringProperty())
     embedding = _embedding()
     embedding_model = StringProperty()
 
@@ -119,6 +120,7 @@ class Factor(Entity):
 class Option(Entity):
     name = StringProperty(required=True)
     description = StringProperty()
+    aliases = ArrayProperty(StringProperty())
     embedding = _embedding()
     embedding_model = StringProperty()
 
