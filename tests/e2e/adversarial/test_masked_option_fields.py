@@ -27,7 +27,7 @@ from cairn.runtime.settings import Settings
 from cairn.schema.nodes import DECLARED_FIELDS
 from tests.e2e.adversarial.conftest import demo_roles_with
 from tests.e2e.adversarial.test_masked_factor_fields import READS, answers
-from tests.e2e.conftest import wipe
+from tests.e2e.conftest import gql, passport, wipe
 
 HIDDEN_OPTION = {"name", "description", "aliases"}
 HIDDEN_FACTOR = {"name", "aliases"}
@@ -146,3 +146,39 @@ def test_a_reader_of_every_field_still_sees_them_unmasked(probe: Any) -> None:
     assert cited and all(r["masked"] == [] and r["name"] != r["id"] for r in cited), cited
     assert exec_["factor"]["factor"]["aliases"] == [FACTOR_ALIAS]
     assert exec_["factor"]["factor"]["masked"] == []
+
+
+# Factors staff may read (low sensitivity), one never journalled and one journalled.
+PICK = "MATCH (f:Factor) WHERE f.sensitivity = 'low' AND f.journal_seq IS {} RETURN f.id AS id ORDER BY id"
+UNASSESSED, ASSESSED = PICK.format("NULL"), PICK.format("NOT NULL")
+VALUE_FIELDS = {"current_value", "current_confidence", "inference_status", "last_updated", "journal_seq"}
+NODE = "query($id: ID!) { node(id: $id) { id fields masked } }"
+
+
+def test_masked_names_the_same_hidden_fields_on_assessed_and_unassessed_factors(
+    probe: Any, driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Found attacking the demo over HTTP: ``node`` on a factor lists ``journal_seq`` (and a
+    ``description``), which the schema did not declare, so a rule that hid them named them in
+    ``masked`` only where stored. A factor gets a ``journal_seq`` with its first journal entry: a
+    role that may not see values still learnt which factors are assessed. Now both are declared,
+    and an assessed and an unassessed factor (one without a description) mask the same names."""
+    assessed = driver.execute_query(ASSESSED).records[0]["id"]  # the first by id
+    unassessed = driver.execute_query(UNASSESSED).records[0]["id"]
+    driver.execute_query("MATCH (f:Factor {id: $id}) REMOVE f.description", id=unassessed)
+    hidden = VALUE_FIELDS | {"description"}
+    path = demo_roles_with(
+        tmp_path_factory,
+        "staff",
+        {"Factor": [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Factor"] - hidden)}]},
+    )
+    registry = PolicyRegistry.load(path)
+    with TestClient(create_app(settings.model_copy(update={"policy_file": path}))) as client:
+        staff, exec_ = passport(registry, "staff"), passport(registry, "exec")
+        seen = {i: gql(client, NODE, staff, id=i)["data"]["node"] for i in (assessed, unassessed)}
+        full = {i: gql(client, NODE, exec_, id=i)["data"]["node"] for i in (assessed, unassessed)}
+    assert seen[assessed]["masked"] == seen[unassessed]["masked"], seen
+    assert hidden <= set(seen[assessed]["masked"]), seen
+    assert not hidden & (set(seen[assessed]["fields"]) | set(seen[unassessed]["fields"])), seen
+    # the difference is there to hide: a reader of every field sees it
+    assert "journal_seq" in full[assessed]["fields"] and "journal_seq" not in full[unassessed]["fields"]
