@@ -144,11 +144,14 @@ def kept_on_update(scope: Scope, label: str, domains: Iterable[str], fields: Ite
     holds changes nothing in the write's answer."""
     if scope.unrestricted:
         return frozenset()
+    names = [f for f in fields if f != "id"]
     hidden: set[str] = set()
     for domain in domains:
         shown = scope.visible_fields(label, domain)
         if shown is not None:
-            hidden.update(f for f in fields if f != "id" and f not in shown)
+            hidden.update(f for f in names if f not in shown)
+        # a field written from one the scope hides there (a block's pending_facts) is hidden too
+        hidden.update(f for f in scope.derived_hidden(label, domain) if f in names)
     return frozenset(hidden)
 
 

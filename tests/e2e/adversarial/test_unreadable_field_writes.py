@@ -22,6 +22,7 @@ from starlette.testclient import TestClient
 
 from cairn.app import create_app
 from cairn.ingest.org_memory import ingest_payload
+from cairn.memory.dossiers.blocks import ingest_block
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
 from cairn.schema.nodes import DECLARED_FIELDS
@@ -211,3 +212,33 @@ def test_fields_the_writer_cannot_read_keep_their_stored_value(
     assert (row["o"], row["r"]) == ("Rewritten option", HIDDEN_TEXT)
     assert row["t"].startswith("1999-01-01"), row["t"]
     assert answers[0] == answers[1]
+
+
+INGEST_BLOCK = "mutation($b: JSON!) { ingestBlock(block: $b) { blockId turns facts } }"
+TURN = (
+    "MATCH (t:Turn)-[:PART_OF]->(:Block {block_id: 'zz_block'})"
+    " RETURN t.user_text AS u, t.assistant_text AS a"
+)
+
+
+def test_a_resent_block_keeps_the_turn_fields_its_writer_cannot_read(
+    driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``ingestBlock`` resending a block not gardened yet rewrote its turns whole: a writer whose
+    rules hide a turn's ``assistant_text`` overwrote it. Now it sets only what it may read."""
+    wipe(driver)
+    first = {"block_id": "zz_block", "turns": [{"user": "first question", "assistant": HIDDEN_TEXT}]}
+    ingest_block(driver, first)
+    path = demo_roles_with(
+        tmp_path_factory,
+        "writer",
+        {"Turn": [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Turn"] - {"assistant_text"})}]},
+    )
+    registry = PolicyRegistry.load(path)
+    resent = {"block_id": "zz_block", "turns": [{"user": "edited question", "assistant": "writer text"}]}
+    with TestClient(create_app(settings.model_copy(update={"policy_file": path}))) as client:
+        body = gql(client, INGEST_BLOCK, passport(registry, "writer"), b=resent)
+    assert "errors" not in body and HIDDEN_TEXT not in json.dumps(body), body
+    rows = driver.execute_query(TURN).records
+    assert [(r["u"], r["a"]) for r in rows] == [("edited question", HIDDEN_TEXT)]
+    wipe(driver)
