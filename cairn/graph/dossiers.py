@@ -270,7 +270,8 @@ RETURN b.block_id AS block_id
 WRITE_BLOCK = """
 MERGE (b:Entity:Block {id: $id})
 ON CREATE SET b.created_at = datetime($now)
-SET b += $props, b.observed_at = CASE WHEN $observed_at IS NULL THEN null ELSE datetime($observed_at) END
+SET b += $props, b.observed_at = CASE WHEN $keep_observed_at THEN b.observed_at
+                                      WHEN $observed_at IS NULL THEN null ELSE datetime($observed_at) END
 WITH b
 UNWIND $turns AS t
 MERGE (turn:Entity:Turn {id: t.id})

@@ -21,6 +21,7 @@ from cairn.policy.acl import (
     edge_allowed,
     field_shown,
     hop_bound,
+    name_masked,
     search_fields_shown,
     shown_or,
     step_allowed,
@@ -233,7 +234,8 @@ WITH x,
                                         >= coalesce(r.min_value, 0.0), false)
                   THEN y END) AS unmet
 WITH {{id: x.id, label: CASE WHEN x:Option THEN 'Option' ELSE 'Factor' END,
-       name: {shown_or("x", "name", "null")}, category: {shown_or("x", "category", "null")},
+       name: {shown_or("x", "name", "null")}, masked: {name_masked("x")},
+       category: {shown_or("x", "category", "null")},
        value: {shown_or("x", "current_value", "null")},
        confidence: {shown_or("x", "current_confidence", "null")},
        scale: {shown_or("x", "scale", "null")}, edges: edges, needs_hidden: needs_hidden}} AS node, unmet
@@ -339,7 +341,7 @@ CALL (s) {{
   WHERE {within_hops("0")} AND {step_allowed("DEPENDS_ON", "m", "s", "in", "m")}
   WITH m, r ORDER BY m.id
   RETURN collect({{id: m.id, label: CASE WHEN m:Option THEN 'Option' ELSE 'Factor' END,
-                   name: {shown_or("m", "name", "null")},
+                   name: {shown_or("m", "name", "null")}, masked: {name_masked("m")},
                    min_value: coalesce(r.min_value, 0.0)}}) AS dependents
 }}
 RETURN s {{.id, .domain, .name, .category, .scale, .current_value, .current_confidence, .inference_status,
@@ -369,7 +371,8 @@ WHERE {_VISIBLE_S}
 MATCH (m:Entity)-[r:DEPENDS_ON]->(s)
 WHERE {within_hops("0")} AND {step_allowed("DEPENDS_ON", "m", "s", "in", "m")}
 RETURN m.id AS id, CASE WHEN m:Option THEN 'Option' ELSE 'Factor' END AS label,
-       {shown_or("m", "name", "null")} AS name, coalesce(r.min_value, 0.0) AS min_value
+       {shown_or("m", "name", "null")} AS name, {name_masked("m")} AS masked,
+       coalesce(r.min_value, 0.0) AS min_value
 ORDER BY id
 """
 
@@ -391,7 +394,7 @@ CALL (f) {{
   WITH e ORDER BY e.timestamp DESC, e.seq DESC, e.id DESC LIMIT 1
   RETURN e.new_number AS before
 }}
-RETURN f.id AS id, {shown_or("f", "name", "null")} AS name, before, entries
+RETURN f.id AS id, {shown_or("f", "name", "null")} AS name, {name_masked("f")} AS masked, before, entries
 """
 
 # -- assessment (assessment.py) ------------------------------------------------------------------
@@ -456,7 +459,7 @@ WHERE e.embedding IS NOT NULL AND {_VISIBLE_E} AND {_VISIBLE_F} AND {_ABOUT_FROM
   AND {search_fields_shown("e", "JournalEntry")}
 WITH f, max(vector.similarity.cosine(e.embedding, $q)) AS score
 WHERE score >= $threshold
-RETURN f.id AS id, {shown_or("f", "name", "null")} AS name, score
+RETURN f.id AS id, {shown_or("f", "name", "null")} AS name, {name_masked("f")} AS masked, score
 ORDER BY score DESC, id
 LIMIT 1
 """

@@ -25,6 +25,10 @@ STORED_CAUSAL = "MATCH (a:Entity)-[:CAUSAL_PRECEDES]->(b:Entity) RETURN a.id AS 
 _DIFFERS = """(old.timestamp IS NULL) <> (row.timestamp IS NULL)
   OR old.timestamp <> datetime(row.timestamp)
   OR any(k IN keys(row.props) WHERE (old[k] IS NULL) <> (row.props[k] IS NULL) OR old[k] <> row.props[k])"""
+# A vertex row's timestamp is null when the writer may not read the stored one: it is kept.
+_VERTEX_DIFFERS = """(row.timestamp IS NOT NULL
+   AND (old.timestamp IS NULL OR old.timestamp <> datetime(row.timestamp)))
+  OR any(k IN keys(row.props) WHERE (old[k] IS NULL) <> (row.props[k] IS NULL) OR old[k] <> row.props[k])"""
 _COUNTS = """RETURN sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END) AS created,
        sum(CASE WHEN old IS NOT NULL AND coalesce(changed, false) THEN 1 ELSE 0 END) AS updated"""
 
@@ -34,10 +38,10 @@ def upsert_vertex(label: str) -> str:
 UNWIND $rows AS row
 OPTIONAL MATCH (old:Entity {{id: row.id}})
 WITH row, old WHERE old IS NULL OR ({acl_visible("old")} AND old:{label})
-WITH row, old, {_DIFFERS} AS changed
+WITH row, old, {_VERTEX_DIFFERS} AS changed
 MERGE (n:Entity:{label} {{id: row.id}})
 ON CREATE SET n.created_at = datetime()
-SET n += row.props, n.timestamp = datetime(row.timestamp)
+SET n += row.props, n.timestamp = coalesce(datetime(row.timestamp), n.timestamp)
 {_COUNTS}
 """
 
@@ -70,6 +74,37 @@ SET r += row.props
 {_COUNTS}
 """
 
+
+# The stored x_extra text of nodes and edges an update is about to set, each write-locked first
+# (the no-op SET) so the keys kept from it cannot change before the transaction commits
+# (cairn.policy.writes.merged_extra).
+LOCKED_NODE_EXTRA = """
+UNWIND $ids AS id
+MATCH (n:Entity {id: id})
+SET n.x_extra = n.x_extra
+RETURN n.id AS id, n.x_extra AS extra
+"""
+
+
+def locked_edge_extra(rel_type: str, start: str, end: str) -> str:
+    return f"""
+UNWIND $pairs AS pair
+MATCH (a:{start} {{id: pair[0]}})-[r:{rel_type}]->(b:{end} {{id: pair[1]}})
+SET r.x_extra = r.x_extra
+RETURN a.id AS a, b.id AS b, r.x_extra AS extra
+"""
+
+
+LOCKED_CAUSAL_EXTRA = locked_edge_extra("CAUSAL_PRECEDES", "Entity", "Entity")
+LOCKED_ALIAS_EXTRA = locked_edge_extra("ALIAS_OF", "Decision", "Event")
+
+# The stored text fields a vector is made from, for an update that keeps the ones its writer may
+# not read: the new vector is made from what the node will hold.
+STORED_TEXTS = """
+UNWIND $ids AS id
+MATCH (n:Entity {id: id})
+RETURN n.id AS id, n {.option, .rationale, .summary, .description} AS texts
+"""
 
 # -- search (cairn/memory/org_search.py) ---------------------------------------------------------
 

@@ -24,8 +24,12 @@ from typing import Any
 from neo4j import Driver, ManagedTransaction
 
 from cairn.graph.org import (
+    LOCKED_ALIAS_EXTRA,
+    LOCKED_CAUSAL_EXTRA,
+    LOCKED_NODE_EXTRA,
     STORED_CAUSAL,
     STORED_EMBEDDINGS,
+    STORED_TEXTS,
     UPSERT_ALIASES,
     UPSERT_CAUSAL,
     UPSERT_DECISIONS,
@@ -48,7 +52,11 @@ from cairn.policy.writes import (
     create_problems,
     domain_problem,
     edge_problem,
+    extra_problems,
+    kept_on_update,
+    merged_extra,
     readable_by_some_role,
+    readable_extra_keys,
     stored_ids,
 )
 from cairn.runtime.embedder import Embedder, get_embedder
@@ -216,6 +224,15 @@ def scope_problems(
     for rid, fld, domain in claims:
         if (p := domain_problem(writer, domain)) is not None:
             problems.append(Problem(fs.origin[rid], rid, fld, p.message))
+    extras: list[tuple[str, str | None, str, dict[str, Any]]] = [
+        *((d.id, "Decision", d.domain, d.x_extra) for d in fs.decisions),
+        *((e.id, "Event", e.domain, e.x_extra) for e in fs.events),
+        *((t.id, None, t.domain, t.x_extra) for t in fs.transitions),
+        *((a.id, None, a.domain_from, a.x_extra) for a in fs.aliases),
+    ]
+    for rid, label, domain, extra in extras:
+        for p in extra_problems(writer, label, domain, extra):
+            problems.append(Problem(fs.origin[rid], rid, p.field, p.message))
     domain_of = {**(stored_domains or {}), **{r.id: r.domain for r in [*fs.decisions, *fs.events]}}
     edges: list[tuple[str, str, str, str, str | None, str | None]]
     edges = [(t.id, "CAUSAL_PRECEDES", t.from_id, t.to_id, None, None) for t in fs.transitions]
@@ -310,8 +327,11 @@ def _write(
     rows: Sequence[dict[str, Any]],
     stage: str,
     progress: Progress | None,
+    locked_extra: str | None = None,
 ) -> Counts:
     def work(tx: ManagedTransaction, batch: list[dict[str, Any]]) -> Counts:
+        if locked_extra is not None:
+            _merge_extra(tx, locked_extra, batch)
         record = tx.run(query, {**scope.cypher_params(), "rows": batch}).single()
         return Counts(int(record["created"]), int(record["updated"])) if record else Counts()
 
@@ -322,6 +342,99 @@ def _write(
             if progress:
                 progress(stage, len(batch))
     return total
+
+
+# What an update row carries to merge its x_extra inside the write transaction: the keys the writer
+# may read and the map it wrote (cairn.policy.writes.merged_extra).
+EXTRA = "merge_extra"
+
+
+def _row_key(row: dict[str, Any]) -> tuple[str, ...]:
+    if "id" in row:
+        return (row["id"],)
+    if "from_id" in row:
+        return (row["from_id"], row["to_id"])
+    return (row["decision_id"], row["event_id"])
+
+
+def _merge_extra(tx: ManagedTransaction, query: str, batch: list[dict[str, Any]]) -> None:
+    """Set each update row's x_extra to its written keys over the stored keys its writer may not
+    read, read under the write lock of this transaction."""
+    merging = [row for row in batch if EXTRA in row]
+    if not merging:
+        return
+    keys = [_row_key(row) for row in merging]
+    stored: dict[tuple[str, ...], Any]
+    if len(keys[0]) == 1:
+        records = tx.run(query, ids=[k[0] for k in keys])
+        stored = {(r["id"],): r["extra"] for r in records}
+    else:
+        records = tx.run(query, pairs=[list(k) for k in keys])
+        stored = {(r["a"], r["b"]): r["extra"] for r in records}
+    for row, key in zip(merging, keys, strict=True):
+        spec = row[EXTRA]
+        row["props"]["x_extra"] = merged_extra(frozenset(spec["readable"]), stored.get(key), spec["written"])
+
+
+def _readable_both(scope: Scope, label: str | None, domains: Iterable[str]) -> list[str]:
+    """The x_extra keys the writer reads in every one of ``domains`` (the stored node's and the one
+    written): a key hidden in either is kept as stored."""
+    readable: frozenset[str] | None = None
+    for domain in domains:
+        keys = readable_extra_keys(scope, label, domain) or frozenset()
+        readable = keys if readable is None else readable & keys
+    return sorted(readable or ())
+
+
+def _restrict_updates(
+    driver: Driver,
+    scope: Scope,
+    decisions: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    causal: list[dict[str, Any]],
+    aliases: list[dict[str, Any]],
+) -> dict[str, dict[str, Any]]:
+    """Limit each update of a stored node or edge to what ``scope`` may read on it: fields its rules
+    hide there are dropped from the row (the stored value stays), and x_extra is merged in the
+    write transaction (``EXTRA``). Returns, per updated node, the stored text fields its new
+    vector must be made from (those the writer may not read). The operator's rows are unchanged."""
+    if scope.unrestricted:
+        return {}
+    stored = stored_ids(driver, scope, [r["id"] for r in [*decisions, *events]])
+    kept_texts: dict[str, set[str]] = {}
+    for label, rows, texts in (
+        ("Decision", decisions, ("option", "rationale")),
+        ("Event", events, ("summary", "description")),
+    ):
+        for row in rows:
+            if row["id"] not in stored.visible:
+                continue
+            domains = {str(row["props"]["domain"]), stored.domains.get(row["id"], "")}
+            hidden = kept_on_update(scope, label, domains, [*row["props"], "timestamp"])
+            written = json.loads(row["props"]["x_extra"])
+            for name in hidden:
+                row["props"].pop(name, None)
+            if "timestamp" in hidden:
+                row["timestamp"] = None
+            if "x_extra" not in hidden:
+                row[EXTRA] = {"readable": _readable_both(scope, label, domains), "written": written}
+            if hidden & set(texts):
+                kept_texts[row["id"]] = set(hidden & set(texts))
+    for edge in [*causal, *aliases]:
+        # An edge the writer may attach is between nodes it reads: merge with what the edge holds
+        # (a new edge has nothing stored, and its map is written whole).
+        domains = {str(edge["props"].get("domain") or edge["props"].get("domain_from"))}
+        edge[EXTRA] = {
+            "readable": _readable_both(scope, None, domains),
+            "written": json.loads(edge["props"]["x_extra"]),
+        }
+    if not kept_texts:
+        return {}
+    records, _, _ = driver.execute_query(STORED_TEXTS, ids=sorted(kept_texts))
+    return {
+        str(r["id"]): {k: v for k, v in dict(r["texts"]).items() if k in kept_texts[str(r["id"])]}
+        for r in records
+    }
 
 
 def decision_text(d: DecisionRecord) -> str:
@@ -404,18 +517,28 @@ def write_fixture_set(
     if warnings and refuse_warnings:
         raise FixtureError(warnings)
     decisions, events = decision_rows(fs), event_rows(fs)
-    embedder = embedder or get_embedder()
-    _embed_rows(driver, decisions, [decision_text(d) for d in fs.decisions], embedder, "embedding", progress)
-    _embed_rows(driver, events, [event_text(e) for e in fs.events], embedder, "embedding", progress)
-    headers = [decision_header_text(d) for d in fs.decisions]
-    _embed_rows(driver, decisions, headers, embedder, "embedding", None, prefix="header_")
-    headers = [event_header_text(e) for e in fs.events]
-    _embed_rows(driver, events, headers, embedder, "embedding", None, prefix="header_")
     causal, aliases = causal_rows(fs), alias_rows(fs)
-    nodes = _write(driver, scope, UPSERT_DECISIONS, decisions, "decisions", progress)
-    nodes += _write(driver, scope, UPSERT_EVENTS, events, "events", progress)
-    edges = _write(driver, scope, UPSERT_CAUSAL, causal, "transitions", progress)
-    edges += _write(driver, scope, UPSERT_ALIASES, aliases, "aliases", progress)
+    kept = _restrict_updates(driver, scope, decisions, events, causal, aliases)
+    # Vectors are made from what each node will hold: a kept text field at its stored value.
+    stored_decisions = [d.model_copy(update=kept.get(d.id, {})) for d in fs.decisions]
+    stored_events = [e.model_copy(update=kept.get(e.id, {})) for e in fs.events]
+    embedder = embedder or get_embedder()
+    _embed_rows(
+        driver, decisions, [decision_text(d) for d in stored_decisions], embedder, "embedding", progress
+    )
+    _embed_rows(driver, events, [event_text(e) for e in stored_events], embedder, "embedding", progress)
+    headers = [decision_header_text(d) for d in stored_decisions]
+    _embed_rows(driver, decisions, headers, embedder, "embedding", None, prefix="header_")
+    headers = [event_header_text(e) for e in stored_events]
+    _embed_rows(driver, events, headers, embedder, "embedding", None, prefix="header_")
+    restricted = not scope.unrestricted
+    node_lock = LOCKED_NODE_EXTRA if restricted else None
+    nodes = _write(driver, scope, UPSERT_DECISIONS, decisions, "decisions", progress, node_lock)
+    nodes += _write(driver, scope, UPSERT_EVENTS, events, "events", progress, node_lock)
+    causal_lock = LOCKED_CAUSAL_EXTRA if restricted else None
+    edges = _write(driver, scope, UPSERT_CAUSAL, causal, "transitions", progress, causal_lock)
+    alias_lock = LOCKED_ALIAS_EXTRA if restricted else None
+    edges += _write(driver, scope, UPSERT_ALIASES, aliases, "aliases", progress, alias_lock)
     return IngestReport(len(decisions), len(events), len(causal), len(aliases), nodes, edges, tuple(warnings))
 
 

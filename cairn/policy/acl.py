@@ -109,6 +109,14 @@ def shown_or(var: str, name: str, default: str) -> str:
     return f"CASE WHEN {field_shown(var, name)} THEN {var}.{name} ELSE {default} END"
 
 
+def name_masked(var: str) -> str:
+    """Cypher expression: ``['name']`` where the scope hides field ``name`` on node ``var``, else
+    ``[]``: the ``masked`` list of a reference that shows a node by its id and name (a factor or
+    option cited in an answer), decided by the field rule alone, as ``preselector.mask`` names a
+    hidden field whether or not the node holds a value there."""
+    return f"CASE WHEN {field_shown(var, 'name')} THEN [] ELSE ['name'] END"
+
+
 def edge_allowed(rel: str, start: str, end: str, walk: str) -> str:
     """Cypher predicate: the scope may walk an edge stored as ``(start)-[rel]->(end)`` this way.
 

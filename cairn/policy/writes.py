@@ -12,19 +12,27 @@ fact packets, blocks, curation, factor journal). Two rules:
   (``acl_visible``), so the write path cannot drift from what reads show; a hidden node
   is reported with the very words used for a missing one.
 
+A third rule keeps an update from reaching past the writer's view of a node it may read:
+
+- **Leave alone what you cannot read.** An update of a stored node sets only the fields the
+  writer's field rules show on it (``kept_on_update``), and replaces only the ``x_extra`` keys
+  it may read (``merged_extra``): every other field and key keeps its stored value, so the
+  write neither destroys nor alters it, and nothing in the answer depends on it.
+
 The operator CLI passes ``Scope.system()`` (unrestricted): every check here passes, except
 ``less_visible``, which protects the readers of what is written, not the writer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from neo4j import Driver, ManagedTransaction
 
-from cairn.policy.acl import access_covers, acl_visible
+from cairn.policy.acl import access_covers, acl_visible, field_shown
 from cairn.policy.profiles import SENSITIVITY_RANK, PolicyRegistry, matches
 from cairn.policy.scope import Scope
 
@@ -37,7 +45,7 @@ MATCH (n:Entity {{id: id}})
 WITH n, {acl_visible("n")} AS visible
 RETURN n.id AS id, visible,
        CASE WHEN visible THEN [l IN labels(n) WHERE l <> 'Entity'][0] END AS label,
-       CASE WHEN visible THEN toString(n.timestamp) END AS timestamp,
+       CASE WHEN visible AND {field_shown("n", "timestamp")} THEN toString(n.timestamp) END AS timestamp,
        CASE WHEN visible THEN n.domain END AS domain
 """
 
@@ -95,6 +103,66 @@ def create_problems(
     if scope.role not in roles_allowed:
         problems.append(WriteProblem("roles_allowed", "must include the writing role itself"))
     return problems
+
+
+def readable_extra_keys(scope: Scope, label: str | None, domain: str) -> frozenset[str] | None:
+    """The ``x_extra`` keys ``scope`` reads on a ``label`` node in ``domain`` (None: every key):
+    its whitelist where its field rule shows ``x_extra`` there, else none. ``label`` None: an
+    edge's map, which no field rule describes (the whitelist alone)."""
+    if scope.unrestricted:
+        return None
+    if label is not None:
+        shown = scope.visible_fields(label, domain)
+        if shown is not None and "x_extra" not in shown:
+            return frozenset()
+    return frozenset(scope.x_extra)
+
+
+def extra_problems(
+    scope: Scope, label: str | None, domain: str, extra: Mapping[str, Any]
+) -> list[WriteProblem]:
+    """An ``x_extra`` key the writer could not read back is refused, like a node outside its
+    domains: it names only the writer's own keys, never a stored one."""
+    readable = readable_extra_keys(scope, label, domain)
+    if readable is None:
+        return []
+    return [
+        WriteProblem("x-extra", f"key {key!r} is not one this role may read")
+        for key in sorted(extra)
+        if key not in readable
+    ]
+
+
+def merged_extra(readable: frozenset[str] | None, stored: Any, written: Mapping[str, Any]) -> str:
+    """The ``x_extra`` text an update stores: the stored keys the writer may not read, untouched,
+    and the written keys (readable ones: ``extra_problems``) for the rest; a written key the
+    writer may not read on the stored node (it moves the node to a domain where it may) does not
+    replace the stored one. ``readable`` None (the operator): the written map replaces the
+    stored one."""
+    kept: dict[str, Any] = {}
+    if readable is not None and isinstance(stored, str) and stored not in ("", "{}"):
+        parsed = json.loads(stored)
+        if isinstance(parsed, dict):
+            kept = {k: v for k, v in parsed.items() if k not in readable}
+    return json.dumps({**written, **kept}, sort_keys=True)
+
+
+def kept_on_update(scope: Scope, label: str, domains: Iterable[str], fields: Iterable[str]) -> frozenset[str]:
+    """Of the ``fields`` an update would set on a stored ``label`` node, those ``scope`` may not
+    read there, in any of ``domains`` (the stored one and the one written): the update leaves
+    them as stored. Decided from the scope alone, so whether a stored value is there or what it
+    holds changes nothing in the write's answer."""
+    if scope.unrestricted:
+        return frozenset()
+    names = [f for f in fields if f != "id"]
+    hidden: set[str] = set()
+    for domain in domains:
+        shown = scope.visible_fields(label, domain)
+        if shown is not None:
+            hidden.update(f for f in names if f not in shown)
+        # a field written from one the scope hides there (a block's pending_facts) is hidden too
+        hidden.update(f for f in scope.derived_hidden(label, domain) if f in names)
+    return frozenset(hidden)
 
 
 def domain_problem(scope: Scope, domain: str) -> WriteProblem | None:

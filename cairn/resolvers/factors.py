@@ -83,7 +83,7 @@ class Factor:
     name: str | None
     category: str | None
     scale: str | None
-    aliases: list[str]
+    aliases: list[str] | None
     value: float | None
     confidence: float | None
     inference_status: str | None
@@ -99,7 +99,7 @@ class Factor:
             name=s.name,
             category=s.category,
             scale=None if s.scale is None else str(s.scale),
-            aliases=list(s.aliases),
+            aliases=None if s.aliases is None else list(s.aliases),
             value=s.value,
             confidence=s.confidence,
             inference_status=s.status,
@@ -110,15 +110,20 @@ class Factor:
         )
 
 
-@strawberry.type
+@strawberry.type(
+    description="A factor or option an answer cites; a name your role may not see is its id, named in masked."
+)
 class FactorNodeRef:
     id: strawberry.ID
     label: str
     name: str
+    masked: list[str] = strawberry.field(
+        description="The fields your role may not see (name: shown as the id)."
+    )
 
     @classmethod
     def of(cls, n: NodeRef) -> FactorNodeRef:
-        return cls(id=strawberry.ID(n.id), label=n.label, name=n.name)
+        return cls(id=strawberry.ID(n.id), label=n.label, name=n.name, masked=list(n.masked))
 
 
 @strawberry.type
@@ -164,9 +169,7 @@ class AssessmentSummary:
             completeness=o.completeness,
             avg_confidence=o.avg_confidence,
             decision_tier=o.decision_tier,
-            can_evaluate=[
-                FactorNodeRef(id=strawberry.ID(i), label="Option", name=n) for i, n in a.can_evaluate
-            ],
+            can_evaluate=[FactorNodeRef.of(n) for n in a.can_evaluate],
             answer=a.status_answer,
             continuity=a.continuity_answer,
             evidence=cast(JSON, a.evidence()),
@@ -394,7 +397,7 @@ class FactorQuery:
         return FactorQuestionAnswer(
             intent=result.route.intent,
             entities=[
-                FactorNodeRef(id=strawberry.ID(e.id), label=e.label, name=e.name)
+                FactorNodeRef(id=strawberry.ID(e.id), label=e.label, name=e.name, masked=list(e.masked))
                 for e in result.route.entities
             ],
             router=result.route.router,

@@ -106,12 +106,18 @@ class Turn(Entity):
 
 class Factor(Entity):
     name = StringProperty(required=True)
+    description = StringProperty()
     category = StringProperty(index=True)
     scale = StringProperty()
     current_value = FloatProperty()
     current_confidence = FloatProperty()
     inference_status = StringProperty(choices={s: s for s in ("unconfirmed", "confirmed", "user_provided")})
     last_updated = DateTimeProperty()
+    # The sequence of the factor's newest journal entry: stored only once it has one, so it is
+    # declared (named as masked wherever hidden, not only where stored: that told which factors
+    # were assessed to a caller who may not see their values).
+    journal_seq = IntegerProperty()
+    aliases = ArrayProperty(StringProperty())
     embedding = _embedding()
     embedding_model = StringProperty()
 
@@ -119,6 +125,7 @@ class Factor(Entity):
 class Option(Entity):
     name = StringProperty(required=True)
     description = StringProperty()
+    aliases = ArrayProperty(StringProperty())
     embedding = _embedding()
     embedding_model = StringProperty()
 

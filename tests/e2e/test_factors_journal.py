@@ -400,7 +400,7 @@ def test_assessment_summary_is_per_caller_and_current(
     assert (s.overall.avg_confidence, s.overall.decision_tier) == (0.735, "low_risk")
     cats = {c.category: (c.factor_count, c.total_factors) for c in s.categories}
     assert cats == {"ai_capability": (3, 4), "data_readiness": (5, 6), "organisation": (2, 3)}
-    assert [i for i, _ in s.can_evaluate] == [
+    assert [n.id for n in s.can_evaluate] == [
         "ai_pilot_program",
         "basic_forecasting_annual",
         "simple_automation",

@@ -82,6 +82,13 @@ ALLOWLIST: dict[tuple[str, str], str] = {
     # returned to a caller who does not see every section (docs/design.md, "Search at index speed").
     ("cairn.graph.correspondence", "STORE_STAMP"): _SYSTEM,
     **{("cairn.graph.org", n): _SYSTEM for n in ("STORED_EMBEDDINGS", "STORED_CAUSAL")},
+    # What an update keeps of a node or edge its writer may read (ids from the ACL-checked
+    # stored_ids; the upsert re-checks the ACL): the stored x_extra keys and text fields the writer
+    # may not read, written back or embedded, never returned (cairn.policy.writes.merged_extra).
+    **{
+        ("cairn.graph.org", n): "reads what an update keeps untouched; never returned to the caller"
+        for n in ("LOCKED_NODE_EXTRA", "LOCKED_CAUSAL_EXTRA", "LOCKED_ALIAS_EXTRA", "STORED_TEXTS")
+    },
     **{
         ("cairn.graph.dossiers", n): _SYSTEM
         for n in (

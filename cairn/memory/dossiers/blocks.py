@@ -21,7 +21,7 @@ from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.models import Access, BlockInput, InputError, Problem, parse_block
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
-from cairn.policy.writes import TAKEN_ID, stored_ids
+from cairn.policy.writes import TAKEN_ID, kept_on_update, stored_ids
 
 
 def block_node_id(block_id: str) -> str:
@@ -121,16 +121,44 @@ def ingest_blocks(
             "last_turn": max((int(t.turn_index or 0) for t in b.numbered_turns), default=None),
             **b.access.props(),
         }
+        turns = _turn_rows(b)
+        keep_observed_at = _keep_unreadable(driver, writer, block_node_id(b.block_id), props, turns)
         driver.execute_query(
             cypher.WRITE_BLOCK,
             id=block_node_id(b.block_id),
             props=props,
             observed_at=b.timestamp.isoformat() if b.timestamp else None,
-            turns=_turn_rows(b),
+            keep_observed_at=keep_observed_at,
+            turns=turns,
             now=_now(),
         )
         reports.append(BlockIngestReport(b.block_id, len(b.turns), len(b.facts)))
     return reports
+
+
+def _keep_unreadable(
+    driver: Driver, writer: Scope | None, node_id: str, props: dict[str, Any], turns: list[dict[str, Any]]
+) -> bool:
+    """Resending a stored block (one not gardened yet) sets only the fields its writer may read on
+    the block and on each stored turn (``cairn.policy.writes.kept_on_update``): the others are
+    dropped from ``props`` and the turn rows, in place, and keep their stored values. Returns
+    whether the block's ``observed_at`` is kept."""
+    if writer is None or writer.unrestricted:
+        return False
+    stored = stored_ids(driver, writer, [node_id, *(t["id"] for t in turns)])
+    keep_observed_at = False
+    rows = [("Block", node_id, props)] + [("Turn", t["id"], t["props"]) for t in turns]
+    for label, rid, fields in rows:
+        if rid not in stored.visible:
+            continue  # a new node: written whole (a hidden one was refused as taken)
+        domains = {str(fields.get("domain") or ""), stored.domains.get(rid, "")}
+        hidden = kept_on_update(
+            writer, label, domains, [*fields, *(("observed_at",) if label == "Block" else ())]
+        )
+        for name in hidden:
+            fields.pop(name, None)
+        keep_observed_at = keep_observed_at or (label == "Block" and "observed_at" in hidden)
+    return keep_observed_at
 
 
 def ingest_block(

@@ -20,7 +20,7 @@ from neo4j import Driver
 from cairn.graph import factors as queries
 from cairn.memory.factors.dependencies import DepNode
 from cairn.memory.factors.journal import unconfirmed_inferences
-from cairn.memory.factors.models import UnconfirmedInference, day, fmt, iso, native
+from cairn.memory.factors.models import NodeRef, UnconfirmedInference, day, fmt, iso, native
 from cairn.memory.factors.templates import HIDDEN, names, quote
 from cairn.memory.factors.traversal import downstream, visible_options
 from cairn.policy.scope import Scope
@@ -132,7 +132,7 @@ class LastConversation:
 class Assessment:
     categories: tuple[CategorySummary, ...]
     overall: Overall
-    can_evaluate: tuple[tuple[str, str], ...]  # (id, name) of ready options
+    can_evaluate: tuple[NodeRef, ...]  # the ready options
     next_unlocks: tuple[Unlock, ...]
     last_conversation: LastConversation | None
     unconfirmed: tuple[UnconfirmedInference, ...]
@@ -142,7 +142,9 @@ class Assessment:
             "categories": {c.category: c.evidence() for c in self.categories},
             "overall": self.overall.evidence(),
             "capabilities": {
-                "can_evaluate": [{"id": i, "name": n} for i, n in self.can_evaluate],
+                "can_evaluate": [
+                    {"id": n.id, "name": n.name, "masked": list(n.masked)} for n in self.can_evaluate
+                ],
                 "cannot_evaluate_yet": [u.evidence() for u in self.next_unlocks],
             },
             "last_conversation": None
@@ -189,13 +191,16 @@ def _categories(driver: Driver, scope: Scope) -> tuple[list[CategorySummary], Ov
     return cats, overall
 
 
-def capabilities(driver: Driver, scope: Scope) -> tuple[tuple[tuple[str, str], ...], tuple[Unlock, ...]]:
+def capabilities(driver: Driver, scope: Scope) -> tuple[tuple[NodeRef, ...], tuple[Unlock, ...]]:
     """Options ready now, and the next unlocks: blocked options with the fewest, smallest gaps first."""
     options = visible_options(driver, scope)
     graph = downstream(driver, scope, options)
     statuses = graph.statuses()
     ready = tuple(
-        sorted(((o, graph.nodes[o].name) for o in options if statuses.get(o) == "ready"), key=lambda x: x[1])
+        sorted(
+            (NodeRef.of(graph.nodes[o]) for o in options if statuses.get(o) == "ready"),
+            key=lambda n: n.name,
+        )
     )
     pending = []
     for o in options:
@@ -281,7 +286,7 @@ def status_text(a: Assessment) -> str:
         f"{o.avg_confidence:.2f}; decision tier: {TIER_TEXT[o.decision_tier]}."
     )
     if a.can_evaluate:
-        lines.append(f"What you can do now: {names([n for _, n in a.can_evaluate])}.")
+        lines.append(f"What you can do now: {names([n.name for n in a.can_evaluate])}.")
     else:
         lines.append("Nothing can be evaluated yet.")
     if a.next_unlocks:

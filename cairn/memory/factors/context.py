@@ -117,7 +117,7 @@ def _items(
             ]
             if any(e.target is None for e in edges):
                 needs.append(HIDDEN)  # once, however many: the model must not learn the number
-            users = [f"{name} (needs {fmt(t)})" for _, _, name, t in dependents(driver, scope, fid)]
+            users = [f"{node.name} (needs {fmt(t)})" for node, t in dependents(driver, scope, fid)]
             if needs or users:
                 out.append(
                     (

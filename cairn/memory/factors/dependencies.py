@@ -35,6 +35,7 @@ class DepNode:
     value: float | None = None
     confidence: float | None = None
     scale: Scale | None = None
+    masked: tuple[str, ...] = ()  # ("name",) where the scope hides the name (``name`` is the id)
 
 
 @dataclass(frozen=True)

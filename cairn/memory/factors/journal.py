@@ -110,8 +110,9 @@ def state_from_row(
     factor, masked = shown("Factor", factor, scope)
     return FactorState(
         id=factor["id"],
-        # A hidden name, category or scale is None (named in ``masked``), never a default that
-        # reads as the stored value; a stored absent one keeps its default.
+        # A hidden name, category, scale or aliases is None (named in ``masked``), never a default
+        # that reads as the stored value (an empty list of aliases); a stored absent one keeps its
+        # default.
         name=None if "name" in masked else factor.get("name") or factor["id"],
         category=None if "category" in masked else factor.get("category") or "uncategorised",
         scale=None if "scale" in masked else Scale.parse(factor.get("scale") or "0-100"),
@@ -119,7 +120,7 @@ def state_from_row(
         confidence=factor.get("current_confidence"),
         status=factor.get("inference_status"),
         last_updated=native(factor.get("last_updated")),
-        aliases=tuple(factor.get("aliases") or ()),
+        aliases=None if "aliases" in masked else tuple(factor.get("aliases") or ()),
         as_of=as_of,
         entry=entry,
         masked=masked,

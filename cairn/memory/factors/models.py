@@ -159,7 +159,7 @@ class FactorState:
     confidence: float | None
     status: str | None
     last_updated: datetime | None
-    aliases: tuple[str, ...] = ()
+    aliases: tuple[str, ...] | None = ()  # None: masked, as name
     as_of: datetime | None = None
     entry: JournalEntryView | None = None
     masked: tuple[str, ...] = ()  # the factor's stored fields the caller's scope hides
@@ -218,6 +218,7 @@ class LinkedEntity:
     name: str
     score: float
     method: Literal["lexical", "fuzzy", "vector", "journal", "llm"]
+    masked: tuple[str, ...] = ()  # ("name",) where the caller's scope hides the name (shown as the id)
 
     def evidence(self) -> dict[str, Any]:
         return {
@@ -265,20 +266,27 @@ class Named(Protocol):
     def label(self) -> str: ...
     @property
     def name(self) -> str: ...
+    @property
+    def masked(self) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True)
 class NodeRef:
+    """A factor or option as an answer cites it. Where the caller's scope hides its name, ``name``
+    holds its id (which the caller sees) and ``masked`` says so: ``("name",)``, decided by the
+    field rule alone (docs/design.md §Policy module), never by whether a name is stored."""
+
     id: str
     label: str
     name: str
+    masked: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, node: Named) -> NodeRef:
-        return cls(node.id, node.label, node.name)
+        return cls(node.id, node.label, node.name, node.masked)
 
     def evidence(self) -> dict[str, Any]:
-        return {"id": self.id, "label": self.label, "name": self.name}
+        return {"id": self.id, "label": self.label, "name": self.name, "masked": list(self.masked)}
 
 
 @dataclass(frozen=True)

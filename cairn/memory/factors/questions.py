@@ -163,8 +163,8 @@ def why_value(driver: Driver, scope: Scope, factor_id: str, history_limit: int =
     deps.sort(key=lambda d: (-d.drag, d.factor.name))
     statuses = graph.statuses()
     ups = tuple(
-        Dependent(NodeRef(i, label, name), threshold, state.value is not None and state.value >= threshold)
-        for i, label, name, threshold in rows.dependents
+        Dependent(node, threshold, state.value is not None and state.value >= threshold)
+        for node, threshold in rows.dependents
     )
     needs_hidden = any(e.target is None for e in edges)
     return WhyValue(
@@ -305,7 +305,7 @@ def what_changed(
         fid = str(r["id"])
         changes.append(
             FactorChange(
-                factor=NodeRef(fid, "Factor", str(r["name"] or fid)),
+                factor=NodeRef(fid, "Factor", str(r["name"] or fid), tuple(r["masked"] or ())),
                 before=r["before"],
                 after=entries[-1].new_value,
                 entries=tuple(entries),

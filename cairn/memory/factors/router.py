@@ -206,7 +206,12 @@ class LearnedRouter:
         for r in records:
             if best is None or float(r["score"]) > best.score:
                 best = LinkedEntity(
-                    str(r["id"]), "Factor", str(r["name"] or r["id"]), float(r["score"]), "journal"
+                    str(r["id"]),
+                    "Factor",
+                    str(r["name"] or r["id"]),
+                    float(r["score"]),
+                    "journal",
+                    tuple(r["masked"] or ()),
                 )
         return [best] if best is not None and best.score >= ENTITY_THRESHOLD else []
 

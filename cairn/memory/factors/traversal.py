@@ -29,7 +29,7 @@ from neo4j.exceptions import DriverError, Neo4jError
 from cairn.graph import factors as queries
 from cairn.memory.factors.dependencies import DepEdge, DepGraph, DepNode
 from cairn.memory.factors.journal import entries_from_rows
-from cairn.memory.factors.models import JournalEntryView, Scale
+from cairn.memory.factors.models import JournalEntryView, NodeRef, Scale
 from cairn.policy.scope import Scope
 
 
@@ -71,6 +71,7 @@ def _graph(rows: Iterable[Any]) -> DepGraph:
                 value=row["value"],
                 confidence=row["confidence"],
                 scale=scale,
+                masked=tuple(row["masked"] or ()),
             )
         )
         for e in row["edges"]:
@@ -111,11 +112,13 @@ def what_if_subgraph(driver: Driver, scope: Scope, factor_id: str) -> DepGraph:
     return _graph(rows[0]["nodes"])
 
 
-DependentRow = tuple[str, str, str, float]  # (id, label, name, threshold)
+DependentRow = tuple[NodeRef, float]  # (node, threshold)
 
 
 def _dependent(row: Any) -> DependentRow:
-    return (str(row["id"]), str(row["label"]), str(row["name"] or row["id"]), float(row["min_value"]))
+    name = str(row["name"] or row["id"])
+    node = NodeRef(str(row["id"]), str(row["label"]), name, tuple(row["masked"] or ()))
+    return (node, float(row["min_value"]))
 
 
 @dataclass(frozen=True)
