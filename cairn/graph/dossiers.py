@@ -11,7 +11,14 @@ the vote; packet writes; blocks and the gardener; curation; reading dossiers; fa
 
 from __future__ import annotations
 
-from cairn.policy.acl import access_covers, acl_visible, edge_allowed, search_fields_shown, shown_or
+from cairn.policy.acl import (
+    access_covers,
+    acl_visible,
+    edge_allowed,
+    edge_allowed_between_visible,
+    search_fields_shown,
+    shown_or,
+)
 from cairn.schema.nodes import fulltext_index_name, vector_index_name
 
 # --- index names and the score scale -------------------------------------------------------------
@@ -607,7 +614,7 @@ ORDER BY {shown_or("j", "timestamp", "null")}, j.seq, j.id
 # A fact is a candidate only if it, its dossier and the edge between them are visible, and the
 # caller may read its text (what its vector and its full-text entry are made of).
 _FACT_CANDIDATE_VISIBLE = f"""d.status IN $statuses AND {acl_visible("d")} AND {acl_visible("f")}
-    AND {edge_allowed("HAS_FACT", "d", "f", "out")} AND {search_fields_shown("f", "Fact")}"""
+    AND {edge_allowed_between_visible("HAS_FACT", "d", "f", "out")} AND {search_fields_shown("f", "Fact")}"""
 
 # What a caller may be shown of a fact hit (before masking); never the 384-float vector. A fact
 # that absorbed skipped duplicates lists every source turn in ``source_turn_ids``.

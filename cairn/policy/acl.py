@@ -137,6 +137,24 @@ def edge_allowed(rel: str, start: str, end: str, walk: str) -> str:
   AND coalesce({start}.domain, '') =~ rule.from_re AND coalesce({end}.domain, '') =~ rule.to_re))"""
 
 
+def edge_allowed_between_visible(rel: str, start: str, end: str, walk: str) -> str:
+    """``edge_allowed`` for an edge between two nodes that the same predicate already requires to be
+    visible (``acl_visible`` on both ends, AND-ed with this): the same verdict, cheaper.
+
+    ``rel`` is an edge type name; ``walk`` is ``"out"`` or ``"in"``. The scope's rules are looked
+    up by type (``$edge_rules``) rather than scanned, and a rule whose from (to) globs cover every
+    domain of the scope (``from_all``, ``to_all``: Scope.cypher_params) accepts a visible end
+    without its regex, since a visible node's domain is in the scope (as ``edge_allowed_from``
+    does for the walk). Used alone, without ``acl_visible`` on both ends, it would accept too
+    much: never use it so. A fact search evaluates it on every candidate (docs/design.md §Policy
+    module)."""
+    if rel not in RELATION_TYPES or walk not in ("out", "in"):
+        raise ValueError(f"an edge type and a walk of 'out' or 'in', not {rel!r} and {walk!r}")
+    return f"""($unrestricted OR any(rule IN coalesce($edge_rules['{rel}'], []) WHERE rule.{walk}
+  AND (rule.from_all OR coalesce({start}.domain, '') =~ rule.from_re)
+  AND (rule.to_all OR coalesce({end}.domain, '') =~ rule.to_re)))"""
+
+
 def edge_allowed_from(rel: str, here: tuple[str, str], there: tuple[str, str], outgoing: str) -> str:
     """``edge_allowed`` for a walk standing on a node and looking at one of its edges.
 

@@ -58,8 +58,8 @@ from cairn.policy.scope import Scope
 from cairn.policy.writes import TAKEN_ID, hidden_ids
 from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
 
-EMBED_CHUNK = 64  # facts embedded per batch when ingesting many packets (small: routing overlaps)
-EMBED_AHEAD = 8  # batches embedded ahead of the transaction being routed
+EMBED_CHUNK = 64  # facts per chunk when ingesting many packets (small: routing overlaps)
+EMBED_AHEAD = 8  # chunks embedded ahead of the transaction being routed
 # Embedding batches per ingest_packets transaction: the first transaction waits for one batch only,
 # later ones take four (up to 256 facts), so fewer commits and fewer small index segments.
 TRANSACTION_CHUNKS = (1, 2, 4)
@@ -720,13 +720,14 @@ def ingest_packets(
 ) -> list[RoutingResult]:
     """Route many packets in order, embedding ahead while earlier ones are written.
 
-    Embedding (torch, GIL released) runs on its own thread up to ``EMBED_AHEAD`` batches ahead of
+    Embedding (torch, GIL released) runs on its own thread up to ``EMBED_AHEAD`` chunks ahead of
     routing (waiting on Neo4j), so throughput approaches that of embedding alone. Each
-    transaction takes the packets of ``TRANSACTION_CHUNKS`` embedding batches (the first one
-    batch, so routing starts early; later ones more, so fewer commits: docs/design.md §Dossier
-    queries), at most ``PACKETS_PER_TRANSACTION`` packets, one lock and one commit, each packet
-    under its own idempotency key, so a kill leaves whole packets only and a re-run skips those
-    applied; if the shared transaction fails, its packets are retried one transaction each. With
+    transaction takes the packets of ``TRANSACTION_CHUNKS`` chunks of up to ``EMBED_CHUNK`` facts
+    (the first one chunk, so routing starts early; later ones more, so fewer commits:
+    docs/design.md §Dossier queries), whose texts are embedded in one call, at most
+    ``PACKETS_PER_TRANSACTION`` packets, one lock and one commit, each packet under its own
+    idempotency key, so a kill leaves whole packets only and a re-run skips those applied; if
+    the shared transaction fails, its packets are retried one transaction each. With
     an ``adjudicator`` every packet has its own transaction (its verdict is reached before the lock).
     """
     model = embedder or get_embedder()
@@ -739,30 +740,36 @@ def ingest_packets(
         chunks[-1].append(p)
         size += len(p.facts)
 
-    def embed(chunk: list[FactPacket]) -> NDArray[np.float32]:
-        return model.embed([f.text for p in chunk for f in p.facts])
+    def embed(span: tuple[int, int]) -> NDArray[np.float32]:
+        # One call per transaction: the embedder sorts its texts by length into batches, so
+        # each batch pads to texts of about its own length, as raw embedding of the same texts
+        # does (per chunk, in packet order, each batch padded to its longest text: ~1.3x the
+        # model time; docs/design.md §Dossier queries).
+        return model.embed([f.text for n in range(*span) for p in chunks[n] for f in p.facts])
 
     results: list[RoutingResult] = []
     if not chunks:
         return results
+    spans = _transactions(chunks)
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
-    embedded: dict[int, Future[NDArray[np.float32]]] = {}  # by chunk, until routed
+    embedded: dict[int, Future[NDArray[np.float32]]] = {}  # by transaction, until routed
     submitted = 0
 
     def submit_until(end: int) -> None:
+        """Embed every transaction that starts before chunk ``end``."""
         nonlocal submitted
-        while submitted < min(end, len(chunks)):
-            embedded[submitted] = pool.submit(embed, chunks[submitted])
+        while submitted < len(spans) and spans[submitted][0] < end:
+            embedded[submitted] = pool.submit(embed, spans[submitted])
             submitted += 1
 
     try:
         submit_until(EMBED_AHEAD)
-        for start, end in _transactions(chunks):
+        for t, (start, end) in enumerate(spans):
             group: list[FactPacket] = []
             slices: list[NDArray[np.float32]] = []
+            matrix = embedded.pop(t).result()
+            offset = 0
             for n in range(start, end):
-                matrix = embedded.pop(n).result()
-                offset = 0
                 for p in chunks[n]:
                     group.append(p)
                     slices.append(matrix[offset : offset + len(p.facts)])
