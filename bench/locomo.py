@@ -184,6 +184,15 @@ def run_conversation(
     scores: Scores,
     variants: dict[str, FusionConfig],
 ) -> dict[str, Any]:
+    """Ingest one conversation into a clean graph and score every system on its questions; the
+    recall of this conversation alone is kept too, so a parameter chosen on some conversations can
+    be checked on the others (bench/results/locomo_sweep.md)."""
+    own = Scores()
+
+    def add(system: str, q: Question, ranked: Sequence[frozenset[str]]) -> None:
+        scores.add(system, q, ranked)
+        own.add(system, q, ranked)
+
     wipe_graph(driver)
     packets, facts = packets_of(conv)
     questions = questions_of(conv)
@@ -201,9 +210,9 @@ def run_conversation(
     for q in questions:
         order, ms = timed(lambda q=q: dense_search(embedder, matrix, q.text))
         latency["dense"].append(ms)
-        scores.add("dense", q, [facts[i].dia_ids for i in order])
+        add("dense", q, [facts[i].dia_ids for i in order])
         lexical = np.argsort(-bm25.get_scores(WORD.findall(q.text.lower())), kind="stable")
-        scores.add("bm25", q, [facts[i].dia_ids for i in lexical])
+        add("bm25", q, [facts[i].dia_ids for i in lexical])
         # the other variants reuse the question's vector (embedded once, only if one runs)
         vector = embedder.embed([q.text])[0] if len(retrievers) > 1 else None
         for name, retriever in retrievers.items():
@@ -212,7 +221,7 @@ def run_conversation(
                 latency["cairn"].append(ms)
             else:
                 result = retriever.search(scope, q.text, top_k=max(KS), query_vector=vector)
-            scores.add(name, q, [dia_ids(h.fact.get("source_turn_ids") or []) for h in result.hits])
+            add(name, q, [dia_ids(h.fact.get("source_turn_ids") or []) for h in result.hits])
     records, _, _ = driver.execute_query(DOSSIERS)
     sizes = sorted((int(r["facts"]) for r in records), reverse=True)
     stored = sum(sizes)
@@ -227,6 +236,7 @@ def run_conversation(
         "dossier_sizes": sizes,
         "largest_dossier_share": round(sizes[0] / stored, 4) if stored else 0.0,
         "latency_ms": latency,
+        "recall": own.table(),
     }
 
 
@@ -303,6 +313,23 @@ def markdown(data: dict[str, Any]) -> list[str]:
             f"| {c['sample_id']} | {c['facts']} | {c['stored_facts']} | {c['dossiers']} | "
             f"{c['largest_dossier_share']:.3f} | {c['dossier_sizes'][:5]} |"
         )
+    lines += [
+        "",
+        "Recall per conversation (k=10 / k=25 / multi-hop @10), to check a choice made on some "
+        "conversations against the others:",
+        "",
+        "| system | " + " | ".join(c["sample_id"] for c in data["per_conversation"]) + " |",
+        "|---|" + "---|" * len(data["per_conversation"]),
+    ]
+    for system in recall_table:
+        cells = []
+        for c in data["per_conversation"]:
+            by_k = c["recall"][system]
+            mh = by_k["10"].get("1")
+            cells.append(
+                f"{by_k['10']['all']:.3f} / {by_k['25']['all']:.3f} / " + ("-" if mh is None else f"{mh:.3f}")
+            )
+        lines.append(f"| {system} | " + " | ".join(cells) + " |")
     return lines
 
 
