@@ -12,7 +12,6 @@ the vote; packet writes; blocks and the gardener; curation; reading dossiers; fa
 from __future__ import annotations
 
 from cairn.policy.acl import acl_visible, edge_allowed, search_fields_shown, shown_or
-from cairn.runtime.database import KEEP_PLAN
 from cairn.schema.nodes import fulltext_index_name, vector_index_name
 
 # --- index names and the score scale -------------------------------------------------------------
@@ -53,8 +52,12 @@ def iso_text(x: str) -> str:
     )
 
 
-# Ingest statements, and the dossier search and its visible facts, reuse their cached plan
-# whatever the graph's statistics say (KEEP_PLAN, docs/design.md §Dossier queries, "Plans").
+# Ingest statements reuse their cached plan whatever the graph's statistics say
+# (docs/design.md §Dossier queries, "Plans"). Each is anchored on parameters and unique-id
+# seeks, so a fresh plan would be the same plan; re-planning them every time the counts moved
+# (a growing graph, a wiped one) cost more Neo4j CPU than the statements themselves, mostly in
+# the JIT compiling the new plans.
+KEEP_PLAN = "CYPHER replan=skip"
 
 # --- the routing lock and the journal ------------------------------------------------------------
 
@@ -488,7 +491,7 @@ DOSSIER_RANK_VISIBLE = f"""
 """
 
 # Index candidates, rescored exactly; ``lowest`` tells whether the fetch reached below the threshold.
-DOSSIER_SEARCH_INDEXED = f"""{KEEP_PLAN}
+DOSSIER_SEARCH_INDEXED = f"""
 CALL db.index.vector.queryNodes($index, $fetch, $vec) YIELD node
 WITH node AS f, vector.similarity.cosine(node.embedding, $vec) AS score
 WITH collect({{f: f, score: score}}) AS fetched
@@ -529,7 +532,7 @@ _ADDED_AT_SHOWN = shown_or("f", "added_at", "null")
 # the dossier has in all) never leaves this query: it only tells whether the stored summary may
 # quote a fact the caller cannot see or whose text it may not read; only then do the vectors of
 # the facts it may quote travel, to rebuild the summary from them.
-VISIBLE_FACTS = f"""{KEEP_PLAN}
+VISIBLE_FACTS = f"""
 UNWIND $ids AS did
 MATCH (d:Dossier {{id: did}})
 OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)

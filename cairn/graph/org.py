@@ -9,7 +9,6 @@ predicates are spliced in from ``cairn.policy.acl``, never written here.
 from __future__ import annotations
 
 from cairn.policy.acl import acl_visible, search_vector
-from cairn.runtime.database import KEEP_PLAN
 
 # -- ingest (cairn/ingest/org_memory.py) ---------------------------------------------------------
 
@@ -74,8 +73,7 @@ SET r += row.props
 
 # -- search (cairn/memory/org_search.py) ---------------------------------------------------------
 
-# One scan of the visible nodes, whatever the counts: its cached plan is kept (KEEP_PLAN).
-SEARCH_QUERY = f"""{KEEP_PLAN}
+SEARCH_QUERY = f"""
 MATCH (n:Entity)
 WHERE any(l IN labels(n) WHERE l IN $labels) AND {acl_visible("n")}
 WITH n, {search_vector("n")} AS ranked_by

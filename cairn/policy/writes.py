@@ -26,12 +26,11 @@ from neo4j import Driver, ManagedTransaction
 from cairn.policy.acl import acl_visible
 from cairn.policy.profiles import SENSITIVITY_RANK, PolicyRegistry, matches
 from cairn.policy.scope import Scope
-from cairn.runtime.database import KEEP_PLAN
 
 # Every stored id with its label and whether the caller may read it. Hidden rows are
 # returned (not filtered) only so an id that is taken can be refused without overwriting
 # it; callers never echo their label or properties.
-STORED_FOR_SCOPE = f"""{KEEP_PLAN}
+STORED_FOR_SCOPE = f"""
 UNWIND $ids AS id
 MATCH (n:Entity {{id: id}})
 WITH n, {acl_visible("n")} AS visible

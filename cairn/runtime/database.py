@@ -16,12 +16,6 @@ from neo4j import Driver, GraphDatabase
 from cairn.runtime import neo4j_server
 from cairn.runtime.settings import Settings
 
-# The planner option of statements that keep their cached plan whatever the graph's statistics
-# say (docs/design.md §Dossier queries, "Plans"): each is anchored on parameters, unique-id
-# seeks or a vector index, so a fresh plan would be the same plan, and re-planning it every time
-# the counts moved (a growing graph, a wiped one) cost more Neo4j CPU than the statement itself.
-KEEP_PLAN = "CYPHER replan=skip"
-
 # At least anyio's worker threads (40 by default), so a resolver thread never waits for a
 # connection another thread holds.
 POOL_SIZE = 64
