@@ -11,6 +11,7 @@ the training questions is asserted and printed too (bench/results/factor_router.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from difflib import SequenceMatcher
 from typing import get_args
 
 import pytest
@@ -25,9 +26,12 @@ from cairn.memory.factors.evaluation import evaluate
 from cairn.memory.factors.intents import cross_validate, load_labelled
 from cairn.memory.factors.models import Intent
 from cairn.memory.factors.router import (
+    FUZZY_MIN_LENGTH,
+    FUZZY_RATIO,
     LearnedRouter,
     LLMRouter,
     _form_match,
+    _word_match,
     parse_llm_route,
     residual,
     tokens,
@@ -166,6 +170,29 @@ def test_typos_link_by_spelling_only_for_longer_words() -> None:
     assert _form_match(tokens("data qualty"), tuple(tokens("Data quality"))) >= 0.85
     assert _form_match(tokens("date quality"), tuple(tokens("Data quality"))) == 0.0  # short words exact
     assert _form_match(tokens("data quantity"), tuple(tokens("Data quality"))) == 0.0
+
+
+_SPELLINGS = st.text(alphabet="aeilnrstmo", min_size=0, max_size=12)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_SPELLINGS, _SPELLINGS, st.integers(0, 12), st.sampled_from(["", "e", "x", "ae"]), st.booleans())
+def test_word_match_keeps_the_plain_ratio_rule(
+    asked: str, other: str, at: int, typo: str, near: bool
+) -> None:
+    """_word_match skips the block matching where difflib's upper bounds already fall short and
+    remembers each pair: the verdict is the plain rule's, same value, for any pair of words
+    (unrelated ones, and typos of ``asked``: a letter dropped, changed or added)."""
+    known = asked[:at] + typo + asked[at + 1 :] if near else other
+    if asked == known:
+        expected = 1.0
+    elif min(len(asked), len(known)) < FUZZY_MIN_LENGTH:
+        expected = 0.0
+    else:
+        ratio = SequenceMatcher(None, asked, known).ratio()
+        expected = ratio if ratio >= FUZZY_RATIO else 0.0
+    assert _word_match(asked, known) == expected
+    assert _word_match(asked, known) == expected  # the remembered verdict too
 
 
 def test_router_reads_values_directions_and_windows(router: LearnedRouter, roles: dict[str, Scope]) -> None:

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from difflib import SequenceMatcher
+from functools import lru_cache
 from typing import Literal, Protocol
 
 from neo4j import Driver
@@ -107,13 +108,23 @@ class _Candidate:
     score: float
 
 
+@lru_cache(maxsize=65536)
 def _word_match(asked: str, known: str) -> float:
-    """1 for the same word; the similarity for a likely typo of a longer word; else 0."""
+    """1 for the same word; the similarity for a likely typo of a longer word; else 0.
+
+    A question is matched word by word against every form of every linkable name (hundreds of
+    pairs), and the words recur from question to question: each pair is scored once per
+    process, and a pair whose upper bounds (``real_quick_ratio``, ``quick_ratio``: difflib's
+    cheap bounds on ``ratio``) already fall short of ``FUZZY_RATIO`` is not matched block by
+    block. The same verdicts as ``ratio`` alone (docs/design.md §Embedding under load)."""
     if asked == known:
         return 1.0
     if min(len(asked), len(known)) < FUZZY_MIN_LENGTH:
         return 0.0
-    ratio = SequenceMatcher(None, asked, known).ratio()
+    matcher = SequenceMatcher(None, asked, known)
+    if matcher.real_quick_ratio() < FUZZY_RATIO or matcher.quick_ratio() < FUZZY_RATIO:
+        return 0.0
+    ratio = matcher.ratio()
     return ratio if ratio >= FUZZY_RATIO else 0.0
 
 
