@@ -240,12 +240,14 @@ CALL (pk) {{
     MERGE (d)-[:HAS_FACT]->(f)
     FOREACH (_ IN CASE WHEN b IS NULL THEN [] ELSE [1] END | MERGE (f)-[:FROM_BLOCK]->(b))
   }}
-  SET d.centroid_sum = r.centroid_sum, d.last_updated = datetime(pk.now)
+  SET d.centroid_sum = r.centroid_sum,
+      d.last_updated = CASE WHEN 'last_updated' IN r.keep THEN d.last_updated ELSE datetime(pk.now) END
   WITH d, r, previous, [row IN r.facts | row.id] AS new_ids
   CALL (d, new_ids) {{
     {SUMMARY_POOL_RANKED}
   }}
-  SET d.summary_pool = pool, d.summary = {SUMMARY_FROM_CENTRAL}
+  SET d.summary_pool = pool,
+      d.summary = CASE WHEN 'summary' IN r.keep THEN previous ELSE {SUMMARY_FROM_CENTRAL} END
   RETURN d.id AS dossier_id, previous, d.summary AS summary
 }}
 RETURN pk.n AS packet, dossier_id, previous, summary
@@ -436,25 +438,28 @@ RETURN moved, COLLECT { MATCH (t)-[:HAS_FACT]->(f:Fact) WHERE f.embedding IS NOT
 """
 
 # After the move: the source marked merged, the target's centroid sum (``$centroid_sum``, from
-# all its facts) stored and its summary chosen from all its facts.
+# all its facts) stored and its summary chosen from all its facts. A field named in
+# ``$keep_source`` / ``$keep_target`` (one the writer may not read) keeps its stored value.
 MARK_MERGED = f"""
 MATCH (s:Dossier {{id: $source}}), (d:Dossier {{id: $target}})
-SET s.status = 'merged', s.merged_into = $target, s.last_updated = datetime($now),
-    d.last_updated = datetime($now)
+SET s.status = 'merged', s.merged_into = $target,
+    s.last_updated = CASE WHEN 'last_updated' IN $keep_source THEN s.last_updated ELSE datetime($now) END,
+    d.last_updated = CASE WHEN 'last_updated' IN $keep_target THEN d.last_updated ELSE datetime($now) END
 WITH d, d.summary AS previous
 SET d.centroid_sum = $centroid_sum, d.summary_pool = null
 WITH d, previous
 CALL (d) {{
   {CENTRAL_FACT_TEXTS}
 }}
-WITH d, previous, {SUMMARY_FROM_CENTRAL} AS summary
+WITH d, previous, CASE WHEN 'summary' IN $keep_target THEN previous ELSE {SUMMARY_FROM_CENTRAL} END AS summary
 SET d.summary = summary
 RETURN previous, summary
 """
 
 MARK_ARCHIVED = """
 MATCH (d:Dossier {id: $id})
-SET d.status = 'archived', d.last_updated = datetime($now)
+SET d.status = 'archived',
+    d.last_updated = CASE WHEN 'last_updated' IN $keep THEN d.last_updated ELSE datetime($now) END
 """
 
 # Other dossiers by multi-vector vote of this one's visible facts, over what the scope may see.

@@ -165,6 +165,21 @@ def kept_on_update(scope: Scope, label: str, domains: Iterable[str], fields: Ite
     return frozenset(hidden)
 
 
+def unreadable_set_problems(
+    scope: Scope, label: str, domain: str, fields: Iterable[str], what: str
+) -> list[WriteProblem]:
+    """The ``fields`` an operation (``what``: "archive", "merge") must set or read on a stored
+    ``label`` node in ``domain`` that ``scope`` may not read there: the operation is refused,
+    since it would alter them (a dossier's ``status``) or say what they hold (an error naming a
+    status). Decided from the scope alone (``kept_on_update``), before any stored value is read,
+    so the refusal is the same whatever the node holds (docs/design.md §Policy module)."""
+    hidden = kept_on_update(scope, label, [domain], fields)
+    return [
+        WriteProblem(name, f"this role may not read a {label.lower()}'s {name}, so it may not {what} it")
+        for name in sorted(hidden)
+    ]
+
+
 def domain_problem(scope: Scope, domain: str) -> WriteProblem | None:
     """An edge's own ``domain`` must lie inside the caller's domains, like a node's."""
     if scope.unrestricted or matches(domain, scope.domains):

@@ -7,6 +7,9 @@ target's), marks the source ``merged`` with ``merged_into``, and journals one ``
 entry about both. Two dossiers can be merged or linked only when their access fields are
 equal, so neither operation can move text across a visibility boundary. A caller writing on
 its own behalf (``writer``) can only touch dossiers its profile covers; others read as absent.
+Nor may it change a field its field rules hide: a merge or an archive that must set or read one
+(``status``, ``merged_into``) is refused, and the ``last_updated`` and ``summary`` they refresh
+keep their stored values where hidden (``cairn.policy.writes``; docs/design.md §Policy module).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from cairn.memory.dossiers.summary import SUMMARY_PARAMS, centroid_sum
 from cairn.memory.dossiers.voting import VOTE_THRESHOLD
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
+from cairn.policy.writes import kept_on_update, unreadable_set_problems
 
 
 class CurationError(CairnError, ValueError):
@@ -75,6 +79,27 @@ def _load(
     return found
 
 
+def _unreadable(
+    rows: dict[str, dict[str, Any]], needs: dict[str, tuple[str, ...]], writer: Scope | None, what: str
+) -> None:
+    """A writer whose field rules hide a field the change sets or reads (``needs``: dossier id ->
+    fields; ``status`` is read into errors and set) may not make it: refused in words that
+    depend on its rules alone, before any status is read (docs/design.md §Policy module, "an
+    update leaves alone what its writer cannot read")."""
+    if writer is None:
+        return
+    for did, fields in needs.items():
+        problems = unreadable_set_problems(writer, "Dossier", rows[did]["domain"], fields, what)
+        if problems:
+            raise CurationError(f"cannot {what}: {problems[0].message}")
+
+
+def _kept(writer: Scope | None, row: dict[str, Any], fields: tuple[str, ...]) -> frozenset[str]:
+    """Of the dossier fields a change refreshes as a side effect (``last_updated``, ``summary``),
+    those the writer may not read: left as stored (``cairn.policy.writes.kept_on_update``)."""
+    return frozenset() if writer is None else kept_on_update(writer, "Dossier", [row["domain"]], fields)
+
+
 def _access(row: dict[str, Any]) -> Access:
     return Access(
         domain=row["domain"],
@@ -102,6 +127,7 @@ def _merge(
     key = _key("merge", source, target)
     done = take_lock(tx, entry_id(key, 0)) is not None
     rows = _load(tx, [source, target], writer, ("ABOUT", "HAS_FACT"))  # before anything is said about them
+    _unreadable(rows, {source: ("status", "merged_into"), target: ("status",)}, writer, "merge")
     if done:
         return CurationResult("merged", (target, source), already_done=True)
     for did in (source, target):
@@ -112,11 +138,15 @@ def _merge(
     moved = [str(i) for i in after["moved"]]
     total = centroid_sum(after["fact_vectors"])  # the target's, over all its facts now
     now = datetime.now(UTC).isoformat()
+    kept_source = _kept(writer, rows[source], ("last_updated",))
+    kept_target = _kept(writer, rows[target], ("last_updated", "summary"))
     record = tx.run(
         cypher.MARK_MERGED,
         source=source,
         target=target,
         now=now,
+        keep_source=sorted(kept_source),
+        keep_target=sorted(kept_target),
         centroid_sum=None if total is None else [float(x) for x in total],
         **SUMMARY_PARAMS,
     ).single(strict=True)
@@ -158,13 +188,16 @@ def _archive(
     tx: ManagedTransaction, dossier_id: str, rationale: str | None, writer: Scope | None
 ) -> CurationResult:
     take_lock(tx)
-    row = _load(tx, [dossier_id], writer)[dossier_id]
+    rows = _load(tx, [dossier_id], writer)
+    _unreadable(rows, {dossier_id: ("status",)}, writer, "archive")
+    row = rows[dossier_id]
     if row["status"] == "archived":
         return CurationResult("archived", (dossier_id,), already_done=True)
     if row["status"] != "active":
         raise CurationError(f"dossier {dossier_id!r} is {row['status']}; only active dossiers are archived")
     now = datetime.now(UTC).isoformat()
-    tx.run(cypher.MARK_ARCHIVED, id=dossier_id, now=now).consume()
+    keep = sorted(_kept(writer, row, ("last_updated",)))
+    tx.run(cypher.MARK_ARCHIVED, id=dossier_id, now=now, keep=keep).consume()
     entry = Entry(
         "archived", (dossier_id,), previous_value="active", new_value="archived", rationale=rationale
     )

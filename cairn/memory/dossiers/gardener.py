@@ -351,7 +351,12 @@ def garden_block(
             idx = list(group.indexes)
             report.routed.append(
                 process_fact_packet(
-                    driver, packet, embedder=model, adjudicator=adjudicator, vectors=vectors[idx]
+                    driver,
+                    packet,
+                    embedder=model,
+                    adjudicator=adjudicator,
+                    vectors=vectors[idx],
+                    writer=writer,  # its field rules decide what an append refreshes
                 )
             )
     records, _, _ = driver.execute_query(cypher.FINISH_BLOCK, id=block_node_id(block_id), now=now)

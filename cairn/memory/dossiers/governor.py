@@ -55,7 +55,7 @@ from cairn.memory.dossiers.voting import (
     tally,
 )
 from cairn.policy.scope import Scope
-from cairn.policy.writes import TAKEN_ID, hidden_ids
+from cairn.policy.writes import TAKEN_ID, hidden_ids, kept_on_update
 from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
 
 EMBED_CHUNK = 64  # facts per chunk when ingesting many packets (small: routing overlaps)
@@ -66,6 +66,8 @@ TRANSACTION_CHUNKS = (1, 2, 4)
 PACKETS_PER_TRANSACTION = 64  # at most this many packets share a transaction
 # What a packet stores between nodes of its domain: dossier to fact, fact to block, journal to dossier.
 PACKET_EDGES = ("HAS_FACT", "FROM_BLOCK", "ABOUT")
+# What appending facts refreshes on a stored dossier besides its (internal) centroid and pool.
+KEPT_ON_APPEND = ("last_updated", "summary")
 
 
 @dataclass(frozen=True)
@@ -561,6 +563,7 @@ def _plan(
         route_rows.append(
             {
                 "dossier_id": did,
+                "appended": target is not None,
                 "centroid_sum": [float(x) for x in total],
                 "facts": _fact_rows(packet, vectors, key, route.indexes, model, echoes),
             }
@@ -603,7 +606,11 @@ def _write(
     provenance in one statement, both in packet order; per packet, its dossiers' summaries
     (before, after)."""
     summaries: list[dict[str, tuple[str, str]]] = [{} for _ in planned]
-    packets = [{**p.write, "n": n} for n, p in enumerate(planned) if p.write is not None]
+    packets = [
+        {**p.write, "n": n, "routes": _kept_routes(p, writer)}
+        for n, p in enumerate(planned)
+        if p.write is not None
+    ]
     if packets:
         params: dict[str, Any] = {
             **(writer or Scope.system()).cypher_params(),  # the block is linked only if the writer reads it
@@ -616,6 +623,17 @@ def _write(
     if rows:
         tx.run(cypher.ADD_RESTATED_PROVENANCE, rows=rows).consume()
     return summaries
+
+
+def _kept_routes(planned: _Planned, writer: Scope | None) -> list[dict[str, Any]]:
+    """The packet's routes, each with ``keep``: the fields of a stored dossier it appends to that
+    the writer may not read (``last_updated``, ``summary``), which the write leaves as stored
+    (``cairn.policy.writes.kept_on_update``); a dossier the packet creates is its own."""
+    assert planned.write is not None
+    kept: list[str] = []
+    if writer is not None:
+        kept = sorted(kept_on_update(writer, "Dossier", [planned.packet.access.domain], KEPT_ON_APPEND))
+    return [{**r, "keep": kept if r["appended"] else []} for r in planned.write["routes"]]
 
 
 def _result(planned: _Planned) -> RoutingResult:
