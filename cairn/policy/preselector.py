@@ -291,8 +291,7 @@ def _assemble(
     seen = {anchor.id: anchor}
     for node_id, hop, label, props in record["nodes"]:
         seen[node_id] = node(node_id, label, hop, props)
-    trace = PolicyTrace(neighbours_scanned=len(record["edges"]) + len(record["hidden"]))
-    trace.hidden_edges = len(record["hidden"])
+    trace = PolicyTrace()
     hidden: dict[str, str] = {}
     for node_id, edge_ok, acl in record["hidden"]:
         if node_id in seen:
@@ -322,6 +321,13 @@ def _assemble(
     trace.withheld_ids = sorted(hidden, key=lambda i: (hidden[i], i))
     trace.reasons_by_id = {i: hidden[i] for i in trace.withheld_ids}
     trace.hidden_vertices = len(hidden)
+    # Hidden edges are counted once per withheld neighbour, however many edges (from however
+    # many walked nodes) lead to it: counted per edge, two edges to one hidden node said 2, so the
+    # count told how connected a hidden node is (README "Threat model: reads", disclosed by
+    # design (1)). An edge the walk may not take to a node it shows is not counted either: it
+    # would tell that such an edge exists between two nodes the caller sees.
+    trace.hidden_edges = len(hidden)
+    trace.neighbours_scanned = len(record["edges"]) + len(hidden)
     trace.edge_types_used = sorted(used)
     visible = set(seen)
     anchor = drop_dangling_references(anchor, visible)
