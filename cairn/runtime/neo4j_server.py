@@ -131,6 +131,12 @@ def _conf_text(settings: Settings) -> str:
             f"server.http.listen_address=127.0.0.1:{settings.http_port}",
             f"server.http.advertised_address=127.0.0.1:{settings.http_port}",
             "server.http.enabled=true",
+            # Over HTTP Cairn serves Neo4j Browser (which itself talks Bolt) and the discovery
+            # document it reads, nothing else: the transactional and Query API endpoints (Cypher
+            # over HTTP with the password) and unmanaged extensions are not mounted, and Bolt,
+            # which answers only once the HTTP server has started, answers sooner
+            # (docs/design.md §Embedded Neo4j start-up).
+            "server.http_enabled_modules=BROWSER",
             "server.https.enabled=false",
             "dbms.security.auth_enabled=true",
             f"server.memory.heap.initial_size={settings.neo4j_heap}",
@@ -323,7 +329,9 @@ def _wait_for_bolt(
             raise Neo4jProcessError(
                 f"Neo4j answered but refused the password in {settings.neo4j_home / PASSWORD_FILE}"
             ) from exc
-        time.sleep(0.5)
+        # A probe before Bolt listens is refused at once; once Bolt listens it waits for the server
+        # to finish starting. A short pause: every start ends up to one pause after it is ready.
+        time.sleep(0.1)
     raise Neo4jProcessError(
         f"Neo4j did not answer on {bolt_uri(settings)} within {timeout_s:.0f}s; "
         f"see {settings.neo4j_home / 'logs'}"
@@ -343,7 +351,7 @@ def stop(settings: Settings, timeout_s: float = 120.0) -> bool:
         except ProcessLookupError:
             break
         _reap(pid)
-        time.sleep(0.25)
+        time.sleep(0.05)
     else:
         os.kill(pid, signal.SIGKILL)
     (settings.neo4j_home / PID_FILE).unlink(missing_ok=True)

@@ -41,6 +41,22 @@ def test_browser_answers(driver: Driver, settings: Settings) -> None:
     assert "neo4j" in response.text.lower()
 
 
+def test_http_serves_the_browser_and_its_discovery_only(driver: Driver, settings: Settings) -> None:
+    """No Cypher over HTTP: the transactional and Query API endpoints are not mounted; the
+    discovery document the Browser reads still names the Bolt address."""
+    base = f"http://127.0.0.1:{settings.http_port}"
+    discovery = httpx.get(f"{base}/", headers={"Accept": "application/json"}, timeout=30)
+    assert discovery.status_code == 200
+    assert discovery.json()["bolt_direct"] == f"bolt://127.0.0.1:{settings.bolt_port}"
+    auth = ("neo4j", neo4j_server.password(settings))
+    for path, body in (
+        ("/db/neo4j/tx/commit", {"statements": [{"statement": "RETURN 1"}]}),
+        ("/db/neo4j/query/v2", {"statement": "RETURN 1"}),
+    ):
+        response = httpx.post(f"{base}{path}", json=body, auth=auth, timeout=30)
+        assert response.status_code == 404, (path, response.status_code, response.text[:200])
+
+
 def test_session_driver_still_works_at_the_end(driver: Driver) -> None:
     records, _, _ = driver.execute_query("RETURN 1 AS one")
     assert records[0]["one"] == 1

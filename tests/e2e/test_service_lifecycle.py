@@ -256,7 +256,8 @@ def test_an_outage_is_reported_and_readiness_recovers(
     # (tests/e2e/test_neo4j_lifecycle.py has the rest of the server's lifecycle).
     marker = f"lifecycle-{uuid.uuid4()}"
     driver.execute_query(f"CREATE (:{MARKER_LABEL} {{id: $id, note: 'survives restart'}})", id=marker)
-    with serving(warm_cli, tmp_path, CAIRN_NEO4J_RETRY_S="2") as served:
+    # A retry window of 0.5 s: one retry of the query below (after 1 s +- 20%), then the error.
+    with serving(warm_cli, tmp_path, CAIRN_NEO4J_RETRY_S="0.5") as served:
         assert graphql(served.url, NODE, staff).json() == {"data": {"node": None}}
         try:
             assert neo4j_server.stop(settings) is True
