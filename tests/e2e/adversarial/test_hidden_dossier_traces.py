@@ -61,10 +61,9 @@ def remove_packet(driver: Driver, key: str) -> None:
     )
 
 
-def route_as_narrow_writer(
-    client: TestClient, registry: PolicyRegistry, key: str, block: str, fact: str
-) -> str:
-    packet = {
+def field_note(key: str, block: str, fact: str) -> dict[str, Any]:
+    """A one-fact packet readable by staff and the writer, citing ``block``."""
+    return {
         "packet_id": key,
         "cluster_label": "Field notes",
         "facts": [fact],
@@ -76,7 +75,12 @@ def route_as_narrow_writer(
             "roles_allowed": ["staff", "writer"],
         },
     }
-    body = gql(client, PACKET, passport(registry, "writer", **NARROW), p=packet)
+
+
+def route_as_narrow_writer(
+    client: TestClient, registry: PolicyRegistry, key: str, block: str, fact: str
+) -> str:
+    body = gql(client, PACKET, passport(registry, "writer", **NARROW), p=field_note(key, block, fact))
     assert body.get("errors") is None, body
     added: str = body["data"]["ingestFactPacket"]["addedFactIds"][0]
     return added

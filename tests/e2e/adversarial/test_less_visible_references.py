@@ -33,7 +33,12 @@ from starlette.testclient import TestClient
 
 from cairn.policy.profiles import PolicyRegistry
 from cairn.schema.checksum import graph_checksum
-from tests.e2e.adversarial.test_hidden_dossier_traces import HIDDEN_BLOCK, NEVER_BLOCK, remove_packet
+from tests.e2e.adversarial.test_hidden_dossier_traces import (
+    HIDDEN_BLOCK,
+    NEVER_BLOCK,
+    field_note,
+    remove_packet,
+)
 from tests.e2e.conftest import demo_dossiers, gql, load_factors, passport
 
 CONFIRM = "mutation($f: ID!, $s: String!) { confirmFactor(factorId: $f, sessionId: $s) { id sessionId } }"
@@ -82,21 +87,6 @@ TEXTS = {
 FROM_BLOCK = "MATCH (f:Fact {id: $id})-[:FROM_BLOCK]->(b:Block) RETURN b.block_id AS b"
 
 
-def _packet(key: str, block: str) -> dict[str, Any]:
-    return {
-        "packet_id": key,
-        "cluster_label": "Field notes",
-        "facts": [TEXTS[key]],
-        "source_block_id": block,
-        "access": {
-            "domain": "acme/assistant",
-            "sensitivity": "low",
-            "namespaces": ["internal"],
-            "roles_allowed": ["staff", "writer"],
-        },
-    }
-
-
 def _staff_view(client: TestClient, registry: PolicyRegistry, key: str, fact: str, block: str) -> str:
     staff = passport(registry, "staff")
     seen = {
@@ -121,7 +111,7 @@ def test_a_fact_hangs_off_no_block_its_readers_cannot_see(
     try:
         added = {}
         for key, block in (("rt-block-hidden", HIDDEN_BLOCK), ("rt-block-never", NEVER_BLOCK)):
-            data = _data(gql(client, PACKET, writer, p=_packet(key, block)))
+            data = _data(gql(client, PACKET, writer, p=field_note(key, block, TEXTS[key])))
             added[key] = data["ingestFactPacket"]["addedFactIds"][0]
         edges, _, _ = driver.execute_query(FROM_BLOCK, id=added["rt-block-hidden"])
         assert [r["b"] for r in edges] == []

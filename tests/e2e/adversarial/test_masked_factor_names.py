@@ -55,19 +55,27 @@ EXTRA_READS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def probe(driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def staff_probe(
+    driver: Driver,
+    settings: Settings,
+    tmp_path_factory: pytest.TempPathFactory,
+    plant: str,
+    rules: dict[str, Any],
+) -> Iterator[Any]:
+    """The demo factors plus ``plant``, served to staff under the demo policy with ``rules``."""
     wipe(driver)
     load_demo_factors(driver)
-    driver.execute_query(PLANT)
-    path = demo_roles_with(
-        tmp_path_factory,
-        "staff",
-        {"Factor": [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Factor"] - HIDDEN_FACTOR)}]},
-    )
+    driver.execute_query(plant)
+    path = demo_roles_with(tmp_path_factory, "staff", rules)
     with TestClient(create_app(settings.model_copy(update={"policy_file": path}))) as client:
         yield client, PolicyRegistry.load(path)
     wipe(driver)
+
+
+@pytest.fixture(scope="module")
+def probe(driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    rules = {"Factor": [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Factor"] - HIDDEN_FACTOR)}]}
+    yield from staff_probe(driver, settings, tmp_path_factory, PLANT, rules)
 
 
 def test_factor_answers_show_no_masked_name_category_or_scale(probe: Any) -> None:

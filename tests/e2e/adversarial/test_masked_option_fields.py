@@ -21,13 +21,13 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
-from cairn.ingest.factors import load_demo_factors
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
 from cairn.schema.nodes import DECLARED_FIELDS
 from tests.e2e.adversarial.conftest import demo_roles_with
 from tests.e2e.adversarial.test_masked_factor_fields import READS, answers
-from tests.e2e.conftest import gql, passport, wipe
+from tests.e2e.adversarial.test_masked_factor_names import staff_probe
+from tests.e2e.conftest import gql, passport
 
 HIDDEN_OPTION = {"name", "description", "aliases"}
 HIDDEN_FACTOR = {"name", "aliases"}
@@ -80,20 +80,11 @@ OPTION_READS: dict[str, tuple[str, dict[str, Any]]] = {
 
 @pytest.fixture(scope="module")
 def probe(driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    wipe(driver)
-    load_demo_factors(driver)
-    driver.execute_query(PLANT)
-    path = demo_roles_with(
-        tmp_path_factory,
-        "staff",
-        {
-            "Option": [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Option"] - HIDDEN_OPTION)}],
-            "Factor": [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Factor"] - HIDDEN_FACTOR)}],
-        },
-    )
-    with TestClient(create_app(settings.model_copy(update={"policy_file": path}))) as client:
-        yield client, PolicyRegistry.load(path)
-    wipe(driver)
+    rules = {
+        "Option": [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Option"] - HIDDEN_OPTION)}],
+        "Factor": [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Factor"] - HIDDEN_FACTOR)}],
+    }
+    yield from staff_probe(driver, settings, tmp_path_factory, PLANT, rules)
 
 
 def refs(data: Any) -> list[dict[str, Any]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from neo4j import Driver
@@ -24,7 +23,8 @@ from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
 from tests.e2e.adversarial.conftest import demo_roles_with
-from tests.e2e.conftest import demo_dossiers, gql, passport
+from tests.e2e.adversarial.test_masked_text_search import Probe, ask
+from tests.e2e.conftest import demo_dossiers
 
 ROLE = "staff"
 FACT_FIELDS = ["id", "fact_type", "confidence", "added_at", "source_block_id", "domain"]
@@ -32,7 +32,6 @@ ENTRY_FIELDS = ["id", "op", "timestamp", "domain", "sensitivity", "namespaces", 
 RATIONALE = "both hold the quarterly churn numbers the board asked about"
 RELATED = "query($i: ID!) { relatedDossiers(id: $i, topK: 10) }"
 DOSSIER = "query($i: ID!) { dossier(id: $i) { title summary } }"
-Probe = tuple[TestClient, PolicyRegistry]
 
 TWO_DOSSIERS = """
 MATCH (d:Dossier {status: 'active'}) WHERE d.domain = 'acme/assistant' AND d.title IS NOT NULL
@@ -75,14 +74,6 @@ def probe(
     )
     with TestClient(create_app(settings.model_copy(update={"policy_file": registry}))) as client:
         yield client, PolicyRegistry.load(registry)
-
-
-def ask(probe: Probe, query: str, role: str = ROLE, **variables: Any) -> dict[str, Any]:
-    client, registry = probe
-    body = gql(client, query, passport(registry, role), **variables)
-    assert "errors" not in body, body
-    data: dict[str, Any] = body["data"]
-    return data
 
 
 def test_a_link_shows_the_title_and_rationale_only_to_whom_may_read_them(

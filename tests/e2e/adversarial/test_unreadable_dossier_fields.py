@@ -33,14 +33,9 @@ from cairn.runtime.embedder import get_embedder
 from cairn.runtime.settings import Settings
 from cairn.schema.nodes import DECLARED_FIELDS, EMBEDDING_DIMENSIONS
 from tests.e2e.adversarial.conftest import demo_roles_with
+from tests.e2e.adversarial.test_unwalkable_dossier_writes import ACCESS
 from tests.e2e.conftest import gql, passport, wipe
 
-ACCESS = {
-    "domain": "acme/assistant",
-    "sensitivity": "low",
-    "namespaces": ["internal"],
-    "roles_allowed": ["writer"],
-}
 HIDDEN_SUMMARY = "ZQXHIDDENSUMMARY"
 OLD_TIME = "1999-01-01T00:00:00Z"
 ARCHIVE = "mutation($d: ID!) { archiveDossier(id: $d) { op dossierIds movedFactIds alreadyDone } }"
