@@ -120,12 +120,17 @@ def answers(probe: Any, role: str, reads: dict[str, Any] = READS) -> dict[str, A
     return out
 
 
+def assert_nowhere(answered: dict[str, Any], sentinels: tuple[str, ...]) -> None:
+    """No answer, in data, errors or prose, contains any of ``sentinels``."""
+    for name, data in answered.items():
+        text = json.dumps(data)
+        for sentinel in sentinels:
+            assert sentinel not in text, (name, sentinel, text)
+
+
 def test_factor_answers_show_no_masked_field(probe: Any) -> None:
     staff = answers(probe, "staff")
-    for name, data in staff.items():
-        text = json.dumps(data)
-        for sentinel in SENTINELS:
-            assert sentinel not in text, (name, sentinel, text)
+    assert_nowhere(staff, SENTINELS)
     factor = staff["factor"]["factor"]
     assert factor["lastUpdated"] is None and "last_updated" in factor["masked"]
     entry = factor["currentEntry"]

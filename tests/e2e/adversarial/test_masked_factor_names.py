@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -28,7 +29,7 @@ from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
 from cairn.schema.nodes import DECLARED_FIELDS
 from tests.e2e.adversarial.conftest import demo_roles_with
-from tests.e2e.adversarial.test_masked_factor_fields import READS, answers
+from tests.e2e.adversarial.test_masked_factor_fields import READS, answers, assert_nowhere
 from tests.e2e.conftest import gql, passport, wipe
 
 HIDDEN_FACTOR = {"name", "category", "scale"}
@@ -72,6 +73,17 @@ def staff_probe(
     wipe(driver)
 
 
+@contextmanager
+def staff_hiding(
+    settings: Settings, tmp_path_factory: pytest.TempPathFactory, hidden: set[str]
+) -> Iterator[tuple[TestClient, PolicyRegistry]]:
+    """An app whose staff rules show every declared Factor field but ``hidden``."""
+    rules = {"Factor": [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Factor"] - hidden)}]}
+    path = demo_roles_with(tmp_path_factory, "staff", rules)
+    with TestClient(create_app(settings.model_copy(update={"policy_file": path}))) as client:
+        yield client, PolicyRegistry.load(path)
+
+
 @pytest.fixture(scope="module")
 def probe(driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     rules = {"Factor": [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Factor"] - HIDDEN_FACTOR)}]}
@@ -80,10 +92,7 @@ def probe(driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathF
 
 def test_factor_answers_show_no_masked_name_category_or_scale(probe: Any) -> None:
     staff = answers(probe, "staff", {**READS, **EXTRA_READS})
-    for name, data in staff.items():
-        text = json.dumps(data)
-        for sentinel in SENTINELS:
-            assert sentinel not in text, (name, sentinel, text)
+    assert_nowhere(staff, SENTINELS)
     factor = staff["factor"]["factor"]
     # Null and named in masked: not the id, "uncategorised" or "0-100" standing in for them.
     assert factor["name"] is None and factor["category"] is None and factor["scale"] is None
@@ -148,13 +157,7 @@ def test_figures_and_verdicts_use_only_values_the_caller_sees(
     derived from a factor's value and confidence: where those are hidden, the caller sees the
     factor as unassessed, as its null value says (docs/design.md §Policy module)."""
     hidden = {"current_value", "current_confidence"}
-    path = demo_roles_with(
-        tmp_path_factory,
-        "staff",
-        {"Factor": [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Factor"] - hidden)}]},
-    )
-    registry = PolicyRegistry.load(path)
-    with TestClient(create_app(settings.model_copy(update={"policy_file": path}))) as client:
+    with staff_hiding(settings, tmp_path_factory, hidden) as (client, registry):
         seen = {
             r: gql(client, FIGURES, passport(registry, r))["data"]["assessment"] for r in ("staff", "exec")
         }

@@ -18,15 +18,11 @@ from typing import Any
 
 import pytest
 from neo4j import Driver
-from starlette.testclient import TestClient
 
-from cairn.app import create_app
-from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
 from cairn.schema.nodes import DECLARED_FIELDS
-from tests.e2e.adversarial.conftest import demo_roles_with
-from tests.e2e.adversarial.test_masked_factor_fields import READS, answers
-from tests.e2e.adversarial.test_masked_factor_names import staff_probe
+from tests.e2e.adversarial.test_masked_factor_fields import READS, answers, assert_nowhere
+from tests.e2e.adversarial.test_masked_factor_names import staff_hiding, staff_probe
 from tests.e2e.conftest import gql, passport
 
 HIDDEN_OPTION = {"name", "description", "aliases"}
@@ -103,10 +99,7 @@ def refs(data: Any) -> list[dict[str, Any]]:
 
 def test_a_role_whose_profile_masks_option_fields_sees_none_of_them(probe: Any) -> None:
     staff = answers(probe, "staff", {**READS, **OPTION_READS})
-    for name, data in staff.items():
-        text = json.dumps(data)
-        for sentinel in SENTINELS:
-            assert sentinel not in text, (name, sentinel, text)
+    assert_nowhere(staff, SENTINELS)
     node = staff["node/option"]["node"]
     assert set(node["masked"]) >= HIDDEN_OPTION, node
     assert not HIDDEN_OPTION & set(node["fields"]), node
@@ -158,13 +151,7 @@ def test_masked_names_the_same_hidden_fields_on_assessed_and_unassessed_factors(
     unassessed = driver.execute_query(UNASSESSED).records[0]["id"]
     driver.execute_query("MATCH (f:Factor {id: $id}) REMOVE f.description", id=unassessed)
     hidden = VALUE_FIELDS | {"description"}
-    path = demo_roles_with(
-        tmp_path_factory,
-        "staff",
-        {"Factor": [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Factor"] - hidden)}]},
-    )
-    registry = PolicyRegistry.load(path)
-    with TestClient(create_app(settings.model_copy(update={"policy_file": path}))) as client:
+    with staff_hiding(settings, tmp_path_factory, hidden) as (client, registry):
         staff, exec_ = passport(registry, "staff"), passport(registry, "exec")
         seen = {i: gql(client, NODE, staff, id=i)["data"]["node"] for i in (assessed, unassessed)}
         full = {i: gql(client, NODE, exec_, id=i)["data"]["node"] for i in (assessed, unassessed)}
