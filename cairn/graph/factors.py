@@ -4,8 +4,9 @@
 Reads run on a caller's behalf and carry the access predicates of ``cairn.policy.acl``: the
 vertex ACL on every node matched, the edge rule on every relationship walked. Of what the
 caller cannot see, a query returns at most a flag (``hidden_influence``, ``needs_hidden``),
-never an id, a value or a count. ``LOCK_FACTOR`` and ``WRITE_ENTRY`` are the journal write
-(journal.py checks the caller's scope before it runs them); the ``STORED_*``, ``UPSERT_*``
+never an id, a value or a count. ``LOCK_FACTOR``, ``CLAIM_SESSION`` and ``WRITE_ENTRY`` are the
+journal write (journal.py checks the caller's scope before it runs them, and the session between
+the last two, in the same transaction); the ``STORED_*``, ``UPSERT_*``
 and ``REFRESH_FACTOR_STATE`` queries are the loader's (ingest/factors.py), run as the system.
 
 The dependency walks (docs/design.md, "Factor questions") are built once per hop limit:
@@ -160,17 +161,30 @@ RETURN f {{.id, .name, .scale, .current_value, .current_confidence, .inference_s
           .last_updated, .journal_seq}} AS factor
 """
 
-# The entry, its session, ABOUT/PART_OF/INFLUENCED_BY and CURRENT_STATE, and the factor's new
-# state, under the lock LOCK_FACTOR took (which it releases). Returns nothing.
+# The entry's session, claimed inside the write transaction: created with the factor's access,
+# or the node stored under that id. ``MERGE`` on the unique ``Entity.id`` serialises concurrent
+# creations of one id, so a session another writer creates meanwhile is seen here, committed,
+# and checked before anything is filed under it (journal.py: hidden, not a session, or less
+# visible than the factor is refused and the transaction rolled back). Whether the node is a
+# session is read only once it is known to be visible to the writer.
+CLAIM_SESSION = """
+MATCH (f:Factor {id: $factor})
+MERGE (s:Entity {id: $session_id})
+  ON CREATE SET s:Session, s.created_at = datetime(), s.started_at = $timestamp,
+                s.title = $session_title, s.domain = f.domain, s.sensitivity = f.sensitivity,
+                s.namespaces = f.namespaces, s.roles_allowed = f.roles_allowed
+RETURN 'Session' IN labels(s) AS is_session
+"""
+
+# The entry, ABOUT/PART_OF/INFLUENCED_BY and CURRENT_STATE, and the factor's new state, under the
+# lock LOCK_FACTOR took (which it releases) and on the session CLAIM_SESSION claimed. Returns
+# nothing.
 WRITE_ENTRY = """
 MATCH (f:Factor {id: $factor})
 OPTIONAL MATCH (f)-[old:CURRENT_STATE]->()
 DELETE old
 WITH DISTINCT f
-MERGE (s:Entity:Session {id: $session_id})
-  ON CREATE SET s.created_at = datetime(), s.started_at = $timestamp, s.title = $session_title,
-                s.domain = f.domain, s.sensitivity = f.sensitivity, s.namespaces = f.namespaces,
-                s.roles_allowed = f.roles_allowed
+MATCH (s:Session {id: $session_id})
 CREATE (e:Entity:JournalEntry {id: $entry_id})
 SET e += $props,
     e.timestamp = $timestamp, e.created_at = datetime(),

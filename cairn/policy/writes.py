@@ -231,8 +231,10 @@ def stored_ids(driver: Driver, scope: Scope, ids: Iterable[str]) -> StoredIds:
     return StoredIds(visible, times, hidden, domains)
 
 
-def less_visible(driver: Driver, holder: str, ids: Iterable[str]) -> frozenset[str]:
-    """The stored ids among ``ids`` that some reader of the stored node ``holder`` may not see.
+def less_visible(tx: ManagedTransaction, holder: str, ids: Iterable[str]) -> frozenset[str]:
+    """The stored ids among ``ids`` that some reader of the stored node ``holder`` may not see,
+    read inside the write transaction ``tx`` (after it has claimed them, so no concurrent write
+    changes the answer before commit).
 
     A write that makes ``holder`` name or hang off one of them (a journal entry's session, whose
     access is its factor's) would show those readers a node they may not see: its id, and that it
@@ -242,7 +244,7 @@ def less_visible(driver: Driver, holder: str, ids: Iterable[str]) -> frozenset[s
     wanted = sorted(set(ids))
     if not wanted:
         return frozenset()
-    records, _, _ = driver.execute_query(LESS_VISIBLE, {"holder": holder, "ids": wanted})
+    records = tx.run(LESS_VISIBLE, {"holder": holder, "ids": wanted})
     return frozenset(str(r["id"]) for r in records)
 
 

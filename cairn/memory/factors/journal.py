@@ -46,7 +46,7 @@ from cairn.memory.factors.recalculation import (
 )
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
-from cairn.policy.writes import TAKEN_ID, edge_problem, less_visible, stored_ids
+from cairn.policy.writes import TAKEN_ID, edge_problem, hidden_ids, less_visible, stored_ids
 from cairn.runtime.embedder import Embedder, get_embedder
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$")
@@ -272,24 +272,6 @@ def _check_inputs(
         raise FactorError("INVALID_INPUT", f"excerpt is longer than {EXCERPT_MAX} characters", "excerpt")
     if session_id is not None and not SESSION_ID.match(session_id):
         raise FactorError("INVALID_INPUT", "session_id is malformed", "session_id")
-    if session_id is not None:
-        # Seen through the caller's scope: an id it cannot read is taken, nothing more is said.
-        stored = stored_ids(driver, scope, [session_id])
-        if session_id in stored.hidden:
-            raise FactorError("INVALID_INPUT", f"session_id '{session_id}' {TAKEN_ID}", "session_id")
-        if stored.visible.get(session_id, "Session") != "Session":
-            raise FactorError(
-                "INVALID_INPUT", "session_id names something that is not a session", "session_id"
-            )
-        if session_id in stored.visible and less_visible(driver, factor_id, [session_id]):
-            # The entry takes its factor's access: filed under a session some of its readers may
-            # not see, it would show them that session's id (cairn.policy.writes.less_visible).
-            raise FactorError(
-                "INVALID_INPUT",
-                f"session_id '{session_id}' names a session some readers of factor '{factor_id}' may not"
-                " see; choose another id",
-                "session_id",
-            )
     wanted = list(dict.fromkeys(influenced_by))
     if factor_id in wanted:
         raise FactorError("INVALID_INPUT", "a factor cannot be influenced by itself", "influenced_by")
@@ -314,7 +296,8 @@ def _check_edges(
     if scope.unrestricted:
         return
     ids = [factor_id, *influences, *([session_id] if session_id else [])]
-    domains = stored_ids(driver, scope, ids).domains  # all visible: checked above
+    # The factor and influences are visible (checked above); a session is checked when claimed.
+    domains = stored_ids(driver, scope, ids).domains
     home = domains.get(factor_id, "")
     edges = [
         ("ABOUT", home, home, "factor_id"),
@@ -325,6 +308,33 @@ def _check_edges(
     for rel, start, end, field in edges:
         if (problem := edge_problem(scope, rel, start, end)) is not None:
             raise FactorError("INVALID_INPUT", problem.message, field)
+
+
+def _claim_session(tx: ManagedTransaction, scope: Scope, write: _Write, when: datetime) -> None:
+    """Create the entry's session, or take the one stored under its id, inside the write
+    transaction: checked there, a session another writer creates between any earlier look and
+    this write cannot slip through (``queries.CLAIM_SESSION``). Seen through the caller's scope,
+    an id it cannot read is taken and nothing more is said; an entry takes its factor's access,
+    so one filed under a session some of its readers may not see would show them that session's
+    id (``cairn.policy.writes.less_visible``). A refusal rolls the transaction back."""
+    is_session = tx.run(
+        queries.CLAIM_SESSION,
+        factor=write.factor_id,
+        session_id=write.session_id,
+        timestamp=when,
+        session_title=write.session_title,
+    ).single(strict=True)["is_session"]
+    if hidden_ids(tx, scope, [write.session_id]):
+        raise FactorError("INVALID_INPUT", f"session_id '{write.session_id}' {TAKEN_ID}", "session_id")
+    if not is_session:
+        raise FactorError("INVALID_INPUT", "session_id names something that is not a session", "session_id")
+    if less_visible(tx, write.factor_id, [write.session_id]):
+        raise FactorError(
+            "INVALID_INPUT",
+            f"session_id '{write.session_id}' names a session some readers of factor '{write.factor_id}'"
+            " may not see; choose another id",
+            "session_id",
+        )
 
 
 def _entry_text(name: str, rationale: str, excerpt: str) -> str:
@@ -353,6 +363,7 @@ def _write_entry(
                 f"({last.isoformat()}); the journal is append-only",
                 "timestamp",
             )
+        _claim_session(tx, scope, write, when)
         previous = factor.get("current_value")
         props = {
             "op": write.op,
