@@ -48,6 +48,7 @@ from cairn.runtime.logging import configure_logging
 from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
 from cairn.runtime.tokens import count_tokens
 from cairn.schema.migrate import READ_VERSION, SCHEMA_VERSION
+from cairn.schema.unique_json import DuplicateKey, unique_keys
 
 WEB_DIR = REPO_ROOT / "web"
 GRAPHIQL_PAGE = WEB_DIR / "graphiql.html"  # GraphiQL from web/vendor: no CDN, so it works offline
@@ -257,28 +258,6 @@ def _quality(accept: str, media_type: str) -> float:
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
-class DuplicateKey(ValueError):
-    """A JSON object of the request body names one key twice."""
-
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``json.loads``'s object hook: an object that repeats a key is refused. Python keeps the
-    last, another parser (a gateway's, inspecting ``query``) may keep the first, so a body
-    read two ways could pass a check on one reading and run the other (docs/design.md §Errors)."""
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise DuplicateKey(key)
-            seen.add(key)
-    return out
-
-
 def _has_lone_surrogate(body: object) -> bool:
     if isinstance(body, dict):
         body = {k: body.get(k) for k in ("query", "variables", "operationName", "extensions")}
@@ -305,12 +284,14 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         """strawberry turns only a JSONDecodeError into a 400: bytes that are not UTF-8 (or a
         gzip body, never decoded here) and nesting too deep for the parser's recursion also get
         one, with a code, instead of a bare 500 (docs/design.md §Errors). An object that repeats
-        a key, at any depth, is refused too (``_unique_keys``)."""
+        a key, at any depth, is refused too (``cairn.schema.unique_json``; not placed by line, which
+        would parse the body a second time, in pure Python)."""
         try:
-            body = json.loads(data, object_pairs_hook=_unique_keys)
+            body = json.loads(data, object_pairs_hook=unique_keys)
         except DuplicateKey as exc:
-            shown = exc.key if len(exc.key) <= 64 else exc.key[:64] + "..."
-            raise UnreadableRequest(400, f"the request body repeats the key {shown!r} in one object") from exc
+            raise UnreadableRequest(
+                400, f"the request body repeats the key {exc.shown_key()} in one object"
+            ) from exc
         except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             raise UnreadableRequest(400, "Unable to parse request body as JSON") from exc
         # JSON may escape a lone UTF-16 surrogate ("\ud800"): not Unicode text, so as a variable it

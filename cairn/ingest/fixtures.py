@@ -30,6 +30,7 @@ from cairn.ingest.records import (
     TransitionRecord,
     iso_utc,
 )
+from cairn.schema import unique_json
 from cairn.schema.catalog import CAUSAL_RELATIONS
 
 FOLDERS: dict[str, type[Record]] = {
@@ -155,9 +156,12 @@ def _records_in(path: Path) -> Iterator[tuple[Path, int | None, Any]]:
     """Yield (file, index-in-file or None, raw record) for every JSON file under path."""
     for file in sorted(path.glob("*.json")):
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
+            data = unique_json.loads(file.read_text(encoding="utf-8"))
         except UnicodeDecodeError as exc:
             yield file, None, ValueError(f"not UTF-8 text ({exc.reason})")
+            continue
+        except unique_json.DuplicateKey as exc:
+            yield file, None, ValueError(f"{exc.place()}: an object repeats the key {exc.shown_key()}")
             continue
         except json.JSONDecodeError as exc:
             yield file, None, ValueError(f"malformed JSON at line {exc.lineno} col {exc.colno}: {exc.msg}")

@@ -248,26 +248,41 @@ def _beyond_utc(value: Any) -> bool:
 INT64 = range(-(2**63), 2**63)
 
 
+# How deep a JSON argument may nest (a payload's own shape needs 4 or 5 levels). Deeper ones are
+# refused before anything walks them: the request parser reads about 990 levels, more than a
+# recursive walk of the value (this check, pydantic, the stored x-extra's encoder) survives.
+MAX_JSON_DEPTH = 64
+
+
 def _unstorable_number(value: Any) -> str | None:
-    """Why a JSON argument's value holds a number no answer could carry back, or None.
+    """Why a JSON argument's value holds a number no answer could carry back, or None; or why it
+    nests deeper than ``MAX_JSON_DEPTH``. Walked with a stack, not recursion.
 
     Python's JSON parser also reads NaN, Infinity and -Infinity, which JSON (RFC 8259) does not
     have: stored inside an x-extra value, every later answer showing it was invalid JSON, which
     a browser's JSON.parse refuses."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int) and value not in INT64:
-        return "holds an integer outside the signed 64-bit range"
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"holds {json.dumps(value)}, which is not a JSON number"
-    children = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else ()
-    return next((why for v in children if (why := _unstorable_number(v))), None)
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if depth >= MAX_JSON_DEPTH:
+                return f"is nested deeper than {MAX_JSON_DEPTH} levels"
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in reversed(list(children)))
+        elif isinstance(item, bool):
+            continue
+        elif isinstance(item, int) and item not in INT64:
+            return "holds an integer outside the signed 64-bit range"
+        elif isinstance(item, float) and not math.isfinite(item):
+            return f"holds {json.dumps(item)}, which is not a JSON number"
+    return None
 
 
 class TextLimit(SchemaExtension):
     """Refuses an over-long text argument before its resolver runs (so before any embedding);
     the token limit counts a string literal or a variable as one token, whatever its size. A JSON
-    argument is not capped in length, but may hold no number an answer could not carry back."""
+    argument is not capped in length, but may hold no number an answer could not carry back, nor
+    nest deeper than ``MAX_JSON_DEPTH``."""
 
     def resolve(self, _next: Any, root: Any, info: GraphQLResolveInfo[Any], *args: Any, **kwargs: Any) -> Any:
         if kwargs:

@@ -7,9 +7,10 @@ target's), marks the source ``merged`` with ``merged_into``, and journals one ``
 entry about both. Two dossiers can be merged or linked only when their access fields are
 equal, so neither operation can move text across a visibility boundary. A caller writing on
 its own behalf (``writer``) can only touch dossiers its profile covers; others read as absent.
-Nor may it change a field its field rules hide: a merge or an archive that must set or read one
-(``status``, ``merged_into``) is refused, and the ``last_updated`` and ``summary`` they refresh
-keep their stored values where hidden (``cairn.policy.writes``; docs/design.md §Policy module).
+Nor may it change a field its field rules hide: a merge, an archive or a link that must set or
+read one (``status``, ``merged_into``, the access fields a merge or a link compares) is
+refused, and the ``last_updated`` and ``summary`` they refresh keep their stored values where
+hidden (``cairn.policy.writes``; docs/design.md §Policy module).
 """
 
 from __future__ import annotations
@@ -109,6 +110,12 @@ def _access(row: dict[str, Any]) -> Access:
     )
 
 
+# What ``_same_access`` compares: a merge or a link reads them, so a writer whose field rules
+# hide one of them may make neither (``_unreadable``), else "different access fields" would tell
+# it that the hidden field differs (docs/design.md §Policy module).
+ACCESS_FIELDS = ("domain", "sensitivity", "namespaces", "roles_allowed")
+
+
 def _same_access(a: dict[str, Any], b: dict[str, Any], what: str) -> Access:
     if _access(a) != _access(b):
         raise CurationError(f"cannot {what} dossiers with different access fields")
@@ -127,7 +134,8 @@ def _merge(
     key = _key("merge", source, target)
     done = take_lock(tx, entry_id(key, 0)) is not None
     rows = _load(tx, [source, target], writer, ("ABOUT", "HAS_FACT"))  # before anything is said about them
-    _unreadable(rows, {source: ("status", "merged_into"), target: ("status",)}, writer, "merge")
+    needs = {source: ("status", "merged_into", *ACCESS_FIELDS), target: ("status", *ACCESS_FIELDS)}
+    _unreadable(rows, needs, writer, "merge")
     if done:
         return CurationResult("merged", (target, source), already_done=True)
     for did in (source, target):
@@ -219,6 +227,7 @@ def _link(
     key = _key("link", first, second)
     done = take_lock(tx, entry_id(key, 0)) is not None
     rows = _load(tx, [first, second], writer)  # before anything is said about them
+    _unreadable(rows, {first: ACCESS_FIELDS, second: ACCESS_FIELDS}, writer, "link")
     if done:
         return CurationResult("linked", (first, second), already_done=True)
     access = _same_access(rows[first], rows[second], "link")

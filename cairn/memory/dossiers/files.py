@@ -20,6 +20,7 @@ from cairn.memory.dossiers.models import (
     parse_block,
     parse_packet,
 )
+from cairn.schema import unique_json
 
 T = TypeVar("T")
 
@@ -34,7 +35,9 @@ def _records(path: Path) -> list[tuple[str, Any]]:
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")) and not _is_json_lines(stripped):
         try:
-            data = json.loads(text)
+            data = unique_json.loads(text)
+        except unique_json.DuplicateKey as exc:
+            raise InputError("file", [_repeat(path, exc, 1)]) from None
         except ValueError as exc:
             raise InputError("file", [Problem(str(path), f"not valid JSON: {exc}")]) from None
         items = data if isinstance(data, list) else [data]
@@ -44,10 +47,22 @@ def _records(path: Path) -> list[tuple[str, Any]]:
         if not line.strip():
             continue
         try:
-            out.append((f"{path.name}:{n}: ", json.loads(line)))
+            out.append((f"{path.name}:{n}: ", unique_json.loads(line)))
+        except unique_json.DuplicateKey as exc:
+            out.append((f"{path.name}:{n}: ", _repeat(path, exc, n)))
         except ValueError as exc:
             out.append((f"{path.name}:{n}: ", Problem(f"{path.name}:{n}", f"not valid JSON: {exc}")))
     return out
+
+
+def _repeat(path: Path, exc: unique_json.DuplicateKey, first_line: int) -> Problem:
+    """A repeated key (``cairn.schema.unique_json``) in text starting at ``first_line`` of the
+    file: refused, since another reader of the file may keep the first of the two values where
+    Python keeps the last."""
+    return Problem(
+        f"{path.name}:{first_line + (exc.line or 1) - 1}",
+        f"col {exc.column}: an object repeats the key {exc.shown_key()}",
+    )
 
 
 def _is_json_lines(text: str) -> bool:

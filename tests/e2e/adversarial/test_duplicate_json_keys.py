@@ -9,14 +9,25 @@ the second. Now an object that repeats a key, at any depth (the request's own me
 
 from __future__ import annotations
 
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
+from cairn.ingest.fixtures import FixtureError
+from cairn.ingest.org_memory import ingest_fixture_dir
+from cairn.memory.dossiers import files
+from cairn.memory.dossiers.models import InputError
 from cairn.policy.profiles import PolicyRegistry
 from cairn.schema.checksum import graph_checksum
 from tests.e2e.adversarial.conftest import ORG_MEMORY
-from tests.e2e.conftest import passport, wipe
+from tests.e2e.conftest import ACME, passport, wipe
+from tests.e2e.test_hostile_input import VALID_BLOCK, VALID_PACKET
 
 HARMLESS = '"{ __typename }"'
 SMUGGLED = '"{ smuggled: __typename }"'
@@ -73,3 +84,53 @@ def test_a_repeated_field_in_a_graphql_literal_is_refused(
     resp = client.post("/graphql", json={"query": query}, headers=passport(registry, "writer"))
     body = resp.json()
     assert body.get("data") is None and body["errors"][0]["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED"
+
+
+# The operator's file loaders (``cairn ingest fixtures``, ``cairn ingest packets|blocks``) kept
+# the last of two equal keys, as Python's parser does: a fixture that a reviewer's tool read as
+# ``acme/region_apac`` was stored as ``acme/exec``. Now they refuse the file, naming it, the key
+# and its line, and write nothing.
+SMUGGLED_DOMAIN = '  "domain": "acme/exec",\n'
+
+
+def test_a_fixture_file_that_repeats_a_key_is_refused(tmp_path: Path, empty: Driver) -> None:
+    root = tmp_path / "acme"
+    shutil.copytree(ACME, root)
+    file = root / "decisions" / "acme-apac-connector-extended-support-2024.json"
+    lines = file.read_text(encoding="utf-8").splitlines(keepends=True)
+    at = next(n for n, line in enumerate(lines) if line.startswith('  "domain"'))
+    file.write_text("".join([*lines[: at + 1], SMUGGLED_DOMAIN, *lines[at + 1 :]]), encoding="utf-8")
+    before = graph_checksum(empty)
+    with pytest.raises(FixtureError) as refused:
+        ingest_fixture_dir(empty, root)
+    (problem,) = refused.value.problems
+    assert problem.where == f"decisions/{file.name}", problem
+    assert f"line {at + 2} col 3" in problem.message and "repeats the key 'domain'" in problem.message
+    assert graph_checksum(empty) == before
+
+
+@pytest.mark.parametrize(
+    ("valid", "read"),
+    [(VALID_PACKET, files.read_packets), (VALID_BLOCK, files.read_blocks)],
+    ids=["packets", "blocks"],
+)
+@pytest.mark.parametrize("shape", ["json-lines", "array"])
+def test_a_packet_or_block_file_that_repeats_a_key_is_refused(
+    valid: dict[str, Any], read: Callable[[Path], list[Any]], shape: str, tmp_path: Path
+) -> None:
+    """At any depth: here in a record's access map (packets) or a turn (blocks)."""
+    inner = "access" if "access" in valid else "turns"
+    text = json.dumps(valid)
+    key = "domain" if inner == "access" else "user"
+    twice = text.replace(f'"{key}": ', f'"{key}": "smuggled", "{key}": ', 1)
+    if shape == "json-lines":
+        path, body, line = tmp_path / "input.jsonl", f"{text}\n{twice}\n", 2
+    else:
+        path, body, line = tmp_path / "input.json", f"[\n{text},\n{twice}\n]", 3
+    path.write_text(body, encoding="utf-8")
+    with pytest.raises(InputError) as refused:
+        read(path)
+    (problem,) = refused.value.problems
+    assert problem.where == f"{path.name}:{line}", problem
+    column = twice.index(f'"{key}": "smuggled"') + len(f'"{key}": "smuggled", ') + 1
+    assert problem.message == f"col {column}: an object repeats the key '{key}'", problem

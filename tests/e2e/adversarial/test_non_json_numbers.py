@@ -77,3 +77,22 @@ def test_every_answer_is_strict_json(client: TestClient, registry: PolicyRegistr
     )
     fields = json.loads(answer.text, parse_constant=strict)["data"]["node"]["fields"]
     assert fields["x_extra"] == {"visibility_note": 1e308}
+
+
+@pytest.mark.parametrize("depth", [600, 950])
+def test_a_json_argument_nested_too_deep_is_refused_unrun(
+    depth: int, client: TestClient, registry: PolicyRegistry, empty: Driver
+) -> None:
+    """Found by the red-team pass of 2026-11-26 (eighth on writes): a note nested 600 to 980
+    lists deep parses (the request parser's own limit is near 990) but overflowed the recursive
+    check of the JSON argument's numbers: ``INTERNAL_SERVER_ERROR`` instead of a refusal naming
+    the argument. Now a JSON argument nested deeper than ``MAX_JSON_DEPTH`` is refused first."""
+    before = graph_checksum(empty)
+    headers = {**passport(registry, "writer"), "content-type": "application/json"}
+    resp = client.post("/graphql", content=body_with("[" * depth + "1" + "]" * depth), headers=headers)
+    body = resp.json()
+    assert body["data"] is None, body
+    (error,) = body["errors"]
+    assert error["extensions"] == {"code": "BAD_USER_INPUT", "argument": "payload"}, error
+    assert "nested deeper than" in error["message"], error
+    assert graph_checksum(empty) == before

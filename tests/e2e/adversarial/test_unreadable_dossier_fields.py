@@ -159,6 +159,36 @@ def test_archive_and_merge_keep_the_times_and_summary_the_writer_cannot_read(
     assert HIDDEN_SUMMARY not in json.dumps([archived, merged])
 
 
+LINK = "mutation($a: ID!, $b: ID!) { linkDossiers(a: $a, b: $b) { op alreadyDone } }"
+
+
+@pytest.mark.parametrize("hidden", ["roles_allowed", "namespaces", "sensitivity"])
+def test_a_writer_that_cannot_read_the_access_fields_is_not_told_they_differ(
+    hidden: str, store: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A merge or a link of two dossiers needs their access fields equal; the refusal "cannot
+    merge dossiers with different access fields" told a writer whose rules hide one of them that
+    it differs. Two dossiers it may read, one pair equal and one differing only in the hidden
+    field, now get the same refusal, naming only the field its rules hide."""
+    store.execute_query(
+        "MATCH (d:Dossier {id: 'zz-active-c'}) SET d.roles_allowed = d.roles_allowed + 'exec',"
+        " d.namespaces = d.namespaces + 'public', d.sensitivity = 'medium'"
+    )
+    client, headers = served(settings, policy_hiding(tmp_path_factory, {hidden}))
+    before = {d: stored(store, d) for d, _, _ in DOSSIERS}
+    with client:
+        answers = [
+            [gql(client, MERGE, headers, s="zz-active-a", t=t) for t in ("zz-active-b", "zz-active-c")],
+            [gql(client, LINK, headers, a="zz-active-a", b=b) for b in ("zz-active-b", "zz-active-c")],
+        ]
+    for same, different in answers:
+        assert same == different, (same, different)
+        assert same.get("data") is None and hidden in same["errors"][0]["message"], same
+        assert "different" not in json.dumps(same)
+    assert {d: stored(store, d) for d, _, _ in DOSSIERS} == before
+    assert not store.execute_query("MATCH (j:JournalEntry) RETURN j").records
+
+
 def test_the_operator_still_refreshes_them(store: Driver) -> None:
     archive_dossier(store, "zz-active-a")
     merge_dossiers(store, "zz-active-b", "zz-active-c")
