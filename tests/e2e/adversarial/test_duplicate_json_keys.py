@@ -104,7 +104,7 @@ def test_a_fixture_file_that_repeats_a_key_is_refused(tmp_path: Path, empty: Dri
     with pytest.raises(FixtureError) as refused:
         ingest_fixture_dir(empty, root)
     (problem,) = refused.value.problems
-    assert problem.where == f"decisions/{file.name}", problem
+    assert problem.file == f"decisions/{file.name}", problem
     assert f"line {at + 2} col 3" in problem.message and "repeats the key 'domain'" in problem.message
     assert graph_checksum(empty) == before
 
