@@ -59,6 +59,9 @@ ALLOWLIST: dict[tuple[str, str], str] = {
         )
     },
     ("cairn.graph.factors", "WRITE_ENTRY"): _WRITE,
+    ("cairn.graph.factors", "CLAIM_SESSION"): (
+        "a write; the journal checks the session it claims (hidden, less visible) in the same transaction"
+    ),
     **{
         ("cairn.graph.factors", n): _SYSTEM
         for n in (
