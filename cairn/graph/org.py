@@ -34,22 +34,14 @@ _COUNTS = """RETURN sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END) AS created,
 
 
 def upsert_vertex(label: str) -> str:
-    """Create or update ``label`` nodes. The id is claimed first: ``MERGE`` on the unique
-    ``Entity.id`` waits for a transaction creating the same id to commit and then matches its
-    node, so a node stored by someone else between the writer's look (``stored_ids``) and this
-    write is seen here; only a node this statement created, or one the writer may read with this
-    label, is written (a hidden one is skipped, as it was refused before: docs/design.md §Policy
-    module, "a stored node you cannot read does not exist for you")."""
     return f"""
 UNWIND $rows AS row
-MERGE (n:Entity {{id: row.id}})
-ON CREATE SET n:{label}, n.created_at = datetime(), n.cairn_created = true
-WITH row, n, n.cairn_created IS NOT NULL AS created
-WHERE created OR ({acl_visible("n")} AND n:{label})
-WITH row, n, CASE WHEN created THEN null ELSE n END AS old
-WITH row, n, old, {_VERTEX_DIFFERS} AS changed
+OPTIONAL MATCH (old:Entity {{id: row.id}})
+WITH row, old WHERE old IS NULL OR ({acl_visible("old")} AND old:{label})
+WITH row, old, {_VERTEX_DIFFERS} AS changed
+MERGE (n:Entity:{label} {{id: row.id}})
+ON CREATE SET n.created_at = datetime()
 SET n += row.props, n.timestamp = coalesce(datetime(row.timestamp), n.timestamp)
-REMOVE n.cairn_created
 {_COUNTS}
 """
 
