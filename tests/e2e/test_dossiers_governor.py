@@ -380,6 +380,51 @@ def test_batch_ingest_routes_in_order(empty_db: Driver, embedder: Embedder) -> N
     assert count(empty_db, "Dossier") == 2
 
 
+def test_a_batch_skips_its_applied_packets_and_repeated_keys(empty_db: Driver, embedder: Embedder) -> None:
+    """Several packets share an ingest transaction; each keeps its own idempotency key."""
+    veg, run, tea = (
+        parse_packet(VEGETARIAN),
+        parse_packet(packet("Running", ["User runs three times a week"], "b2")),
+        parse_packet(packet("Tea", ["User drinks green tea every morning"], "b3")),
+    )
+    first = ingest_packets(empty_db, [veg, run], embedder=embedder)
+    again = ingest_packets(empty_db, [veg, tea, run, tea], embedder=embedder)
+    assert [r.action for r in again] == ["already_applied", "created", "already_applied", "already_applied"]
+    assert [again[0].dossier_id, again[2].dossier_id] == [first[0].dossier_id, first[1].dossier_id]
+    assert again[3].dossier_id == again[1].dossier_id
+    assert count(empty_db, "Fact") == 4
+    assert count(empty_db, "Dossier") == 3
+
+
+def test_a_failing_packet_in_a_batch_is_retried_alone_and_nothing_of_it_is_written(
+    empty_db: Driver, embedder: Embedder
+) -> None:
+    """The shared transaction fails; the packets are retried one transaction each: those before the
+    bad one are applied, the bad one raises with nothing of it written, and a re-run completes."""
+    good = parse_packet(VEGETARIAN)
+    bad = parse_packet(packet("Running", ["User runs three times a week"], "b2"))
+    later = parse_packet(packet("Tea", ["User drinks green tea every morning"], "b3"))
+    clash = {"id": entry_id(bad.key, 0)}  # the bad packet's first journal entry id, taken by a block
+    empty_db.execute_query(
+        "CREATE (:Entity:Block {id: $id, block_id: 'clash', domain: 'acme/assistant', sensitivity: 'low'})",
+        clash,
+    )
+    with pytest.raises(ConstraintError):
+        ingest_packets(empty_db, [good, bad, later], embedder=embedder)
+    records, _, _ = empty_db.execute_query(
+        "MATCH (n:Entity) WHERE n.packet_key = $key OR n.work_key = $key OR n.id STARTS WITH 'dos-' + $key "
+        "RETURN count(n) AS n",
+        key=bad.key,
+    )
+    assert records[0]["n"] == 0
+    assert facts_of(empty_db, f"dos-{good.key}") == [f.text for f in good.facts]
+    assert count(empty_db, "Fact") == len(good.facts)
+    empty_db.execute_query("MATCH (b:Block {block_id: 'clash'}) DELETE b")
+    rerun = ingest_packets(empty_db, [good, bad, later], embedder=embedder)
+    assert [r.action for r in rerun] == ["already_applied", "created", "created"]
+    assert count(empty_db, "Fact") == 4
+
+
 # --- the adjudicator ----------------------------------------------------------------------------
 
 

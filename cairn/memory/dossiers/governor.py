@@ -60,8 +60,10 @@ from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
 
 EMBED_CHUNK = 64  # facts per chunk when ingesting many packets (small: routing overlaps)
 EMBED_AHEAD = 8  # chunks embedded ahead of the transaction being routed
-# Embedding batches per ingest_packets transaction: the first transaction waits for one batch only,
-# later ones take four (up to 256 facts), so fewer commits and fewer small index segments.
+# Embedding batches per ingest_packets transaction, from either end of the call: the first
+# transaction waits for one batch only, so routing starts early; the last takes one batch only, so
+# little routing is left once the model has finished; the ones between take two, then four (up to
+# 256 facts), so fewer commits and fewer small index segments (docs/design.md §Dossier queries).
 TRANSACTION_CHUNKS = (1, 2, 4)
 PACKETS_PER_TRANSACTION = 64  # at most this many packets share a transaction
 # What a packet stores between nodes of its domain: dossier to fact, fact to block, journal to dossier.
@@ -717,14 +719,23 @@ Progress = Callable[[int], None]
 
 
 def _transactions(chunks: list[list[FactPacket]]) -> list[tuple[int, int]]:
-    """Which embedding chunks each ingest transaction takes, as ``[start, end)`` chunk ranges:
-    ``TRANSACTION_CHUNKS`` in turn, then its last size for every transaction after."""
+    """Which embedding chunks each ingest transaction takes, as ``[start, end)`` chunk ranges: the
+    sizes of ``TRANSACTION_CHUNKS`` but its last from the first chunk on and, mirrored, from the
+    last chunk back; the chunks between them in transactions of its last size."""
+    head: list[int] = []
+    tail: list[int] = []
+    for size in TRANSACTION_CHUNKS[:-1]:
+        for ends in (head, tail):
+            take = min(size, len(chunks) - sum(head) - sum(tail))
+            if take:
+                ends.append(take)
+    middle = len(chunks) - sum(head) - sum(tail)
+    big = TRANSACTION_CHUNKS[-1]
     spans: list[tuple[int, int]] = []
     start = 0
-    while start < len(chunks):
-        size = TRANSACTION_CHUNKS[min(len(spans), len(TRANSACTION_CHUNKS) - 1)]
-        spans.append((start, min(start + size, len(chunks))))
-        start = spans[-1][1]
+    for size in [*head, *(min(big, middle - n) for n in range(0, middle, big)), *reversed(tail)]:
+        spans.append((start, start + size))
+        start += size
     return spans
 
 
