@@ -138,9 +138,8 @@ def _mask(
         for name, value in props.items():
             if value is None or name in INTERNAL_FIELDS:
                 continue
-            if (allowed is not None and name != "id" and name not in allowed) or name in positional:
-                masked.append(name)
-            else:
+            # Withheld, and named by the rule alone (``_withheld``), never by what is stored.
+            if (allowed is None or name == "id" or name in allowed) and name not in positional:
                 clean[name] = value if value.__class__ in _PLAIN_TYPES else _plain(value)
     if "x_extra" in clean:
         clean["x_extra"] = _x_extra(clean["x_extra"], scope)
@@ -150,13 +149,16 @@ def _mask(
 @lru_cache(maxsize=1024)
 def _withheld(label: str, allowed: tuple[str, ...] | None, positional: tuple[str, ...]) -> tuple[str, ...]:
     """The label's declared fields the rule hides, named as masked whether or not a node holds a
-    value there: naming only the non-empty ones told a caller which hidden rationales exist
+    value there: naming only the non-empty ones told a caller which hidden rationales exist, and
+    naming a stored field the schema did not declare (a journal entry's ``previous_number``, a
+    fact's ``turn_index``) told which nodes hold it; such a field is withheld unnamed
     (docs/design.md §Pre-Selector)."""
+    declared = DECLARED_FIELDS.get(label, frozenset())
     return tuple(
         name
-        for name in DECLARED_FIELDS.get(label, ())
+        for name in declared
         if name != "id" and ((allowed is not None and name not in allowed) or name in positional)
-    ) + tuple(name for name in positional if name not in DECLARED_FIELDS.get(label, ()))
+    ) + tuple(name for name in positional if name not in declared)
 
 
 def _x_extra(stored: Any, scope: Scope) -> Any:

@@ -22,7 +22,7 @@ from neomodel import (
 
 EMBEDDING_DIMENSIONS = 384
 SENSITIVITIES = ("low", "medium", "high")
-# Stored for the machine, never shown: vectors and their bookkeeping, and the hashes and texts a
+# Stored for the machine, never shown: vectors and their bookkeeping, write locks, and the hashes and texts a
 # vector was made from (shown beside a masked body or rationale, a hash would confirm a guess of it).
 INTERNAL_FIELDS = frozenset(
     {
@@ -34,6 +34,7 @@ INTERNAL_FIELDS = frozenset(
         "header_text_sha",
         "content_hash",
         "embedding_source",
+        "journal_lock",  # a factor's journal write lock (cairn/graph/factors.py LOCK_FACTOR)
     }
 )
 # What the searchable labels' vectors are made from: ``embedding`` from all the fields, the
@@ -76,6 +77,7 @@ class Dossier(Entity):
     summary = StringProperty()
     status = StringProperty(choices={"active": "active", "archived": "archived", "merged": "merged"})
     last_updated = DateTimeProperty()
+    merged_into = StringProperty()  # set when merged into another dossier
 
 
 class Fact(Entity):
@@ -87,6 +89,12 @@ class Fact(Entity):
     added_at = DateTimeProperty()
     source_block_id = StringProperty(index=True)
     source_turn_id = StringProperty()
+    source_turn_ids = ArrayProperty(StringProperty())
+    source_block_ids = ArrayProperty(StringProperty())
+    turn_index = IntegerProperty()
+    observed_at = DateTimeProperty()
+    packet_key = StringProperty()
+    tag = StringProperty()
     embedding = _embedding()
     embedding_model = StringProperty()
 
@@ -96,6 +104,9 @@ class Block(Entity):
     global_tags = ArrayProperty(StringProperty())
     section_rules = StringProperty()  # JSON list of {tag, start_turn, end_turn}
     processed_at = DateTimeProperty()
+    observed_at = DateTimeProperty()
+    last_turn = IntegerProperty()
+    pending_facts = StringProperty()  # JSON list of the facts not yet gardened
 
 
 class Turn(Entity):
@@ -140,6 +151,13 @@ class JournalEntry(Entity):
     confidence = FloatProperty()
     session_id = StringProperty()
     details = StringProperty()  # JSON
+    seq = IntegerProperty()
+    work_key = StringProperty()
+    # a factor's entry (scope.FACTOR_ENTRY_MARK): the numbers its values are written from
+    new_number = FloatProperty()
+    previous_number = FloatProperty()
+    previous_confidence = FloatProperty()
+    inference_status = StringProperty()
     embedding = _embedding()
     embedding_model = StringProperty()
 
@@ -184,6 +202,12 @@ class Section(Entity):
     exec_tags = ArrayProperty(StringProperty())
     exec_decisions = ArrayProperty(StringProperty())
     status_tags = ArrayProperty(StringProperty())
+    source = StringProperty()
+    ordinal = IntegerProperty()
+    source_line = IntegerProperty()
+    filed_number = IntegerProperty()
+    responds_to_filed = ArrayProperty(StringProperty())
+    knowledge_refs = ArrayProperty(StringProperty())
     embedding = _embedding()
     embedding_model = StringProperty()
 
@@ -248,7 +272,8 @@ def _stored_names(cls: type[StructuredNode]) -> frozenset[str]:
 
 
 # Each readable label's declared fields by their stored names: a field a rule hides is named
-# as masked whether or not the node holds a value there (cairn.policy.preselector._mask).
+# as masked whether or not the node holds a value there, and a stored field not declared here
+# is withheld unnamed (cairn.policy.preselector._mask): every field a write stores is declared.
 DECLARED_FIELDS: dict[str, frozenset[str]] = {
     cls.__name__: _stored_names(cls)
     for cls in (Dossier, Fact, Block, Turn, Factor, Option, JournalEntry, Session, Decision, Event, Section)

@@ -86,7 +86,7 @@ def store(driver: Driver) -> Iterator[Driver]:
 
 
 def policy_hiding(tmp_path_factory: pytest.TempPathFactory, hidden: set[str]) -> Path:
-    fields = sorted((DECLARED_FIELDS["Dossier"] | {"merged_into"}) - hidden)
+    fields = sorted(DECLARED_FIELDS["Dossier"] - hidden)
     return demo_roles_with(tmp_path_factory, "writer", {"Dossier": [{"domains": ["*"], "fields": fields}]})
 
 
