@@ -7,6 +7,7 @@ model name, so a model change can be detected and only stale vectors re-embedded
 
 from __future__ import annotations
 
+import asyncio
 import importlib.resources
 import os
 import threading
@@ -108,16 +109,22 @@ class Embedder:
         with self._ready:
             while not self._pending:
                 self._ready.wait()
-            taken = [self._pending.popleft()]
-            count = len(taken[0].texts)
-            while self._pending and count + len(self._pending[0].texts) <= BATCH_SIZE:
-                taken.append(self._pending.popleft())
-                count += len(taken[-1].texts)
+            taken: list[_Request] = []
+            count = 0
+            while self._pending and (not taken or count + len(self._pending[0].texts) <= BATCH_SIZE):
+                request = self._pending.popleft()
+                # A caller that stopped waiting (an awaiting task cancelled) gets no pass; one
+                # taken can no longer be cancelled, so its result is always set.
+                if request.future.set_running_or_notify_cancel():
+                    taken.append(request)
+                    count += len(request.texts)
         return taken
 
     def _serve(self) -> None:
         while True:
             taken = self._take()
+            if not taken:
+                continue
             try:
                 vectors = self._encode([t for r in taken for t in r.texts])
             except Exception as exc:
@@ -168,8 +175,13 @@ class Embedder:
         return [float(x) for x in self.embed([text])[0]]
 
     async def aembed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """Embedding is CPU-bound: run it in a worker thread so the server keeps answering."""
-        return await anyio.to_thread.run_sync(self.embed, texts)
+        """The vectors, awaited on the event loop: the model thread sets them, so no worker thread
+        sits waiting for a pass (docs/design.md §Embedding under load). A call longer than one
+        batch goes through ``embed`` in a worker thread."""
+        items = list(texts)
+        if not items or len(items) > BATCH_SIZE:
+            return await anyio.to_thread.run_sync(self.embed, items)
+        return await asyncio.wrap_future(self._submit(items))
 
 
 _torch_threads: int | None = None  # None: one for a small pass, torch's default (one per core) otherwise

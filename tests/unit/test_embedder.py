@@ -3,9 +3,11 @@ caller gets its own vectors in its own order, and one bad request fails alone.""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any, cast
 
+import anyio.to_thread
 import numpy as np
 import pytest
 
@@ -56,6 +58,38 @@ def test_concurrent_callers_each_get_their_own_vectors(model: Embedder) -> None:
     expected = direct(model, texts)
     for i, vectors in out.items():
         np.testing.assert_allclose(vectors, expected[[i, len(texts) - 1 - i]], atol=1e-5)
+
+
+def test_awaited_queries_take_no_worker_thread_and_each_get_their_own_vectors(model: Embedder) -> None:
+    """docs/design.md §Embedding under load: a search awaits its vector on the event loop, so
+    queries embed while every worker thread is busy, and concurrent ones share passes."""
+    texts = [f"awaited query {i} about the Frankfurt region" for i in range(12)]
+
+    async def main() -> list[Any]:
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        holders = [object() for _ in range(int(limiter.total_tokens))]
+        for holder in holders:  # every worker thread taken, as under a burst of blocking calls
+            await limiter.acquire_on_behalf_of(holder)
+        try:
+            with anyio.fail_after(60):
+                return list(await asyncio.gather(*(model.aembed([t]) for t in texts)))
+        finally:
+            for holder in holders:
+                limiter.release_on_behalf_of(holder)
+
+    before = model.passes
+    got = asyncio.run(main())
+    assert model.passes - before < len(texts)  # queued while a pass ran: they shared the next
+    np.testing.assert_allclose(np.vstack(got), direct(model, texts), atol=1e-5)
+
+
+def test_a_caller_that_stopped_waiting_costs_no_pass_and_fails_no_one(model: Embedder) -> None:
+    with model._ready:  # queued together; the first caller gives up before the model takes it
+        dropped = model._submit(["a query whose caller went away"])
+        kept = model._submit(["a query still awaited"])
+        assert dropped.cancel()
+    np.testing.assert_allclose(kept.result(timeout=60), direct(model, ["a query still awaited"]), atol=1e-5)
+    assert model.embed(["the model thread still serves"]).shape == (1, 384)
 
 
 def test_a_request_that_cannot_be_embedded_fails_alone(model: Embedder) -> None:
