@@ -21,6 +21,7 @@ from cairn.errors import EXIT_NOT_VISIBLE, CairnError
 from cairn.policy.acl import acl_reason
 from cairn.policy.scope import DERIVED_FIELDS, FACTOR_ENTRY_MARK, Scope
 from cairn.policy.walk import EXPAND_QUERIES, NODE_PROPS
+from cairn.runtime.database import read
 from cairn.schema.nodes import DECLARED_FIELDS, INTERNAL_FIELDS
 
 DEFAULT_NEIGHBOUR_CAP = 25  # per frontier node and edge type, beyond the first hop
@@ -379,7 +380,8 @@ def preselect(
     """Scoped k-hop expansion from ``anchor_id`` in one round trip (the hop limit is the scope's)."""
     depth = max(0, scope.max_hops if hops is None else min(hops, scope.max_hops))
     params = {**scope_params(scope), "anchor": anchor_id, "cap": cap}
-    records, _, _ = driver.execute_query(EXPAND_QUERIES[depth], params)
+    # One round trip: an auto-commit read, no COMMIT after it (runtime.database.read).
+    records = read(driver, EXPAND_QUERIES[depth], params)
     # The values are plain maps and lists already: Record.data() would walk every one again.
     return _assemble(scope, anchor_id, dict(records[0]) if records else None)
 
@@ -393,7 +395,7 @@ def refetch(driver: Driver, scope: Scope, rows: list[tuple[str, str, int]]) -> d
     vertex ACL, when the trace is read."""
     if not rows:
         return {}
-    records, _, _ = driver.execute_query(REFETCH_QUERY, {**scope_params(scope), "ids": [r[0] for r in rows]})
+    records = read(driver, REFETCH_QUERY, {**scope_params(scope), "ids": [r[0] for r in rows]})
     props = {r["id"]: r["props"] for r in records}
     rules = _FieldRules(scope)
     return {i: rules.node(i, label, hop, props[i]) for i, label, hop in rows if i in props}

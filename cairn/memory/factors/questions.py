@@ -46,8 +46,9 @@ from cairn.memory.factors.models import (
     fmt,
     unknown_factor,
 )
-from cairn.memory.factors.traversal import read, what_if_subgraph, why_blocked_subgraph, why_value_rows
+from cairn.memory.factors.traversal import what_if_subgraph, why_blocked_subgraph, why_value_rows
 from cairn.policy.scope import Scope
+from cairn.runtime.database import read
 
 Direction = Literal["improve", "lower"]
 

@@ -18,39 +18,23 @@ and reuses the plan (docs/design.md, "Factor journal" and "Policy module").
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from neo4j import READ_ACCESS, Driver, Record
-from neo4j.exceptions import DriverError, Neo4jError
+from neo4j import Driver
 
 from cairn.graph import factors as queries
 from cairn.memory.factors.dependencies import DepEdge, DepGraph, DepNode
 from cairn.memory.factors.journal import entries_from_rows
 from cairn.memory.factors.models import JournalEntryView, NodeRef, Scale
 from cairn.policy.scope import Scope
+from cairn.runtime.database import read
 
 
 def _limit(scope: Scope) -> int | None:
     return None if scope.unrestricted else scope.max_hops
-
-
-READ_ATTEMPTS = 3
-
-
-def read(driver: Driver, query: str, params: Mapping[str, Any]) -> list[Record]:
-    """One read, one round trip: an auto-commit query (a managed transaction would add a COMMIT
-    round trip), retried like one when the error is transient."""
-    for attempt in range(1, READ_ATTEMPTS + 1):
-        try:
-            with driver.session(default_access_mode=READ_ACCESS) as session:
-                return list(session.run(query, dict(params)))
-        except (Neo4jError, DriverError) as exc:
-            if attempt == READ_ATTEMPTS or not exc.is_retryable():
-                raise
-    raise AssertionError("unreachable")
 
 
 # Scales are a handful of strings ("0-100"); a Scale is immutable, so one parse serves them all.
