@@ -52,7 +52,7 @@ from cairn.memory.ask import AskService
 from cairn.policy.passport import headers_for, verify
 from cairn.policy.preselector import AnchorNotVisible
 from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime.database import sync_driver
+from cairn.runtime.database import read, sync_driver
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.logging import configure_logging
 from cairn.runtime.settings import REPO_ROOT, Settings
@@ -161,7 +161,9 @@ def time_paired(
 
     Paired so that both series see the same load: on a shared machine a series timed minutes
     after the other measures the machine, not the pipeline. Both go through the same driver,
-    the sync one the service uses (docs/design.md §One driver model). Also returns the bytes
+    the sync one the service uses, and the raw query takes the same one-round-trip read as the
+    ask's walk (docs/design.md §One driver model), so the ratio is not flattered by a COMMIT
+    round trip only the baseline pays. Also returns the bytes
     of each ask's trace file, once the trace writer has flushed them."""
     root = Path(tempfile.mkdtemp(prefix="cairn-bench-traces-"))
     raw: list[float] = []
@@ -171,7 +173,7 @@ def time_paired(
         for i, anchor in enumerate(anchors):
             caller = verify({**headers_for(registry, role), "X-Max-Hops": hops}, registry, None)
             t = time.perf_counter()
-            driver.execute_query(RAW[hops], id=anchor)
+            read(driver, RAW[hops], {"id": anchor})
             raw_ms = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
             asker.ask(caller, anchor)
