@@ -14,7 +14,10 @@ reciprocal rank fusion (RRF, still a ``FusionConfig`` option) because it keeps h
 the best matches are. Then
 graph expansion: the facts of the same source block (a conversation session) as a top
 hit get a small share of its score, which brings in the other half of a multi-hop answer
-told in the same session. What was measured for each choice is in bench/results/locomo.md.
+told in the same session. A third list takes the dense candidates that name whom the question
+asks about (``query_names``), and facts that only restate turns better-ranked facts already cite
+are listed after those citing a new one (docs/design.md §Fact search scores).
+What was measured for each choice is in bench/results/locomo.md.
 
 Scope: every candidate list is filtered by the caller's Scope inside Cypher (the policy
 module's ``acl_visible`` on the fact and its dossier, and the HAS_FACT edge allowlist)
