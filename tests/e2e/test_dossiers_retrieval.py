@@ -702,13 +702,14 @@ def test_a_fact_restating_cited_turns_comes_after_facts_citing_new_ones(
     question = "Where does the user's sister live?"
     plain = FactRetriever(empty_db, embedder, FusionConfig(distinct_sources=False))
     fused = [h.fact["text"] for h in plain.search(Scope.system(), question, top_k=3).hits]
-    assert fused == texts  # the restatement scores above the fact from the next turn
+    nurse = texts[2]
+    assert fused[2] == nurse  # both facts of turn D1:1 score above the fact from D1:2
     distinct = FactRetriever(empty_db, embedder).search(Scope.system(), question, top_k=3).hits
-    assert [h.fact["text"] for h in distinct] == [texts[0], texts[2], texts[1]]
+    assert [h.fact["text"] for h in distinct] == [fused[0], nurse, fused[1]]
     assert distinct[2].score > distinct[1].score  # moved by what it cites, not by its score
-    empty_db.execute_query("MATCH (f:Fact {text: $t}) REMOVE f.source_turn_id", t=texts[1])
+    empty_db.execute_query("MATCH (f:Fact {text: $t}) REMOVE f.source_turn_id", t=fused[1])
     unsourced = FactRetriever(empty_db, embedder).search(Scope.system(), question, top_k=3).hits
-    assert [h.fact["text"] for h in unsourced] == texts
+    assert [h.fact["text"] for h in unsourced] == fused
 
 
 def test_fact_search_without_query_words_ranks_by_vector(diet_db: Driver, embedder: Embedder) -> None:

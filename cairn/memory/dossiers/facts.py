@@ -268,12 +268,13 @@ class FactRetriever:
         return [float(x) for x in q]
 
     def _ranked(self, pool: Sequence[_Candidate], top_k: int) -> list[_Candidate]:
-        """Best first; with ``block_decay`` < 1 a block's n-th fact counts ``decay**(n-1)`` of its score,
-        so one session's near-repeats do not fill the list (a multi-hop answer spans sessions)."""
-        order = sorted(pool, key=lambda c: (-c.score, c.hit["fact"]["id"]))
+        """In the query's order (best first, restatements after new sources: ``distinct_sources``);
+        with ``block_decay`` < 1 a block's n-th fact counts ``decay**(n-1)`` of its score, so one
+        session's near-repeats do not fill the list (a multi-hop answer spans sessions)."""
         decay = self.config.block_decay
         if decay >= 1.0:
-            return order[:top_k]
+            return list(pool[:top_k])
+        order = sorted(pool, key=lambda c: (-c.score, c.hit["fact"]["id"]))
         taken: list[_Candidate] = []
         per_block: dict[Any, int] = {}
         while order and len(taken) < top_k:
