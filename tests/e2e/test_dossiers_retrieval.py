@@ -570,7 +570,7 @@ def test_full_text_finds_a_rare_word_that_dense_misses(empty_db: Driver, embedde
     fused_order = [h.fact["text"] for h in fused_hits]
     assert fused_order.index(target) < 4 < 5 <= dense_order.index(target)  # in the top 4 only when fused
     hit = fused_hits[fused_order.index(target)]
-    assert hit.matched == ("dense", "text")
+    assert hit.matched == ("dense", "name", "text")  # it names the Zorvex, as the question does
     assert hit.fact["source_turn_ids"] == []
     assert hit.observed_at is not None and hit.observed_at.startswith("2023-05-08")
 
