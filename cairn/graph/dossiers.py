@@ -16,6 +16,7 @@ from cairn.policy.acl import (
     acl_visible,
     edge_allowed,
     edge_allowed_between_visible,
+    field_shown,
     search_fields_shown,
     shown_or,
 )
@@ -632,6 +633,13 @@ _FACT_HIT_FIELDS = f"""f {{.id, .text, .fact_type, .confidence, added_at: {iso_t
 # A candidate inside the query: the node itself (its fields are read only for the facts returned).
 _FACT_CANDIDATE = "{f: f, dossier_id: d.id, score: score}"
 
+# The dense list is the first ``$depth`` of the ``$dense_pool`` best visible candidates (cosine
+# order); the named list those of them whose text names one of the question's names (``$names``;
+# ``facts.query_names``), at most ``$depth``. Only candidates the caller may see and read reach
+# either list, so a hidden fact that names someone never takes a named slot.
+_DENSE_AND_NAMED = """size(visible) AS dense_count, visible[..$depth] AS dense,
+  [h IN visible WHERE any(n IN $names WHERE h.f.text CONTAINS n)][..$depth] AS named"""
+
 # The dense list from the vector index, as a subquery body. The index keeps full floats (schema 5,
 # ``cairn.schema.migrate.FACT_INDEX``), so its score is the exact cosine on the same (1 + cos) / 2
 # scale as ``vector.similarity.cosine``: no candidate's vector is read again to re-score it.
@@ -645,10 +653,10 @@ FACT_DENSE_FROM_INDEX = f"""
     WHERE {_FACT_CANDIDATE_VISIBLE}
     WITH f, d, score
     ORDER BY score DESC, f.id
-    LIMIT $depth
-    RETURN collect({_FACT_CANDIDATE}) AS dense
+    LIMIT $dense_pool
+    RETURN collect({_FACT_CANDIDATE}) AS visible
   }}
-  RETURN size(fetched) AS dense_fetched, dense
+  RETURN size(fetched) AS dense_fetched, {_DENSE_AND_NAMED}
 """
 # The dense list by exact cosine over every visible fact: when hidden facts crowd the index's
 # answer out.
@@ -657,8 +665,9 @@ FACT_DENSE_EXACT = f"""
   WHERE f.embedding IS NOT NULL AND {_FACT_CANDIDATE_VISIBLE}
   WITH f, d, vector.similarity.cosine(f.embedding, $vec) AS score
   ORDER BY score DESC, f.id
-  LIMIT $depth
-  RETURN -1 AS dense_fetched, collect({_FACT_CANDIDATE}) AS dense
+  LIMIT $dense_pool
+  WITH collect({_FACT_CANDIDATE}) AS visible
+  RETURN -1 AS dense_fetched, {_DENSE_AND_NAMED}
 """
 # The full-text list, scored by BM25 over the facts the caller may read (docs/design.md §Dossiers,
 # "Fact search scores"): Lucene's own score counts hidden facts in its IDF and average length,
@@ -726,10 +735,13 @@ _DENSE_SHARE = """$dense_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k +
   ELSE (dense[i].score - dense[-1].score) / (dense[0].score - dense[-1].score + 1e-9) END"""
 _FEEDBACK_SHARE = """$feedback_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k + i + 1)
   ELSE (feedback[i].score - feedback[-1].score) / (feedback[0].score - feedback[-1].score + 1e-9) END"""
+_NAMED_SHARE = """$name_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k + i + 1)
+  ELSE (named[i].score - named[-1].score) / (named[0].score - named[-1].score + 1e-9) END"""
 _TEXT_SHARE = """$text_weight * CASE WHEN $fusion = 'rrf' THEN 1.0 / ($rrf_k + i + 1)
   ELSE text[i].score / (text[0].score + 1e-9) END"""
 FACT_FUSE = f"""
   WITH [i IN range(0, size(dense) - 1) | {{id: dense[i].f.id, s: {_DENSE_SHARE}}}]
+     + [i IN range(0, size(named) - 1) | {{id: named[i].f.id, s: {_NAMED_SHARE}}}]
      + [i IN range(0, size(text) - 1) | {{id: text[i].f.id, s: {_TEXT_SHARE}}}]
      + [i IN range(0, size(feedback) - 1) | {{id: feedback[i].f.id, s: {_FEEDBACK_SHARE}}}] AS shares
   UNWIND shares AS share
@@ -750,12 +762,25 @@ FACT_BLOCK_NEIGHBOURS = f"""
   WHERE $window IS NULL OR distance <= $window
   RETURN collect({{f: f, dossier_id: d.id, boost: $neighbour_weight * top.score}}) AS neighbours
 """
+# A fact's source turns as the caller is shown them (none where the field is hidden, so a hidden
+# value never moves the order).
+_SHOWN_TURNS = f"""CASE WHEN NOT {field_shown("f", "source_turn_ids")} THEN []
+    ELSE coalesce(f.source_turn_ids,
+                  CASE WHEN f.source_turn_id IS NULL THEN [] ELSE [f.source_turn_id] END) END"""
+# Distinct sources (``FusionConfig.distinct_sources``): in rank order, a fact whose source turns are
+# all cited by better-ranked facts goes after every fact that cites a new one (a fact without
+# source turns always brings something); both parts keep their order.
+_NEW_SOURCES_FIRST = """reduce(acc = {cited: [], first: [], later: []}, h IN pool |
+    CASE WHEN size(h.turns) > 0 AND all(t IN h.turns WHERE t IN acc.cited)
+         THEN {cited: acc.cited, first: acc.first, later: acc.later + [h]}
+         ELSE {cited: acc.cited + h.turns, first: acc.first + [h], later: acc.later} END)"""
 # The pool: every listed or expanded fact once, scored as fused plus its best seed's share
 # (a neighbour not in any list starts at 0), ordered; only the first ``$limit`` facts' fields
 # travel, and only their dossiers' headers are read.
 FACT_RANK_POOL = f"""
   UNWIND [x IN fused | {{id: x.id, fused: x.score}}]
        + [h IN dense | {{id: h.f.id, f: h.f, dossier_id: h.dossier_id, list: 'dense', cosine: h.score}}]
+       + [h IN named | {{id: h.f.id, f: h.f, dossier_id: h.dossier_id, list: 'name', cosine: h.score}}]
        + [h IN text | {{id: h.f.id, f: h.f, dossier_id: h.dossier_id, list: 'text'}}]
        + [h IN feedback | {{id: h.f.id, f: h.f, dossier_id: h.dossier_id, list: 'feedback'}}]
        + [n IN neighbours | {{id: n.f.id, f: n.f, dossier_id: n.dossier_id, list: 'block',
@@ -764,12 +789,15 @@ FACT_RANK_POOL = f"""
   WITH id, [r IN rows WHERE r.f IS NOT NULL][0] AS first, [r IN rows | r.list] AS lists,
        coalesce([r IN rows WHERE r.fused IS NOT NULL][0].fused, 0.0) AS base,
        reduce(b = 0.0, r IN rows | CASE WHEN r.boost > b THEN r.boost ELSE b END) AS boost,
-       [r IN rows WHERE r.list = 'dense' | r.cosine][0] AS cosine
-  WITH id, first, cosine, [m IN ['dense', 'text', 'feedback', 'block'] WHERE m IN lists] AS matched,
+       [r IN rows WHERE r.list IN ['dense', 'name'] | r.cosine][0] AS cosine
+  WITH id, first, first.f AS f, cosine,
+       [m IN ['dense', 'name', 'text', 'feedback', 'block'] WHERE m IN lists] AS matched,
        CASE WHEN 'block' IN lists THEN base + boost ELSE base END AS score
   ORDER BY score DESC, id
-  WITH collect({{f: first.f, dossier_id: first.dossier_id, score: score, cosine: cosine,
-                 matched: matched}}) AS pool
+  WITH collect({{f: f, dossier_id: first.dossier_id, score: score, cosine: cosine, matched: matched,
+                 turns: {_SHOWN_TURNS}}}) AS pool
+  WITH CASE WHEN $distinct_sources THEN {_NEW_SOURCES_FIRST} ELSE {{first: pool, later: []}} END AS parts
+  WITH parts.first + parts.later AS pool
   WITH size(pool) AS total, pool[..$limit] AS top
   RETURN total, [h IN top | h {{.dossier_id, .score, .cosine, .matched}}] AS ranked,
          [f IN [h IN top | h.f] | {_FACT_HIT_FIELDS}] AS facts, top
@@ -786,11 +814,11 @@ def fact_search_query(dense: str) -> str:
     trip. ``dense`` is ``FACT_DENSE_FROM_INDEX`` or ``FACT_DENSE_EXACT``."""
     return (
         f"CALL () {{{dense}}}\nCALL () {{{FACT_FULLTEXT}}}\nCALL (dense) {{{FACT_FEEDBACK}}}\n"
-        f"CALL (dense, text, feedback) {{{FACT_FUSE}}}\n"
+        f"CALL (dense, named, text, feedback) {{{FACT_FUSE}}}\n"
         f"CALL (fused) {{{FACT_BLOCK_NEIGHBOURS}}}\n"
-        f"CALL (dense, text, feedback, fused, neighbours) {{{FACT_RANK_POOL}}}\n"
+        f"CALL (dense, named, text, feedback, fused, neighbours) {{{FACT_RANK_POOL}}}\n"
         f"CALL (top) {{{FACT_DOSSIER_HEADERS}}}\n"
-        "RETURN dense_fetched, size(dense) AS dense_count,\n"
+        "RETURN dense_fetched, dense_count,\n"
         "       total, ranked, facts, headers"
     )
 

@@ -129,7 +129,9 @@ class MemoryHit:
     dossier_title: str | None
     dossier_summary: str | None
     score: float = strawberry.field(description="fused rank score; comparable within one search only")
-    matched: list[str] = strawberry.field(description="which rankings found it: dense, text, block")
+    matched: list[str] = strawberry.field(
+        description="which rankings found it: dense, name, text, feedback, block"
+    )
 
     @classmethod
     def of(cls, h: FactHit) -> MemoryHit:

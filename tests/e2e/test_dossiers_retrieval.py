@@ -35,6 +35,7 @@ from cairn.memory.dossiers.facts import (
     FactRetriever,
     FusionConfig,
     content_words,
+    query_names,
     query_terms,
 )
 from cairn.memory.dossiers.facts import format_for_context as format_facts
@@ -569,7 +570,7 @@ def test_full_text_finds_a_rare_word_that_dense_misses(empty_db: Driver, embedde
     fused_order = [h.fact["text"] for h in fused_hits]
     assert fused_order.index(target) < 4 < 5 <= dense_order.index(target)  # in the top 4 only when fused
     hit = fused_hits[fused_order.index(target)]
-    assert hit.matched == ("dense", "text")
+    assert hit.matched == ("dense", "name", "text")  # it names the Zorvex, as the question does
     assert hit.fact["source_turn_ids"] == []
     assert hit.observed_at is not None and hit.observed_at.startswith("2023-05-08")
 
@@ -589,6 +590,126 @@ def test_content_words_keep_the_topic_only() -> None:
     assert content_words("Where did Caroline move from 4 years ago?") == "move 4 years ago"
     assert content_words("Caroline") == "Caroline"
     assert content_words("?!") == ""
+
+
+def test_query_names_are_whom_the_question_asks_about() -> None:
+    assert query_names("What books has Melanie read?") == ["Melanie"]
+    assert query_names("What do Jon and Gina both have in common? Jon's?") == ["Jon", "Gina"]
+    assert query_names("Caroline") == []  # the first word may be capitalised for grammar only
+    assert query_names("what is cooking?") == []
+
+
+INSTRUMENT_FACTS = [
+    ("Caroline plays the violin in a string quartet", "D1:1"),
+    ("Caroline practises the cello every evening", "D1:2"),
+    ("Caroline bought a new piano for her flat", "D1:3"),
+    ("Melanie plays the clarinet in a community band", "D2:1"),
+    ("Melanie is learning the violin with her daughter", "D2:2"),
+    ("Melanie enjoys pottery classes on weekends", "D2:3"),
+]
+
+
+def _seed(
+    driver: Driver, vectors: dict[str, list[float]], rows: list[tuple[str, str, dict[str, Any]]]
+) -> None:
+    """One dossier per fact (text, turn id, access for both), block ``b0``."""
+    driver.execute_query(
+        SEED_FACTS,
+        rows=[
+            {
+                "dossier_id": f"dos_{i}",
+                "fact_id": f"fact_{i}",
+                "title": f"Topic {i}",
+                "text": text,
+                "embedding": vectors[text],
+                "block": "b0",
+                "turn": turn,
+                "dossier_access": access,
+                "fact_access": access,
+            }
+            for i, (text, turn, access) in enumerate(rows)
+        ],
+    )
+
+
+def test_the_named_list_lifts_facts_about_whom_the_question_asks_and_sees_only_visible_facts(
+    empty_db: Driver, embedder: Embedder, registry: PolicyRegistry
+) -> None:
+    """The dense candidates that name the question's person get a share of their own (``name``):
+    Melanie's facts gain on Caroline's; a fact the role may not see that names her
+    takes no named slot: staff's answer, scores included, is the same with it stored or not."""
+    hidden = "Melanie secretly plays the violin and the clarinet"
+    texts = [t for t, _ in INSTRUMENT_FACTS] + [hidden]
+    vectors = {t: [float(x) for x in v] for t, v in zip(texts, embedder.embed(texts), strict=True)}
+    public = {
+        "domain": "acme/assistant",
+        "sensitivity": "low",
+        "namespaces": ["public"],
+        "roles_allowed": list(ROLES),
+    }
+    _seed(empty_db, vectors, [(t, turn, public) for t, turn in INSTRUMENT_FACTS])
+    question = "What instruments does Melanie play?"
+    staff = scope_of(registry, "staff")
+
+    def answer(config: FusionConfig | None = None) -> list[tuple[str, float, tuple[str, ...]]]:
+        hits = FactRetriever(empty_db, embedder, config).search(staff, question, top_k=6).hits
+        return [(h.fact["text"], round(h.score, 9), h.matched) for h in hits]
+
+    named, plain = answer(), answer(FusionConfig(name_weight=0.0))
+    # the named list is Melanie's three facts, rescaled like the dense list (best 1, last 0) at 0.25
+    gain = {t: s for t, s, _ in named}
+    for t, s, _ in plain:
+        gain[t] -= s
+    assert sorted(round(g, 6) for t, g in gain.items() if t.startswith("Melanie"))[::2] == [0.0, 0.25]
+    assert all(g == 0 for t, g in gain.items() if not t.startswith("Melanie"))
+    assert all(("name" in m) == t.startswith("Melanie") for t, _, m in named)
+    assert [s for _, s, _ in named] == sorted((s for _, s, _ in named), reverse=True)
+
+    empty_db.execute_query(
+        SEED_FACTS,
+        rows=[
+            {
+                "dossier_id": "dos_hidden",
+                "fact_id": "fact_hidden",
+                "title": "Hidden",
+                "text": hidden,
+                "embedding": vectors[hidden],
+                "block": "b0",
+                "turn": "D3:1",
+                "dossier_access": RESTRICTED,
+                "fact_access": RESTRICTED,
+            }
+        ],
+    )
+    assert answer() == named
+    director = FactRetriever(empty_db, embedder).search(scope_of(registry, "director"), question, top_k=7)
+    assert ["name" in h.matched for h in director.hits if h.fact["text"] == hidden] == [True]
+
+
+def test_a_fact_restating_cited_turns_comes_after_facts_citing_new_ones(
+    empty_db: Driver, embedder: Embedder
+) -> None:
+    """Distinct sources: the restatement of turn D1:1 is listed after the fact from D1:2, though it
+    scores higher; a fact with no source turn always counts as new."""
+    facts = [
+        ("User's sister lives in Lisbon", "D1:1"),
+        ("User's sister has lived in Lisbon for years", "D1:1"),
+        ("User's sister works as a nurse in Portugal", "D1:2"),
+    ]
+    texts = [t for t, _ in facts]
+    vectors = {t: [float(x) for x in v] for t, v in zip(texts, embedder.embed(texts), strict=True)}
+    _seed(empty_db, vectors, [(t, turn, {}) for t, turn in facts])
+    question = "Where does the user's sister live?"
+    plain = FactRetriever(empty_db, embedder, FusionConfig(distinct_sources=False))
+    fused = [h.fact["text"] for h in plain.search(Scope.system(), question, top_k=3).hits]
+    nurse = texts[2]
+    assert fused[2] == nurse  # both facts of turn D1:1 score above the fact from D1:2
+    distinct = FactRetriever(empty_db, embedder).search(Scope.system(), question, top_k=3).hits
+    assert [h.fact["text"] for h in distinct] == [fused[0], nurse, fused[1]]
+    assert distinct[2].score > distinct[1].score  # moved by what it cites, not by its score
+    empty_db.execute_query("MATCH (f:Fact {text: $t}) REMOVE f.source_turn_id", t=fused[1])
+    unsourced = FactRetriever(empty_db, embedder).search(Scope.system(), question, top_k=3).hits
+    assert [h.fact["text"] for h in unsourced] == fused
 
 
 def test_fact_search_without_query_words_ranks_by_vector(diet_db: Driver, embedder: Embedder) -> None:

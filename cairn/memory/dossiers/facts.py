@@ -14,7 +14,10 @@ reciprocal rank fusion (RRF, still a ``FusionConfig`` option) because it keeps h
 the best matches are. Then
 graph expansion: the facts of the same source block (a conversation session) as a top
 hit get a small share of its score, which brings in the other half of a multi-hop answer
-told in the same session. What was measured for each choice is in bench/results/locomo.md.
+told in the same session. A third list takes the dense candidates that name whom the question
+asks about (``query_names``), and facts that only restate turns better-ranked facts already cite
+are listed after those citing a new one (docs/design.md §Fact search scores).
+What was measured for each choice is in bench/results/locomo.md.
 
 Scope: every candidate list is filtered by the caller's Scope inside Cypher (the policy
 module's ``acl_visible`` on the fact and its dossier, and the HAS_FACT edge allowlist)
@@ -66,6 +69,16 @@ MAX_QUERY_WORDS = 48
 
 _POSSESSIVE = re.compile(r"(?:'s|\u2019s|'|\u2019)$")
 _TOKEN = re.compile(r"[^\W_][\w'\u2019-]*")
+_NOT_CONTENT = QUESTION_WORDS | STOP_WORDS
+
+
+def _words(text: str) -> list[tuple[str, bool]]:
+    """The question's words without possessive endings, each with whether it is a name
+    (capitalised, not the first word)."""
+    return [
+        (bare, n > 0 and bare[:1].isupper())
+        for n, bare in enumerate(_POSSESSIVE.sub("", w) for w in _TOKEN.findall(text))
+    ]
 
 
 def content_words(text: str) -> str:
@@ -76,14 +89,13 @@ def content_words(text: str) -> str:
     the name pulls the question's vector toward everything told about that person; the
     topic words alone pull toward the facts on that topic (see ``FusionConfig.content_weight``).
     """
-    words = _TOKEN.findall(text)
-    kept = []
-    for n, word in enumerate(words):
-        bare = _POSSESSIVE.sub("", word)
-        if bare.lower() in QUESTION_WORDS or bare.lower() in STOP_WORDS or (n > 0 and bare[:1].isupper()):
-            continue
-        kept.append(bare)
-    return " ".join(kept)
+    return " ".join(w for w, name in _words(text) if not name and w.lower() not in _NOT_CONTENT)
+
+
+def query_names(text: str) -> list[str]:
+    """Whom the question is about: its names (capitalised words after the first), distinct, in
+    order: "What books has Melanie read?" -> ["Melanie"] (see ``FusionConfig.name_weight``)."""
+    return list(dict.fromkeys(w for w, name in _words(text) if name))[:MAX_QUERY_WORDS]
 
 
 # What splits a fact's text into words when its term frequencies are counted (``cypher.FACT_FULLTEXT``).
@@ -120,6 +132,13 @@ class FusionConfig:
     # The dense query is the question's vector plus this times its content words' vector
     # (``content_words``, embedded in the same batch): one vector, one index query (0: the question alone).
     content_weight: float = 1.0
+    # The named list: the first 2 x depth visible dense candidates that name one of the question's
+    # names (``query_names``; the text holds it, case-sensitive), cosine-ranked and rescaled like the
+    # dense list, fused with this weight: the facts about whom the question asks, topic by topic.
+    name_weight: float = 0.25
+    # A fact whose source turns are all cited by better-ranked facts restates them: it is listed
+    # after every fact that brings a turn not yet cited (the ranked pool is partitioned, in order).
+    distinct_sources: bool = True
 
 
 @dataclass(frozen=True)
@@ -130,7 +149,7 @@ class FactHit:
     dossier: DossierView
     score: float  # fused score (see cypher.FACT_FUSE); comparable within one search only
     cosine: float | None  # the fact's exact cosine to the query, when it was a dense candidate
-    matched: tuple[str, ...]  # "dense", "text", "feedback", "block": which lists brought it
+    matched: tuple[str, ...]  # "dense", "name", "text", "feedback", "block": which lists brought it
 
     @property
     def observed_at(self) -> str | None:
@@ -188,14 +207,22 @@ class FactRetriever:
         top_k = max(0, top_k)
         cfg = self.config
         vec = self._query_vector(query, query_vector)
+        names = query_names(query) if cfg.name_weight > 0 else []
+        depth = max(cfg.depth, 2 * top_k)
         params: dict[str, Any] = {
             **scope.cypher_params(),
             "vec": vec,
             "terms": query_terms(query, QUESTION_WORDS if cfg.drop_question_words else frozenset()),
+            "names": names,
+            "name_weight": cfg.name_weight,
+            "distinct_sources": cfg.distinct_sources,
             "separators": TEXT_SEPARATORS,
             "k1": BM25_K1,
             "b": BM25_B,
-            "depth": max(cfg.depth, 2 * top_k),
+            "depth": depth,
+            # visible dense candidates kept: the dense list is their first depth; the named list
+            # looks at twice as many, so a named fact just below the dense list can still come in
+            "dense_pool": 2 * depth if names else depth,
             "statuses": ["active", "archived"] if include_archived else ["active"],
             "vector_index": cypher.FACT_VECTOR_INDEX,
             "text_index": cypher.FACT_TEXT_INDEX,
@@ -241,12 +268,13 @@ class FactRetriever:
         return [float(x) for x in q]
 
     def _ranked(self, pool: Sequence[_Candidate], top_k: int) -> list[_Candidate]:
-        """Best first; with ``block_decay`` < 1 a block's n-th fact counts ``decay**(n-1)`` of its score,
-        so one session's near-repeats do not fill the list (a multi-hop answer spans sessions)."""
-        order = sorted(pool, key=lambda c: (-c.score, c.hit["fact"]["id"]))
+        """In the query's order (best first, restatements after new sources: ``distinct_sources``);
+        with ``block_decay`` < 1 a block's n-th fact counts ``decay**(n-1)`` of its score, so one
+        session's near-repeats do not fill the list (a multi-hop answer spans sessions)."""
         decay = self.config.block_decay
         if decay >= 1.0:
-            return order[:top_k]
+            return list(pool[:top_k])
+        order = sorted(pool, key=lambda c: (-c.score, c.hit["fact"]["id"]))
         taken: list[_Candidate] = []
         per_block: dict[Any, int] = {}
         while order and len(taken) < top_k:
@@ -269,7 +297,7 @@ class FactRetriever:
             sent = {k: v for k, v in params.items() if k in _READS[query]}
             records, _, _ = self.driver.execute_query(query, {**sent, "dense_fetch": dense_fetch})
             r = records[0]
-            if not (r["dense_fetched"] == dense_fetch and r["dense_count"] < params["depth"]):
+            if not (r["dense_fetched"] == dense_fetch and r["dense_count"] < params["dense_pool"]):
                 return dict(r)
             if dense_fetch >= MAX_FETCH:
                 query = cypher.FACT_SEARCH_EXACT
