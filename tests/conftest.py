@@ -37,11 +37,6 @@ else:
     # neo4j-admin (the backup test's dump and load) compiles with C1 only: the same dump and
     # load took 40% less time (docs/design.md §Embedded Neo4j start-up).
     os.environ["CAIRN_NEO4J_ADMIN_JVM_FLAGS"] = "-XX:TieredStopAtLevel=1"
-    # The test server compiles with C1 only too: a run of the suite is minutes of many different
-    # queries, each run a few times, where C2's compile threads cost more CPU than its code saves
-    # (docs/design.md §Embedded Neo4j start-up).
-    c1_only = "-XX:TieredStopAtLevel=1"
-    os.environ["CAIRN_NEO4J_JVM_FLAGS"] = os.environ.get("CAIRN_TEST_NEO4J_JVM_FLAGS", c1_only)
 os.environ.setdefault("CAIRN_TRACE_DIR", tempfile.mkdtemp(prefix="cairn-traces-"))
 # Starlette's TestClient sends "Host: testserver"; an app without a passport secret answers
 # only loopback hosts and the names listed here (cairn.app.LoopbackOnly).
