@@ -628,17 +628,19 @@ _FACT_CANDIDATE_VISIBLE = f"""d.status IN $statuses AND {acl_visible("d")} AND {
 _FACT_HIT_FIELDS = f"""f {{.id, .text, .fact_type, .confidence, added_at: {iso_text("f.added_at")},
   observed_at: {iso_text("f.observed_at")}, .source_block_id,
   .turn_index, .domain, .sensitivity, .namespaces, .roles_allowed,
-  source_turn_ids: coalesce(f.source_turn_ids, CASE WHEN f.source_turn_id IS NULL THEN []
-                                               ELSE [f.source_turn_id] END)}}"""
+  source_turn_ids: coalesce(f.source_turn_ids, CASE WHEN f.source_turn_id IS NULL
+      OR NOT {field_shown("f", "source_turn_id")} THEN [] ELSE [f.source_turn_id] END)}}"""
 # A candidate inside the query: the node itself (its fields are read only for the facts returned).
 _FACT_CANDIDATE = "{f: f, dossier_id: d.id, score: score}"
 
 # The dense list is the first ``$depth`` of the ``$dense_pool`` best visible candidates (cosine
-# order); the named list those of them whose text names one of the question's names (``$names``;
-# ``facts.query_names``), at most ``$depth``. Only candidates the caller may see and read reach
+# order); the named list those of them whose text holds one of the question's names as a whole
+# word (``$names``, letters, digits, apostrophes and hyphens only: ``facts.query_names``; quoted
+# with \Q…\E all the same), at most ``$depth``. Only candidates the caller may see and read reach
 # either list, so a hidden fact that names someone never takes a named slot.
-_DENSE_AND_NAMED = """size(visible) AS dense_count, visible[..$depth] AS dense,
-  [h IN visible WHERE any(n IN $names WHERE h.f.text CONTAINS n)][..$depth] AS named"""
+_NAME_AS_WORD = "'(?sU).*\\\\b\\\\Q' + n + '\\\\E\\\\b.*'"
+_DENSE_AND_NAMED = f"""size(visible) AS dense_count, visible[..$depth] AS dense,
+  [h IN visible WHERE any(n IN $names WHERE h.f.text =~ ({_NAME_AS_WORD}))][..$depth] AS named"""
 
 # The dense list from the vector index, as a subquery body. The index keeps full floats (schema 5,
 # ``cairn.schema.migrate.FACT_INDEX``), so its score is the exact cosine on the same (1 + cos) / 2
@@ -765,8 +767,8 @@ FACT_BLOCK_NEIGHBOURS = f"""
 # A fact's source turns as the caller is shown them (none where the field is hidden, so a hidden
 # value never moves the order).
 _SHOWN_TURNS = f"""CASE WHEN NOT {field_shown("f", "source_turn_ids")} THEN []
-    ELSE coalesce(f.source_turn_ids,
-                  CASE WHEN f.source_turn_id IS NULL THEN [] ELSE [f.source_turn_id] END) END"""
+    ELSE coalesce(f.source_turn_ids, CASE WHEN f.source_turn_id IS NULL
+        OR NOT {field_shown("f", "source_turn_id")} THEN [] ELSE [f.source_turn_id] END) END"""
 # Distinct sources (``FusionConfig.distinct_sources``): in rank order, a fact whose source turns are
 # all cited by better-ranked facts goes after every fact that cites a new one (a fact without
 # source turns always brings something); both parts keep their order.

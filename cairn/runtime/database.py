@@ -14,6 +14,7 @@ from typing import Any
 
 from neo4j import READ_ACCESS, Driver, GraphDatabase, Record
 from neo4j.exceptions import DriverError, Neo4jError
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from cairn.runtime import neo4j_server
 from cairn.runtime.settings import Settings
@@ -41,15 +42,23 @@ def sync_driver(settings: Settings) -> Driver:
     return GraphDatabase.driver(uri, auth=auth, max_connection_pool_size=POOL_SIZE, **_options(settings))
 
 
+def _transient(exc: BaseException) -> bool:
+    return isinstance(exc, (Neo4jError, DriverError)) and exc.is_retryable()
+
+
+@retry(
+    retry=retry_if_exception(_transient),
+    stop=stop_after_attempt(READ_ATTEMPTS),
+    wait=wait_exponential_jitter(initial=0.05, max=1.0),
+    reraise=True,
+)
 def read(driver: Driver, query: str, params: Mapping[str, Any]) -> list[Record]:
     """One read, one round trip: an auto-commit query (``driver.execute_query``'s managed
-    transaction adds a COMMIT round trip), retried like one when the error is transient
+    transaction adds a COMMIT round trip). A transient error is retried after a jittered pause,
+    every row is read before it returns (a retry never follows rows already handed out), and it
+    shares ``execute_query``'s bookmarks, so it sees what the service's writes committed
     (docs/design.md §One driver model)."""
-    for attempt in range(1, READ_ATTEMPTS + 1):
-        try:
-            with driver.session(default_access_mode=READ_ACCESS) as session:
-                return list(session.run(query, dict(params)))
-        except (Neo4jError, DriverError) as exc:
-            if attempt == READ_ATTEMPTS or not exc.is_retryable():
-                raise
-    raise AssertionError("unreachable")
+    with driver.session(
+        default_access_mode=READ_ACCESS, bookmark_manager=driver.execute_query_bookmark_manager
+    ) as session:
+        return list(session.run(query, dict(params)))

@@ -81,6 +81,8 @@ def _repeat_offset(text: str) -> int | None:
         decoder.decode(text)
     except DuplicateKey:
         return decoder.found
+    except RecursionError:  # the pure-Python scanner nests deeper per level than the C one
+        return None
     return None
 
 

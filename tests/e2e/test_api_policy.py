@@ -373,13 +373,18 @@ def test_ask_costs_one_round_trip_whatever_the_hops(
 
     def counting(s: Settings) -> Any:
         driver = real(s)
-        original = driver.execute_query
+        original, opened = driver.execute_query, driver.session
 
         def execute_query(query: Any, *args: Any, **kwargs: Any) -> Any:
             calls.append(str(query)[:40])
             return original(query, *args, **kwargs)
 
+        def session(**kwargs: Any) -> Any:  # an auto-commit read (``database.read``)
+            calls.append("session")
+            return opened(**kwargs)
+
         driver.execute_query = execute_query  # type: ignore[method-assign]
+        driver.session = session  # type: ignore[method-assign]
         return driver
 
     monkeypatch.setattr(app_module, "sync_driver", counting)

@@ -234,6 +234,10 @@ class CountingDriver:
         self.calls += 1
         return self.driver.execute_query(*args, **kwargs)
 
+    @property
+    def execute_query_bookmark_manager(self) -> Any:
+        return self.driver.execute_query_bookmark_manager
+
 
 @pytest.mark.parametrize(
     "ask",

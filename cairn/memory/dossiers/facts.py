@@ -93,9 +93,12 @@ def content_words(text: str) -> str:
 
 
 def query_names(text: str) -> list[str]:
-    """Whom the question is about: its names (capitalised words after the first), distinct, in
-    order: "What books has Melanie read?" -> ["Melanie"] (see ``FusionConfig.name_weight``)."""
-    return list(dict.fromkeys(w for w, name in _words(text) if name))[:MAX_QUERY_WORDS]
+    """Whom the question is about: its names (capitalised words after the first, of two letters
+    or more, not a question or function word such as a second sentence's first word), distinct,
+    in order: "What books has Melanie read?" -> ["Melanie"] (see ``FusionConfig.name_weight``).
+    A fact names one when it holds it as a whole word (``cypher.FACT_SEARCH``)."""
+    names = (w for w, name in _words(text) if name and len(w) > 1 and w.lower() not in _NOT_CONTENT)
+    return list(dict.fromkeys(names))[:MAX_QUERY_WORDS]
 
 
 # What splits a fact's text into words when its term frequencies are counted (``cypher.FACT_FULLTEXT``).
@@ -292,7 +295,7 @@ class FactRetriever:
         and its index has more: the fetch grows; past ``MAX_FETCH`` the dense list is an exact
         scan. The full-text list takes every visible match of each word, so it is never short."""
         query = cypher.FACT_SEARCH
-        dense_fetch = max(FIRST_FETCH, 2 * params["depth"])
+        dense_fetch = max(FIRST_FETCH, 2 * params["dense_pool"])
         while True:
             sent = {k: v for k, v in params.items() if k in _READS[query]}
             records, _, _ = self.driver.execute_query(query, {**sent, "dense_fetch": dense_fetch})
