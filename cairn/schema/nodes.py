@@ -271,10 +271,15 @@ def _stored_names(cls: type[StructuredNode]) -> frozenset[str]:
     return frozenset((prop.db_property or name) for name, prop in props.items()) - INTERNAL_FIELDS
 
 
-# Each readable label's declared fields by their stored names: a field a rule hides is named
-# as masked whether or not the node holds a value there, and a stored field not declared here
-# is withheld unnamed (cairn.policy.preselector._mask): every field a write stores is declared.
+# Fields a read computes on every node of the label, beside what is stored: a section's links
+# as section numbers (cairn.graph.correspondence.PROJECTION).
+READ_FIELDS: dict[str, frozenset[str]] = {"Section": frozenset({"responds_to", "responded_by"})}
+
+# Each readable label's declared fields by their stored names, and the fields its reads compute:
+# a field a rule hides is named as masked whether or not the node holds a value there, and a
+# stored field not declared here is withheld unnamed (cairn.policy.preselector._mask): every
+# field a write stores is declared.
 DECLARED_FIELDS: dict[str, frozenset[str]] = {
-    cls.__name__: _stored_names(cls)
+    cls.__name__: _stored_names(cls) | READ_FIELDS.get(cls.__name__, frozenset())
     for cls in (Dossier, Fact, Block, Turn, Factor, Option, JournalEntry, Session, Decision, Event, Section)
 }
