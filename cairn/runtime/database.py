@@ -49,7 +49,7 @@ def _transient(exc: BaseException) -> bool:
 @retry(
     retry=retry_if_exception(_transient),
     stop=stop_after_attempt(READ_ATTEMPTS),
-    wait=wait_exponential_jitter(initial=0.05, max=1.0),
+    wait=wait_exponential_jitter(multiplier=0.05, max=1.0, jitter=0.05),
     reraise=True,
 )
 def read(driver: Driver, query: str, params: Mapping[str, Any]) -> list[Record]:
