@@ -13,7 +13,8 @@ the best k; when the scope or filters leave too few candidates it asks for more 
 the exact scan (docs/design.md §Correspondence, "Search at index speed"; the queries are in
 ``cairn.graph.correspondence``). Scores are Neo4j's ``vector.similarity.cosine``, i.e.
 (1 + cos) / 2 in [0, 1]. Results are masked with the scope's field rules, and a role that may
-not see ``exec_tags``/``exec_decisions`` does not read them in the title or body either.
+not see ``exec_tags``/``exec_decisions``/``knowledge_refs`` does not read them in the title or
+body either (the policy module's mask strips them, for every read of a section).
 Section numbers (``section_number``, ``from_section``, ``responds_to``/``responded_by``) are
 the caller's own: dense over the sections it may see, so a gap never tells that a hidden
 section sits there; search numbers only the sections it returns.
@@ -46,7 +47,6 @@ from cairn.policy.passport import Caller
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
-from cairn.schema.section_text import without_governance
 
 MAX_K = 100
 MAX_TAIL = 500
@@ -216,11 +216,6 @@ def _view(
         own, filed = numbering.of(props.get("section_number")), props.get("filed_number")
         fields["collision"] = None if own is None or filed is None else filed != own
         masked = tuple(m for m in masked if m != "collision")
-    tags, decisions = "exec_tags" in masked, "exec_decisions" in masked
-    if tags or decisions:
-        for name in ("title", "body"):
-            if isinstance(fields.get(name), str):
-                fields[name] = without_governance(fields[name], tags=tags, decisions=decisions)
     return SectionView(str(props["id"]), fields, masked, None if score is None else round(float(score), 6))
 
 

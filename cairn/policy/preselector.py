@@ -23,6 +23,7 @@ from cairn.policy.scope import DERIVED_FIELDS, FACTOR_ENTRY_MARK, Scope
 from cairn.policy.walk import EXPAND_QUERIES, NODE_PROPS
 from cairn.runtime.database import read
 from cairn.schema.nodes import DECLARED_FIELDS, INTERNAL_FIELDS
+from cairn.schema.section_text import without_governance
 
 DEFAULT_NEIGHBOUR_CAP = 25  # per frontier node and edge type, beyond the first hop
 # Properties that name another node: shown only when that node is itself in the result,
@@ -144,7 +145,22 @@ def _mask(
                 clean[name] = value if value.__class__ in _PLAIN_TYPES else _plain(value)
     if "x_extra" in clean:
         clean["x_extra"] = _x_extra(clean["x_extra"], scope)
+    if label == "Section" and masked:
+        _strip_section_text(clean, masked)
     return clean, tuple(sorted(set(masked))) if masked else ()
+
+
+def _strip_section_text(clean: dict[str, Any], masked: list[str]) -> None:
+    """A section's title and body without the exec tags, decision lines and knowledge references
+    the parser read into the fields the rule hides: a role that may not see ``exec_decisions``
+    must not read them word for word in the body, whichever read shows the section (the tail,
+    ``node``, a walk, an ask's evidence and prompt)."""
+    tags, decisions = "exec_tags" in masked, "exec_decisions" in masked
+    refs = "knowledge_refs" in masked
+    if tags or decisions or refs:
+        for name in ("title", "body"):
+            if isinstance(clean.get(name), str):
+                clean[name] = without_governance(clean[name], tags=tags, decisions=decisions, refs=refs)
 
 
 @lru_cache(maxsize=1024)

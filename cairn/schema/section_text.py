@@ -26,6 +26,13 @@ STATUS_LINE = re.compile(r"^\s*[*_]*\s*Status\s*:\s*(?P<value>.+?)\s*[*_]*\s*$",
 ACCESS_LINE = re.compile(r"^\s*[*_]*\s*Access\s*:\s*(?P<value>.*?)\s*[*_]*\s*$", re.I)
 EXTERNAL_LINE = re.compile(r"^\s*[*_]*\s*External(?: callers)?\s*:\s*(?P<value>.*?)\s*[*_]*\s*$", re.I)
 BULLET = re.compile(r"^(?:[-*+>]\s+|\d+[.)]\s+)+")
+# A path to a knowledge file, as the parser reads it into ``knowledge_refs``; in the body, quoted
+# in backticks or bare (KNOWLEDGE_REF_TOKEN takes the backticks with it).
+KNOWLEDGE_REF = re.compile(
+    r"(?<![\w/.@-])((?:\.{1,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:md|markdown|txt|pdf|json|ya?ml|csv|ipynb|docx?))"
+    r"(?![\w/])"
+)
+KNOWLEDGE_REF_TOKEN = re.compile(rf"`{KNOWLEDGE_REF.pattern}`|{KNOWLEDGE_REF.pattern}")
 
 
 def strip_emphasis(line: str) -> str:
@@ -93,12 +100,14 @@ def embeddable_text(title: str, body: str) -> str:
     return "\n".join(kept).strip()
 
 
-def without_governance(text: str, *, tags: bool, decisions: bool) -> str:
-    """``text`` without its decision lines (when ``decisions``) and exec tags (when ``tags``).
+def without_governance(text: str, *, tags: bool, decisions: bool, refs: bool = False) -> str:
+    """``text`` without its decision lines (when ``decisions``), exec tags (when ``tags``) and
+    knowledge references (when ``refs``).
 
     The reader-side twin of the structured fields: a role whose field mask hides
-    ``exec_decisions`` or ``exec_tags`` must not read them word for word in the body. Lines
-    are recognised exactly as the parser recognised them when it filled those fields.
+    ``exec_decisions``, ``exec_tags`` or ``knowledge_refs`` must not read them word for word in
+    the body. Lines and paths are recognised exactly as the parser recognised them when it
+    filled those fields.
     """
     lines = text.split("\n")
     if decisions:
@@ -106,4 +115,6 @@ def without_governance(text: str, *, tags: bool, decisions: bool) -> str:
         lines = [line for i, line in enumerate(lines) if i not in dropped]
     if tags:
         lines = [EXEC_TAG_TOKEN.sub("", line).rstrip() for line in lines]
+    if refs:
+        lines = [KNOWLEDGE_REF_TOKEN.sub("", line).rstrip() for line in lines]
     return "\n".join(lines)

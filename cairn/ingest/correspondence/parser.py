@@ -53,6 +53,7 @@ from cairn.schema.section_text import (
     DEFAULT_DOMAIN,
     EXEC_TAG,
     EXTERNAL_LINE,
+    KNOWLEDGE_REF,
     STATUS_LINE,
     STATUS_SPAN,
     decision_spans,
@@ -189,10 +190,6 @@ REFERENCE = re.compile(
     r"§+\s*(?P<sec>[IVXLCDM]+|\d{1,6})\b"
     r"|\bRe:\s*(?:§+\s*)?(?P<re>[IVXLCDM]+|\d{1,6})(?=\s*(?:$|[,;.)—–-]))",
     re.M,
-)
-KNOWLEDGE_REF = re.compile(
-    r"(?<![\w/.@-])((?:\.{1,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:md|markdown|txt|pdf|json|ya?ml|csv|ipynb|docx?))"
-    r"(?![\w/])"
 )
 ACCESS_LIST_ITEM = re.compile(r"^[a-z0-9_-]{1,64}$")
 ACCESS_DOMAIN = re.compile(r"^[a-z0-9_-]+(/[a-z0-9_-]+)*$")

@@ -20,7 +20,7 @@ from cairn.policy.passport import headers_for
 from cairn.policy.profiles import FieldRule, PolicyRegistry
 from cairn.policy.scope import Scope
 
-TAIL = """{ correspondenceTail(n: 500) { id title body execTags execDecisions masked } }"""
+TAIL = """{ correspondenceTail(n: 500) { id title body execTags execDecisions knowledgeRefs masked } }"""
 
 
 pytestmark = pytest.mark.usefixtures("letters")
@@ -47,8 +47,11 @@ def test_external_reads_no_exec_tag_or_decision_line(client: TestClient, registr
         body = flat(view["body"])
         for decision in director[sid]["execDecisions"] or []:
             assert flat(decision)[:40] not in body, (view["title"], decision)
-        # Only governance lines go: a letter without any reads as written.
-        if not director[sid]["execDecisions"] and not director[sid]["execTags"]:
+        # Only governance lines (and knowledge references, test_section_reads_by_id.py) go: a
+        # letter without any reads as written.
+        if not (
+            director[sid]["execDecisions"] or director[sid]["execTags"] or director[sid]["knowledgeRefs"]
+        ):
             assert view["body"] == director[sid]["body"]
 
 
