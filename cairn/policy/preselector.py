@@ -150,17 +150,24 @@ def _mask(
     return clean, tuple(sorted(set(masked))) if masked else ()
 
 
+# What a section's own access line states (cairn/ingest/correspondence/parser.py).
+SECTION_ACCESS_FIELDS = ("domain", "sensitivity", "namespaces", "roles_allowed")
+
+
 def _strip_section_text(clean: dict[str, Any], masked: list[str]) -> None:
-    """A section's title and body without the exec tags, decision lines and knowledge references
-    the parser read into the fields the rule hides: a role that may not see ``exec_decisions``
-    must not read them word for word in the body, whichever read shows the section (the tail,
-    ``node``, a walk, an ask's evidence and prompt)."""
+    """A section's title and body without the exec tags, decision lines, knowledge references
+    and access line the parser read into the fields the rule hides: a role that may not see
+    ``exec_decisions`` (or a section's roles) must not read them word for word in the body,
+    whichever read shows the section (the tail, ``node``, a walk, an ask's evidence and prompt)."""
     tags, decisions = "exec_tags" in masked, "exec_decisions" in masked
     refs = "knowledge_refs" in masked
-    if tags or decisions or refs:
+    access = any(name in masked for name in SECTION_ACCESS_FIELDS)
+    if tags or decisions or refs or access:
         for name in ("title", "body"):
             if isinstance(clean.get(name), str):
-                clean[name] = without_governance(clean[name], tags=tags, decisions=decisions, refs=refs)
+                clean[name] = without_governance(
+                    clean[name], tags=tags, decisions=decisions, refs=refs, access=access
+                )
 
 
 @lru_cache(maxsize=1024)

@@ -100,16 +100,21 @@ def embeddable_text(title: str, body: str) -> str:
     return "\n".join(kept).strip()
 
 
-def without_governance(text: str, *, tags: bool, decisions: bool, refs: bool = False) -> str:
-    """``text`` without its decision lines (when ``decisions``), exec tags (when ``tags``) and
-    knowledge references (when ``refs``).
+def without_governance(
+    text: str, *, tags: bool, decisions: bool, refs: bool = False, access: bool = False
+) -> str:
+    """``text`` without its decision lines (when ``decisions``), exec tags (when ``tags``),
+    knowledge references (when ``refs``) and access line (when ``access``).
 
     The reader-side twin of the structured fields: a role whose field mask hides
-    ``exec_decisions``, ``exec_tags`` or ``knowledge_refs`` must not read them word for word in
-    the body. Lines and paths are recognised exactly as the parser recognised them when it
-    filled those fields.
+    ``exec_decisions``, ``exec_tags``, ``knowledge_refs`` or an access field (a section's own
+    access line states its domain, sensitivity, namespaces and roles) must not read them word
+    for word in the body. Lines and paths are recognised exactly as the parser recognised them
+    when it filled those fields.
     """
     lines = text.split("\n")
+    if access:
+        lines = [line for line in lines if not ACCESS_LINE.match(line)]
     if decisions:
         dropped = {i for start, end, _ in decision_spans(lines) for i in range(start, end)}
         lines = [line for i, line in enumerate(lines) if i not in dropped]
