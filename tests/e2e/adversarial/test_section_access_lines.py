@@ -23,7 +23,7 @@ from cairn.ingest.correspondence.sync import sync_bytes
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.embedder import Embedder
-from tests.e2e.conftest import wipe
+from tests.e2e.conftest import gql, wipe
 
 ACCESS_LINE = "*Access: domain=acme/correspondence; sensitivity=low; namespaces=public; roles=external,exec*"
 PREAMBLE_ACCESS = (
@@ -65,11 +65,7 @@ def letters(driver: Driver, embedder: Embedder, tmp_path_factory: pytest.TempPat
 
 
 def post(client: TestClient, registry: PolicyRegistry, role: str, query: str, **variables: Any) -> Any:
-    resp = client.post(
-        "/graphql", json={"query": query, "variables": variables}, headers=headers_for(registry, role)
-    )
-    assert resp.status_code == 200, resp.text
-    body = resp.json()
+    body = gql(client, query, headers_for(registry, role), **variables)
     assert not body.get("errors"), body
     return body["data"]
 

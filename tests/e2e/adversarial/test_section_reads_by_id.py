@@ -22,6 +22,7 @@ from starlette.testclient import TestClient
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.schema.section_text import KNOWLEDGE_REF
+from tests.e2e.conftest import gql
 
 pytestmark = pytest.mark.usefixtures("letters")
 
@@ -34,11 +35,7 @@ READS = {
 
 
 def post(client: TestClient, registry: PolicyRegistry, role: str, query: str, **variables: Any) -> Any:
-    resp = client.post(
-        "/graphql", json={"query": query, "variables": variables}, headers=headers_for(registry, role)
-    )
-    assert resp.status_code == 200, resp.text
-    body = resp.json()
+    body = gql(client, query, headers_for(registry, role), **variables)
     assert not body.get("errors"), body
     return body["data"]
 
