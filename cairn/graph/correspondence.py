@@ -154,9 +154,19 @@ FIND_EXISTING = """
 MATCH (s:Section {source: $source}) WHERE s.ordinal IN $ordinals
 RETURN s.ordinal AS ordinal, s.id AS id
 """
+# Every correspondence write first sets a property on this one CairnLock node, which Neo4j locks
+# exclusively until the transaction ends: writes of sections run one at a time, and each reads
+# the numbers and the source's state only once the lock is held (cairn.memory.dossiers.lock
+# explains why reads after it see every write committed before it).
+SECTIONS_LOCK = "correspondence"
+TAKE_SECTIONS_LOCK = "MERGE (l:CairnLock {id: $lock}) SET l.held = true"
 READ_MAX = "MATCH (s:Section) RETURN coalesce(max(s.section_number), 0) AS top"
-# Where a scoped writer's new sections go in the source: after every stored one, seen or not.
-READ_SOURCE_END = "MATCH (s:Section {source: $source}) RETURN coalesce(max(s.ordinal), 0) AS top"
+# How many of the source's sections the writer may read, and the source's last ordinal, hidden
+# sections included: where new sections go is after every stored one, seen or not.
+SOURCE_STATE = f"""
+MATCH (s:Section {{source: $source}})
+RETURN count(CASE WHEN {acl_visible("s")} THEN 1 END) AS visible, coalesce(max(s.ordinal), 0) AS end
+"""
 CREATE_SECTIONS = """
 UNWIND $rows AS row
 MERGE (s:Entity:Section {id: row.id})

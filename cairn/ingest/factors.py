@@ -24,9 +24,9 @@ from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from neo4j import Driver, ManagedTransaction
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from yaml import YAMLError
 
 from cairn.graph import factors as queries
 from cairn.ingest.fixtures import FixtureError, Problem
@@ -34,6 +34,7 @@ from cairn.ingest.records import DOMAIN_PATTERN, ID_PATTERN
 from cairn.memory.factors.models import INFERENCE_STATUSES, Scale, fmt
 from cairn.runtime.embedder import Embedder, get_embedder
 from cairn.runtime.settings import REPO_ROOT
+from cairn.schema import unique_yaml
 from cairn.schema.timestamps import StoredDateTime
 
 DEMO_DIR = REPO_ROOT / "fixtures" / "factors"
@@ -214,8 +215,8 @@ def parse_factor_dir(root: Path) -> tuple[FactorSet, list[Problem]]:
     problems: list[Problem] = []
     for file in files:
         try:
-            data = yaml.safe_load(file.read_text(encoding="utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            data = unique_yaml.loads(file.read_text(encoding="utf-8"), file.name)
+        except (YAMLError, UnicodeDecodeError) as exc:
             problems.append(Problem(file.name, None, None, f"not valid YAML: {exc}"))
             continue
         _parse_document(fs, file.name, data, problems)

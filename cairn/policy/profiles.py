@@ -14,9 +14,9 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from cairn.schema import unique_yaml
 from cairn.schema.catalog import RELATION_TYPES
 
 SENSITIVITY_RANK = {"low": 0, "medium": 1, "high": 2}
@@ -78,7 +78,7 @@ class PolicyRegistry:
 
     @classmethod
     def load(cls, path: Path) -> PolicyRegistry:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = unique_yaml.load_file(path)
         parsed = PolicyFile.model_validate(data)
         roles = {name: p.model_copy(update={"name": name}) for name, p in parsed.roles.items()}
         for profile in roles.values():

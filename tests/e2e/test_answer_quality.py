@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from neo4j import Driver
 from typer.testing import CliRunner
 
@@ -26,12 +25,13 @@ from cairn.policy.preselector import AnchorNotVisible
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import Settings
+from cairn.schema import unique_yaml
 from tests.e2e.conftest import load_acme
 from tests.llm_server import running_llm_server
 
 EXPECTED = Path(__file__).resolve().parents[2] / "fixtures" / "acme-expected-causes.yaml"
 ROLES = ("staff", "manager", "director", "exec")
-ANCHORS: dict[str, dict[str, dict[str, str] | None]] = yaml.safe_load(EXPECTED.read_text())["anchors"]
+ANCHORS: dict[str, dict[str, dict[str, str] | None]] = unique_yaml.load_file(EXPECTED)["anchors"]
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from neo4j import Driver
 
 from cairn.ingest.factors import DEMO_DIR, ingest_factor_dir, ingest_factor_payload, load_demo_factors
@@ -36,6 +35,7 @@ from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
+from cairn.schema import unique_yaml
 from cairn.schema.checksum import graph_checksum
 from tests.e2e.conftest import load_factors, wipe
 
@@ -434,7 +434,7 @@ def test_assessment_summary_is_per_caller_and_current(
 def demo_documents() -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for name in ("domain.yaml", "journal.yaml"):
-        data = yaml.safe_load((DEMO_DIR / name).read_text(encoding="utf-8"))
+        data = unique_yaml.load_file(DEMO_DIR / name)
         for key, value in data.items():
             merged[key] = value if key == "defaults" else [*merged.get(key, []), *value]
     return merged

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from neo4j import Driver
@@ -27,6 +26,7 @@ from cairn.memory.dossiers.models import InputError
 from cairn.policy.passport import OPTIONAL, REQUIRED, PassportError, headers_for, verify
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import REPO_ROOT
+from cairn.schema import unique_yaml
 from cairn.schema.checksum import graph_checksum
 from tests.e2e.conftest import load_acme
 
@@ -307,7 +307,7 @@ def test_a_refused_correspondence_file_writes_nothing(
 
 # --- factor documents ---------------------------------------------------------------------------
 
-FACTOR_DOCUMENT = yaml.safe_load((REPO_ROOT / "fixtures" / "factors" / "domain.yaml").read_text())
+FACTOR_DOCUMENT = unique_yaml.load_file(REPO_ROOT / "fixtures" / "factors" / "domain.yaml")
 
 
 @st.composite

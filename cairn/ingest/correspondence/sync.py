@@ -24,9 +24,15 @@ while window n is written in transactions of ``CAIRN_CORRESPONDENCE_WRITE_BATCH`
 (256). Each transaction still holds whole sections only, in file order, so a kill mid-sync
 leaves a prefix of the new sections and the next sync goes on from it.
 
-Canonical numbers are allocated inside the write transaction from the store's maximum;
-the unique constraint on ``section_number`` turns a concurrent sync's race into a
-ConstraintError, and the batch is retried on fresh numbers.
+Two syncs of one source may run at once (the CLI, the watcher, callers of the GraphQL
+mutation): each compares its file with the store, embeds, and only then writes. Every write
+transaction therefore first takes one lock (``TAKE_SECTIONS_LOCK``), then reads the canonical
+maximum and the source's state, and checks that state against what the file was compared with
+(``_Place``): a section the writer may read that appeared in the meantime refuses the rest of
+the sync (``SyncRaceError``, ``CONFLICT_RETRY``: run it again to compare the file with it), a
+section it may not read only moves its new sections' ordinals past it, unseen. So two appends
+both land or the second is told, never dropped in silence, and a hidden section's arrival
+changes nothing a narrowed writer is told (docs/design.md §Numbering collisions).
 """
 
 from __future__ import annotations
@@ -41,7 +47,6 @@ from typing import Any
 
 import numpy as np
 from neo4j import Driver, ManagedTransaction, RoutingControl
-from neo4j.exceptions import ConstraintError
 from numpy.typing import NDArray
 
 from cairn.errors import CairnError
@@ -53,9 +58,11 @@ from cairn.graph.correspondence import (
     OWN_NUMBERS,
     READ_COLLISIONS,
     READ_MAX,
-    READ_SOURCE_END,
     READ_STALE,
     READ_STORED,
+    SECTIONS_LOCK,
+    SOURCE_STATE,
+    TAKE_SECTIONS_LOCK,
     WRITE_EMBEDDINGS,
 )
 from cairn.ingest.correspondence import collisions
@@ -74,14 +81,14 @@ from cairn.runtime.embedder import MODEL_NAME, Embedder, get_embedder
 from cairn.runtime.settings import get_settings
 from cairn.schema.section_text import embeddable_text
 
-WRITE_ATTEMPTS = 3
 SOURCE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 class SyncRaceError(CairnError, RuntimeError):
-    """Another sync kept taking the same canonical numbers; running again resolves it."""
+    """Another sync added a section the writer may read while its file was being synced: the
+    rest is not written, and running again compares the file with that section."""
 
     def __init__(self, message: str) -> None:
         super().__init__("CONFLICT_RETRY", message)
@@ -243,43 +250,85 @@ def _props(s: ParsedSection, source: str, embedding: list[float], model: str) ->
     }
 
 
+@dataclass
+class _Place:
+    """Where a sync's new sections go, as its file was compared with the store.
+
+    ``start`` is the source's last ordinal then (hidden sections included): planned ordinals past
+    it are new. ``visible`` counts the source's sections the writer may read (those its file was
+    compared with, and those it created since), ``end`` is the last ordinal as last seen,
+    ``offset`` how far sections it may not read, appended since, moved its new ones, and
+    ``placed`` maps each planned ordinal this sync created to the ordinal it was stored at.
+    """
+
+    start: int
+    visible: int
+    end: int
+    offset: int = 0
+    placed: dict[int, int] = field(default_factory=dict)
+
+
 def _write_batch(
-    tx: ManagedTransaction, scope: Scope, source: str, batch: list[tuple[ParsedSection, dict[str, Any]]]
-) -> list[CreatedSection]:
-    """Number and create the batch's sections the store lacks, then link their responses."""
-    wanted = sorted({o for s, _ in batch for o in (s.ordinal, *s.responds_to)})
-    ids = {int(r["ordinal"]): str(r["id"]) for r in tx.run(FIND_EXISTING, source=source, ordinals=wanted)}
-    todo = [(s, p) for s, p in batch if s.ordinal not in ids]
-    record = tx.run(READ_MAX).single()
-    top = int(record["top"]) if record else 0
+    tx: ManagedTransaction,
+    scope: Scope,
+    source: str,
+    batch: list[tuple[ParsedSection, dict[str, Any]]],
+    place: _Place,
+) -> tuple[list[CreatedSection], dict[int, int], int, int]:
+    """Under the sections lock: check the source, number and place the batch, create it and link
+    its responses. Returns (created, planned -> stored ordinal, the source's new last ordinal,
+    the offset now); ``place`` itself is left as it was, as the transaction may be retried."""
+    tx.run(TAKE_SECTIONS_LOCK, lock=SECTIONS_LOCK).consume()
+    state = tx.run(SOURCE_STATE, {**scope.cypher_params(), "source": source}).single(strict=True)
+    if int(state["visible"]) != place.visible:
+        done = len(place.placed)
+        raise SyncRaceError(
+            f"source '{source}' changed while this sync ran: another sync added a section you may "
+            f"read; {done} new section(s) of this file were stored before it, the rest not; "
+            "sync again to compare the file with it"
+        )
+    end = int(state["end"])
+    offset = place.offset + end - place.end  # hidden sections appended since, if any
+
+    def stored_at(planned: int) -> int:
+        if planned in place.placed:  # created by an earlier batch of this sync
+            return place.placed[planned]
+        return planned + offset if planned > place.start else planned
+
+    placed = {s.ordinal: stored_at(s.ordinal) for s, _ in batch}
+    targets = sorted({stored_at(t) for s, _ in batch for t in s.responds_to} - set(placed.values()))
+    ids = {int(r["ordinal"]): str(r["id"]) for r in tx.run(FIND_EXISTING, source=source, ordinals=targets)}
+    top = int(tx.run(READ_MAX).single(strict=True)["top"])
     rows: list[dict[str, Any]] = []
     created: list[CreatedSection] = []
     links: list[dict[str, str]] = []
-    for k, (s, props) in enumerate(todo):
-        number = top + 1 + k
-        sid = ids[s.ordinal] = new_section_id()
+    for k, (s, props) in enumerate(batch):
+        number, ordinal = top + 1 + k, placed[s.ordinal]
+        sid = ids[ordinal] = new_section_id()
         collided = s.filed_number != number
-        rows.append({"id": sid, "props": {**props, "section_number": number, "collision": collided}})
-        created.append(CreatedSection(sid, s.ordinal, number, s.filed_id, s.filed_number, collided, s.line))
-        links.extend({"from_id": sid, "to_id": ids[t]} for t in s.responds_to if t in ids)
+        row = {**props, "ordinal": ordinal, "section_number": number, "collision": collided}
+        rows.append({"id": sid, "props": row})
+        created.append(CreatedSection(sid, ordinal, number, s.filed_id, s.filed_number, collided, s.line))
+        links.extend({"from_id": sid, "to_id": ids[t]} for t in map(stored_at, s.responds_to) if t in ids)
     tx.run(CREATE_SECTIONS, rows=rows).consume()
     tx.run(LINK_RESPONSES, {**scope.cypher_params(), "links": links}).consume()
-    return created
+    return created, placed, max(end, *placed.values()), offset
 
 
 def _write(
-    driver: Driver, scope: Scope, source: str, batch: list[tuple[ParsedSection, dict[str, Any]]]
+    driver: Driver,
+    scope: Scope,
+    source: str,
+    batch: list[tuple[ParsedSection, dict[str, Any]]],
+    place: _Place,
 ) -> list[CreatedSection]:
-    for attempt in range(WRITE_ATTEMPTS):
-        try:
-            with driver.session() as session:
-                return session.execute_write(_write_batch, scope, source, batch)
-        except ConstraintError:
-            if attempt == WRITE_ATTEMPTS - 1:
-                raise SyncRaceError(
-                    "another sync kept taking the same section numbers; run the sync again"
-                ) from None
-    return []  # unreachable: the loop returns or raises
+    with driver.session() as session:
+        created, placed, place.end, place.offset = session.execute_write(
+            _write_batch, scope, source, batch, place
+        )
+    place.placed.update(placed)
+    place.visible += len(created)  # a writer creates only inside its scope (policy/writes.py)
+    return created
 
 
 def embedded_windows(
@@ -351,7 +400,11 @@ def sync_bytes(
         READ_STORED, {**scope.cypher_params(), "source": source}, routing_=RoutingControl.READ
     )
     stored = {int(r["ordinal"]): r.data() for r in records}
-    to_store = None if scope.unrestricted else _store_ordinals(driver, source, sorted(stored))
+    state, _, _ = driver.execute_query(
+        SOURCE_STATE, {**scope.cypher_params(), "source": source}, routing_=RoutingControl.READ
+    )
+    place = _Place(start=int(state[0]["end"]), visible=len(stored), end=int(state[0]["end"]))
+    to_store = None if scope.unrestricted else _store_ordinals(place.start, sorted(stored))
     if to_store is not None:  # the writer's file is its own view of the source: compare with that
         stored = {i + 1: stored[o] for i, o in enumerate(sorted(stored))}
     unchanged, fresh, conflicts = classify(parsed.sections, stored)
@@ -383,7 +436,7 @@ def sync_bytes(
                     (s, _props(s, source, v.tolist(), emb.name))
                     for s, v in zip(chunk, vectors[offset:stop], strict=True)
                 ]
-                report.created.extend(_write(driver, scope, source, batch))
+                report.created.extend(_write(driver, scope, source, batch, place))
                 if progress:
                     progress("sync", first + stop, len(fresh))
     collided, _, _ = driver.execute_query(READ_COLLISIONS, source=source, routing_=RoutingControl.READ)
@@ -397,18 +450,15 @@ def sync_bytes(
     return report if scope.unrestricted else _in_own_numbers(driver, scope, report)
 
 
-def _store_ordinals(driver: Driver, source: str, seen: list[int]) -> Callable[[int], int]:
+def _store_ordinals(end: int, seen: list[int]) -> Callable[[int], int]:
     """For a writer that may not read every section: its file's positions -> the store's ordinals.
 
     The file is the writer's view of the source: position k is the k-th stored section it may
     read, and positions past those are appended after the source's end, hidden sections
     included. So a hidden section's place never decides what is created or reported
-    (docs/design.md §Correspondence). Two scoped writers appending to one source at the same
-    moment can draw the same ordinal; the second's sections are then found as existing and not
-    created, and its next sync compares its file again.
+    (docs/design.md §Correspondence). ``end`` is the source's last ordinal as the file was
+    compared; sections appended after it move the new ones further at the write (``_Place``).
     """
-    records, _, _ = driver.execute_query(READ_SOURCE_END, source=source, routing_=RoutingControl.READ)
-    end = int(records[0]["top"]) if records else 0
 
     def to_store(position: int) -> int:
         return seen[position - 1] if position <= len(seen) else end + position - len(seen)

@@ -143,6 +143,18 @@ class FusionConfig:
     # after every fact that brings a turn not yet cited (the ranked pool is partitioned, in order).
     distinct_sources: bool = True
 
+    def __post_init__(self) -> None:
+        # Not a caller's choice (the service and the CLI take the defaults; bench/locomo.py names
+        # its variants), but a variant may not break what the order promises: the decay re-ranks
+        # the pool by score, which would put restatements back among the facts that bring a new
+        # source (review of stop 27).
+        if not 0.0 < self.block_decay <= 1.0:
+            raise ValueError(f"block_decay must lie in (0, 1], not {self.block_decay}")
+        if self.block_decay < 1.0 and self.distinct_sources:
+            raise ValueError(
+                "block_decay < 1 re-ranks the pool and would undo distinct_sources: set one only"
+            )
+
 
 @dataclass(frozen=True)
 class FactHit:
@@ -252,7 +264,7 @@ class FactRetriever:
             for h, fact in zip(r["ranked"], r["facts"], strict=True)
         ]
         headers = header_views(r["headers"], scope)
-        return FactSearchResult(int(r["total"]), self._hits(scope, headers, self._ranked(pool, top_k)))
+        return FactSearchResult(int(r["total"]), self._hits(scope, headers, self._ranked(scope, pool, top_k)))
 
     def _query_vector(self, query: str, given: Sequence[float] | None) -> list[float]:
         """The question's vector moved toward its content words' (``FusionConfig.content_weight``),
@@ -270,24 +282,23 @@ class FactRetriever:
             q = q / (float(np.linalg.norm(q)) or 1.0)
         return [float(x) for x in q]
 
-    def _ranked(self, pool: Sequence[_Candidate], top_k: int) -> list[_Candidate]:
+    def _ranked(self, scope: Scope, pool: Sequence[_Candidate], top_k: int) -> list[_Candidate]:
         """In the query's order (best first, restatements after new sources: ``distinct_sources``);
         with ``block_decay`` < 1 a block's n-th fact counts ``decay**(n-1)`` of its score, so one
-        session's near-repeats do not fill the list (a multi-hop answer spans sessions)."""
+        session's near-repeats do not fill the list (a multi-hop answer spans sessions). The block
+        is the one the caller is shown: a hidden ``source_block_id`` never moves the order."""
         decay = self.config.block_decay
         if decay >= 1.0:
             return list(pool[:top_k])
+        blocks = {id(c): mask("Fact", c.hit["fact"], scope)[0].get("source_block_id") for c in pool}
         order = sorted(pool, key=lambda c: (-c.score, c.hit["fact"]["id"]))
         taken: list[_Candidate] = []
         per_block: dict[Any, int] = {}
         while order and len(taken) < top_k:
-            scaled = [
-                c.score * decay ** per_block.get(c.hit["fact"].get("source_block_id"), 0) for c in order
-            ]
+            scaled = [c.score * decay ** per_block.get(blocks[id(c)], 0) for c in order]
             best = order.pop(scaled.index(max(scaled)))  # the first of equals keeps the fused order
             taken.append(best)
-            block = best.hit["fact"].get("source_block_id")
-            per_block[block] = per_block.get(block, 0) + 1
+            per_block[blocks[id(best)]] = per_block.get(blocks[id(best)], 0) + 1
         return taken
 
     def _fetch(self, params: dict[str, Any]) -> dict[str, Any]:

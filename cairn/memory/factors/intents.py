@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import cast
 
 import numpy as np
-import yaml
 from numpy.typing import NDArray
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from sklearn.linear_model import LogisticRegression
@@ -30,6 +29,7 @@ from cairn.memory.factors.catalog import INTENT_PATTERNS, INTENTS
 from cairn.memory.factors.models import Intent
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import REPO_ROOT
+from cairn.schema import unique_yaml
 
 LABELLED_QUESTIONS = REPO_ROOT / "fixtures" / "factors" / "questions.yaml"
 # Inverse regularisation and the weight of a pattern hit beside the unit-length embedding:
@@ -60,7 +60,7 @@ class LabelledSet(BaseModel):
 
 
 def load_labelled(path: Path = LABELLED_QUESTIONS) -> LabelledSet:
-    return LabelledSet.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return LabelledSet.model_validate(unique_yaml.load_file(path))
 
 
 def pattern_hits(texts: Sequence[str]) -> NDArray[np.float32]:

@@ -17,6 +17,7 @@ from starlette.testclient import TestClient
 
 from cairn.app import create_app
 from cairn.runtime.settings import Settings
+from cairn.schema import unique_yaml
 from tests.e2e.conftest import ROLES
 
 # The narrowing headers of a writer kept below the demo's hidden content (confidential blocks,
@@ -41,7 +42,7 @@ def demo_roles_with(
 ) -> Path:
     """The demo policy file with ``role``'s field rules for some labels replaced (``fields``:
     label -> rules), written to a fresh folder: the policy a masking probe serves."""
-    roles = yaml.safe_load(ROLES.read_text(encoding="utf-8"))
+    roles = unique_yaml.load_file(ROLES)
     roles["roles"][role]["fields"].update(fields)
     path = tmp_path_factory.mktemp("policy") / "roles.yaml"
     path.write_text(yaml.safe_dump(roles, sort_keys=False), encoding="utf-8")

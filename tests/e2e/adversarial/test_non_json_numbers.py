@@ -22,6 +22,7 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.policy.profiles import PolicyRegistry
+from cairn.resolvers.schema import MAX_JSON_DEPTH
 from cairn.schema.checksum import graph_checksum
 from tests.e2e.adversarial.conftest import ORG_MEMORY as ORG
 from tests.e2e.adversarial.conftest import product_decision
@@ -95,4 +96,28 @@ def test_a_json_argument_nested_too_deep_is_refused_unrun(
     (error,) = body["errors"]
     assert error["extensions"] == {"code": "BAD_USER_INPUT", "argument": "payload"}, error
     assert "nested deeper than" in error["message"], error
+    assert graph_checksum(empty) == before
+
+
+@pytest.mark.parametrize("levels", [MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1])
+def test_a_json_argument_nested_exactly_to_the_limit_is_accepted_and_one_more_refused(
+    levels: int, client: TestClient, registry: PolicyRegistry, empty: Driver
+) -> None:
+    """The limit at its edge (review of stop 27): the payload nests ``levels`` containers, itself
+    the first (payload, decisions, the decision, its x-extra, then lists around the note)."""
+    note = "[" * (levels - 4) + "1" + "]" * (levels - 4)
+    decision = product_decision(f"zz-deep-{levels}", **{"x-extra": {"visibility_note": "PLACEHOLDER"}})
+    text = json.dumps({"query": ORG, "variables": {"p": {"decisions": [decision]}}})
+    headers = {**passport(registry, "writer"), "content-type": "application/json"}
+    before = graph_checksum(empty)
+    body = client.post(
+        "/graphql", content=text.replace('"PLACEHOLDER"', note).encode(), headers=headers
+    ).json()
+    if levels == MAX_JSON_DEPTH:
+        assert body == {"data": {"ingestOrgMemory": {"decisions": 1}}}, body
+        return
+    assert body["data"] is None, body
+    (error,) = body["errors"]
+    assert error["extensions"] == {"code": "BAD_USER_INPUT", "argument": "payload"}, error
+    assert f"nested deeper than {MAX_JSON_DEPTH} levels" in error["message"], error
     assert graph_checksum(empty) == before

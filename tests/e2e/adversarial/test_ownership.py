@@ -21,6 +21,7 @@ from cairn.memory import trace
 from cairn.policy.passport import headers_for, verify
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
+from cairn.schema import unique_yaml
 from tests.e2e.adversarial.traces_common import (
     ASK,
     ATTACKERS,
@@ -126,7 +127,7 @@ def test_a_trace_is_not_read_under_another_policy(
     trace.write_trace(tmp_path, caller, {"_meta.json": {"role": role}})
     assert trace.read_trace_file(tmp_path, caller, caller.request_id, "_meta.json") == {"role": role}
 
-    policy = yaml.safe_load(settings.policy_file.read_text(encoding="utf-8"))
+    policy = unique_yaml.load_file(settings.policy_file)
     policy["roles"][role]["description"] += " (edited)"
     changed_file = tmp_path / "roles.yaml"
     changed_file.write_text(yaml.safe_dump(policy), encoding="utf-8")
