@@ -202,7 +202,7 @@ class Section(Entity):
     exec_tags = ArrayProperty(StringProperty())
     exec_decisions = ArrayProperty(StringProperty())
     status_tags = ArrayProperty(StringProperty())
-    source = StringProperty()
+    source = StringProperty(index=True)
     ordinal = IntegerProperty()
     source_line = IntegerProperty()
     filed_number = IntegerProperty()
