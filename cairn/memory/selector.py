@@ -319,12 +319,7 @@ def _score(
         + _W_COMPLETENESS * completeness
         + _W_QUALITY * quality
     )
-    rounded = _SCORES.get(score)
-    if rounded is None:
-        rounded = round(score, 6)
-        if score > 0.0 and len(_SCORES) < _MAX_ROUNDED:  # > 0: never NaN, and -0.0 keys as 0.0
-            _SCORES[score] = rounded
-    score = rounded
+    score = round(score, 6)
     row = {
         "sim": sim,
         "recency_days": days,
@@ -348,10 +343,9 @@ def _days(seconds: float) -> tuple[float, float]:
 
 
 _MISSING_RECENCY = 1.0 / (1.0 + MISSING_RECENCY_DAYS / RECENCY_HALF_LIFE_DAYS)
-# (days, recency) per distance in whole seconds, and each score rounded to 6 places: remembered
-# (bounded by _MAX_ROUNDED), as the other roundings are.
+# (days, recency) per distance in whole seconds, remembered (bounded by _MAX_ROUNDED) as the other
+# roundings are: the dates of a graph are few, so their distances recur (~90% of lookups at 10k).
 _DAYS: dict[float, tuple[float, float]] = {}
-_SCORES: dict[float, float] = {}
 _new = object.__new__
 _set_id, _set_score, _set_row = (Scored.__dict__[name].__set__ for name in ("id", "score", "row"))
 _SIM: dict[tuple[int, int], float] = {}
