@@ -284,7 +284,11 @@ def digest(settings: Settings, registry: PolicyRegistry) -> dict[str, str]:
     # Held fixed or captured: the time of day, stage latencies and the trace (encoded, not written).
     setattr(ask_module, "datetime", _FixedClock)  # noqa: B010 (a module global of the ask, patched)
     setattr(ask_module, "_ms", lambda since: 0.0)  # noqa: B010
-    setattr(bundles, "submit_trace", lambda root, caller, files: traces.append(bundles._json(files)))  # noqa: B010
+    setattr(  # noqa: B010
+        bundles,
+        "submit_trace",
+        lambda root, caller, files: traces.append(bundles._json(files() if callable(files) else files)),
+    )
     with sync_driver(settings) as driver:
         with driver.session() as session:
             session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()

@@ -152,13 +152,7 @@ class AskService:
             *gate.excluded,
         ]
         evidence = [cs.anchor, *cs.nodes]
-        # The text of the nodes the answer was built from (the anchor, the prompt's lines, the
-        # cited ids) is stored; the rest of the pool by id, read back from the graph when the
-        # trace is read and checked against bundle_fp (docs/design.md §Trace bundles). Encoded
-        # once: the whole evidence fingerprinted, the stored form from the same columns.
-        kept = {*included, *envelope.cited_ids}
-        by_ref = [i for i, n in enumerate(evidence) if i and n.id not in kept]
-        canonical, stored = bundles.pack_evidence_pair(evidence, by_ref)
+        canonical = bundles.pack_evidence(evidence)  # the whole evidence, fingerprinted (bundle_fp)
         run = AskRun(
             caller=caller,
             anchor_id=anchor_id,
@@ -189,19 +183,28 @@ class AskService:
             "more_causes": envelope.more_causes,
         }
         shown = bundles.redact_meta(audit)
-        # Each piece once (docs/design.md §Trace bundles): _meta.json, evidence_pre.json,
-        # evidence_post.json, the meta's sections and what the meta repeats of the evidence
-        # (trace.pack_audit) are rebuilt from these when read.
-        trace = {
-            "_meta_audit.json": bundles.pack_audit(audit),
-            "envelope.json": envelope_json,
-            "evidence_canonical.json": bundles.fragment(stored),
-            bundles.EVIDENCE_PRE: {
-                "edges": bundles.pack_edges(cs.edges, evidence),
-                "neighbours_scanned": ptrace.neighbours_scanned,
-            },
-            "llm_raw.json": llm_raw,
-        }
+        kept = {*included, *envelope.cited_ids}
+
+        def trace() -> dict[str, Any]:
+            """The stored trace, built by the trace writer, off the request path, from what this
+            ask built and no one changes after it returns. Each piece once (docs/design.md §Trace
+            bundles): _meta.json, evidence_pre.json, evidence_post.json, the meta's sections and
+            what the meta repeats of the evidence (trace.pack_audit) are rebuilt from these when
+            read. The text of the nodes the answer was built from (the anchor, the prompt's lines,
+            the cited ids) is stored; the rest of the pool by id, read back from the graph when
+            the trace is read and checked against bundle_fp."""
+            by_ref = [i for i, n in enumerate(evidence) if i and n.id not in kept]
+            return {
+                "_meta_audit.json": bundles.pack_audit(audit),
+                "envelope.json": envelope_json,
+                "evidence_canonical.json": bundles.fragment(bundles.pack_evidence(evidence, by_ref)),
+                bundles.EVIDENCE_PRE: {
+                    "edges": bundles.pack_edges(cs.edges, evidence),
+                    "neighbours_scanned": ptrace.neighbours_scanned,
+                },
+                "llm_raw.json": llm_raw,
+            }
+
         bundles.submit_trace(self.trace_root, caller, trace)
         return AskResult(envelope=envelope_json, response=shown["response"], meta=shown, evidence=evidence)
 

@@ -27,11 +27,11 @@ The evidence's fields are stored for the nodes the answer was built from (anchor
 cited ids); the rest of the pool by id, read back from the graph under the reader's scope when
 the trace is read (``refetch``) and checked against ``bundle_fp`` (``evidence_check.json``).
 
-An ask's trace is written off the request path (``submit_trace``): the ask only encodes it; one
-writer thread takes the encoded traces from a bounded queue, in order, compresses and writes
-each. A read of a trace whose write is still queued waits for it, so the owner can read it as
-soon as the ask returns; the queue is drained at a clean stop (``flush``: the app's shutdown
-and interpreter exit).
+An ask's trace is written off the request path (``submit_trace``): the ask hands over what
+builds it; one writer thread takes the traces from a bounded queue, in order, builds, encodes,
+compresses and writes each. A read of a trace whose write is still queued waits for it, so the
+owner can read it as soon as the ask returns; the queue is drained at a clean stop (``flush``:
+the app's shutdown and interpreter exit).
 """
 
 from __future__ import annotations
@@ -94,6 +94,8 @@ READ_WAIT_S = 30.0
 WRITE_EVERY_S = 0.05
 # A queued trace: (owner folder name, request id).
 Key = tuple[str, str]
+# A queued trace's files (bundle file name -> content), or what builds them on the writer thread.
+Files = dict[str, Any] | Callable[[], dict[str, Any]]
 
 
 class BundleRefused(CairnError):
@@ -228,12 +230,6 @@ def pack_evidence(nodes: list[CandidateNode], by_ref: Sequence[int] = ()) -> byt
     answer was built from and reads the rest of the pool back from the graph by id
     (``refetch``), docs/design.md §Trace bundles.
     """
-    return pack_evidence_pair(nodes, by_ref)[1]
-
-
-def pack_evidence_pair(nodes: list[CandidateNode], by_ref: Sequence[int]) -> tuple[bytes, bytes]:
-    """``pack_evidence`` of ``nodes`` whole (what ``bundle_fp`` hashes) and with ``by_ref``
-    (what is stored), from one pass over the nodes."""
     fields = [n.fields for n in nodes]
     ids = [n.id for n in nodes]
     # Every node's own id among its fields (the usual case): said once, not stored twice.
@@ -251,16 +247,14 @@ def pack_evidence_pair(nodes: list[CandidateNode], by_ref: Sequence[int]) -> tup
         "fields": columns,
         "id_in_fields": own_id,
     }
-    whole = canonical_json(packed)
-    if not by_ref:
-        return whole, whole
-    # The columns hold the nodes stored in full (``in_full``) only; a column none of them has goes.
-    skip = set(by_ref)
-    in_full = [i for i in range(len(nodes)) if i not in skip]
-    kept = {name: [values[i] for i in in_full] for name, values in columns.items()}
-    packed["fields"] = {name: values for name, values in kept.items() if values.count(None) < len(values)}
-    packed["in_full"] = in_full
-    return whole, canonical_json(packed)
+    if by_ref:
+        # The columns hold the nodes stored in full (``in_full``) only; a column none of them has goes.
+        skip = set(by_ref)
+        in_full = [i for i in range(len(nodes)) if i not in skip]
+        kept = {name: [values[i] for i in in_full] for name, values in columns.items()}
+        packed["fields"] = {name: values for name, values in kept.items() if values.count(None) < len(values)}
+        packed["in_full"] = in_full
+    return canonical_json(packed)
 
 
 # A node whose fields were stored by reference and that the graph no longer gives back (gone,
@@ -421,13 +415,13 @@ class _Writer:
     flush is waiting, or when the queue is full."""
 
     def __init__(self, size: int) -> None:
-        self.jobs: queue.Queue[tuple[Key, Path, bytes, threading.Event]] = queue.Queue(size)
+        self.jobs: queue.Queue[tuple[Key, Path, Files, threading.Event]] = queue.Queue(size)
         self.pending: dict[Key, threading.Event] = {}
         self.lock = threading.Lock()
         self.wake = threading.Event()
         self.thread: threading.Thread | None = None
 
-    def submit(self, key: Key, root: Path, data: bytes) -> None:
+    def submit(self, key: Key, root: Path, files: Files) -> None:
         done = threading.Event()
         with self.lock:
             self.pending[key] = done  # a later write of the same trace is the one to wait for
@@ -435,10 +429,10 @@ class _Writer:
                 self.thread = threading.Thread(target=self._run, name="cairn-trace-writer", daemon=True)
                 self.thread.start()
         try:
-            self.jobs.put_nowait((key, root, data, done))
+            self.jobs.put_nowait((key, root, files, done))
         except queue.Full:
             self.wake.set()
-            self.jobs.put((key, root, data, done))  # waits for room: backpressure
+            self.jobs.put((key, root, files, done))  # waits for room: backpressure
 
     def _run(self) -> None:
         while True:
@@ -451,10 +445,10 @@ class _Writer:
                     break
                 self._write(*job)
 
-    def _write(self, key: Key, root: Path, data: bytes, done: threading.Event) -> None:
+    def _write(self, key: Key, root: Path, files: Files, done: threading.Event) -> None:
         owner, request_id = key
         try:
-            _store(_owned_folder(root, owner, request_id), data)
+            _store(_owned_folder(root, owner, request_id), _json(files() if callable(files) else files))
         except Exception:  # a failed write must not stop the writer; it is logged, not lost silently
             structlog.get_logger("cairn.trace").exception("trace_write_failed", request_id=request_id)
         finally:
@@ -494,13 +488,14 @@ def write_trace(root: Path, caller: Caller, files: dict[str, Any]) -> Path:
     return folder
 
 
-def submit_trace(root: Path, caller: Caller, files: dict[str, Any]) -> None:
-    """Queue the caller's current request's trace. Encoded here (orjson: a fraction of a
-    millisecond), compressed and written on the writer thread, where zlib and the file system run
-    without the interpreter lock; the folder is resolved and checked there too (``_owned_folder``)."""
+def submit_trace(root: Path, caller: Caller, files: Files) -> None:
+    """Queue the caller's current request's trace: the files, or what builds them from pieces no
+    one changes afterwards (an ask's). Built and encoded (orjson), compressed and written on the
+    writer thread, off the request path; zlib and the file system run there without the
+    interpreter lock. The folder is resolved and checked there too (``_owned_folder``)."""
     if not is_request_id(caller.request_id):
         raise FileNotFoundError("no such trace")
-    _WRITER.submit((_owner(caller), caller.request_id), root, _json(files))
+    _WRITER.submit((_owner(caller), caller.request_id), root, files)
 
 
 def _load(folder: Path) -> dict[str, Any]:

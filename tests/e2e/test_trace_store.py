@@ -146,6 +146,28 @@ def test_a_read_waits_for_a_queued_write(
     assert time.perf_counter() - started >= 0.25
 
 
+def test_an_asks_trace_is_built_on_the_writer_thread_not_the_request_path(
+    acme: Driver,
+    settings: Settings,
+    registry: PolicyRegistry,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The ask fingerprints its evidence and returns; the stored trace (its packed edges, the
+    evidence stored by reference) is built by the trace writer, and still reads back whole."""
+    built_on: list[str] = []
+    pack_edges = trace.pack_edges
+
+    def recording(*args: Any) -> Any:
+        built_on.append(threading.current_thread().name)
+        return pack_edges(*args)
+
+    monkeypatch.setattr(trace, "pack_edges", recording)
+    caller = caller_for(registry, "exec", **{"X-Max-Hops": "3"})
+    ask(settings, tmp_path, caller, HIDDEN_DECISION)
+    assert built_on == ["cairn-trace-writer"]
+
+
 def test_flush_writes_every_queued_trace(registry: PolicyRegistry, tmp_path: Path) -> None:
     callers = [caller_for(registry, "staff") for _ in range(20)]
     for i, caller in enumerate(callers):
