@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,7 @@ class MemoEmbedder(Embedder):
         self.name = inner.name
         self._inner = inner
         self._embed = inner.embed  # the model's own method, even if a test routes inner.embed here
+        self._queue = inner._submit  # the model's own queue, even once ``submit`` stands in for it
         self._seen: dict[str, Any] = {}
 
     def embed(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> Any:
@@ -79,6 +81,33 @@ class MemoEmbedder(Embedder):
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         return np.array([self._seen[t] for t in texts], dtype=np.float32)
+
+    def submit(self, texts: list[str]) -> Future[Any]:
+        """The model's queue (``Embedder._submit``, which ``embed`` and ``aembed`` use), remembering:
+        a request whose texts were all embedded before resolves at once, any other queues only
+        its new texts. Installed on the process-wide model for every e2e test
+        (tests/e2e/conftest.py), so the service's own searches, loads and CLI commands embed a
+        text once in the session too."""
+        out: Future[Any] = Future()
+        missing = [t for t in dict.fromkeys(texts) if t not in self._seen]
+        if not missing:
+            out.set_result(np.array([self._seen[t] for t in texts], dtype=np.float32))
+            return out
+        queued: Future[Any] = self._queue(missing)
+
+        def done(f: Future[Any]) -> None:
+            error = f.exception()
+            if error is None:
+                self._seen.update(zip(missing, f.result(), strict=True))
+            if out.cancelled():  # the caller stopped waiting (its vectors are remembered all the same)
+                return
+            if error is not None:
+                out.set_exception(error)
+            else:
+                out.set_result(np.array([self._seen[t] for t in texts], dtype=np.float32))
+
+        queued.add_done_callback(done)
+        return out
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         return self._inner.token_counts(texts)

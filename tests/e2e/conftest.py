@@ -33,7 +33,7 @@ from cairn.runtime.embedder import Embedder, get_embedder
 from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
 from cairn.schema.checksum import graph_checksum
 from cairn.schema.migrate import migrate
-from tests.conftest import TEST_DATABASE
+from tests.conftest import TEST_DATABASE, MemoEmbedder
 from tests.e2e import snapshot
 from tests.e2e.warm_cli import WarmCLI
 
@@ -108,6 +108,20 @@ def started(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     while _EARLY_CLI:  # launched but never used (the tests that would were deselected or failed)
         _EARLY_CLI.pop().close()
+
+
+@pytest.fixture(scope="package", autouse=True)
+def remembered_model(embedder: MemoEmbedder) -> Iterator[None]:
+    """The process-wide model queues through the session's memory of vectors for the e2e tests
+    (MemoEmbedder.submit): what the service embeds itself (a search's query, the demo loads,
+    an in-process CLI command, each app's warm-up query) is embedded once in the session. For
+    this package only (set up before any module's fixtures), so tests/unit, which checks the
+    model's own batching, meets the bare model."""
+    model = get_embedder()
+    assert embedder._inner is model
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(model, "_submit", embedder.submit)
+        yield
 
 
 @pytest.fixture(scope="session")

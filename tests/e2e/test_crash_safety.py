@@ -31,7 +31,7 @@ import random
 import shutil
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,6 @@ from cairn.cli import app
 from cairn.ingest.correspondence import collisions
 from cairn.runtime import neo4j_server
 from cairn.runtime.database import sync_driver
-from cairn.runtime.embedder import get_embedder
 from cairn.runtime.settings import Settings, get_settings
 from tests.conftest import MemoEmbedder
 from tests.e2e.conftest import wipe
@@ -229,19 +228,6 @@ def cli_process(cli: WarmCLI, args: list[str], work: Path, **env: str) -> Run:
     with ``env`` on top of the test's environment."""
     work.mkdir(parents=True, exist_ok=True)
     return cli.run(args, work / f"cli-{time.monotonic_ns()}.out", COLUMNS="300", **env)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def remembered_vectors(embedder: MemoEmbedder) -> Iterator[None]:
-    """The in-process runs embed through the session's memory (tests/conftest.py): the
-    reference run embeds a text, the completing re-runs (here and in the outage test, on the
-    same seeded input) find its vector there. The killed runs, forks of the warm CLI, take
-    them from a file (known_vectors)."""
-    model = get_embedder()
-    assert embedder._inner is model
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(model, "embed", embedder.embed)
-        yield
 
 
 # The last file of vectors written, by how many texts the session's memory held then (it only

@@ -35,7 +35,6 @@ from cairn.policy.passport import headers_for, verify
 from cairn.policy.profiles import SENSITIVITY_RANK, EdgeRule, FieldRule, PolicyRegistry, RoleProfile, matches
 from cairn.resolvers.context import RequestContext, Services
 from cairn.resolvers.schema import schema
-from cairn.runtime.embedder import get_embedder
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import REPO_ROOT, Settings
 from tests.conftest import MemoEmbedder
@@ -357,18 +356,14 @@ TALLY = Tally()
 
 
 @pytest.fixture(scope="module")
-def server(settings: Settings, driver: Driver, embedder: MemoEmbedder) -> Iterator[Server]:
-    """The server's code path, its model remembering each query text's vector (the session's
-    MemoEmbedder, tests/conftest.py): a query drawn again is not run through the model again,
-    and gets the vector the model gave it (the properties are about who sees what, which no
-    forward pass decides; every example still embeds its query through the resolver)."""
+def server(settings: Settings, driver: Driver) -> Iterator[Server]:
+    """The server's code path. Its model remembers each query text's vector, as for every e2e
+    test (MemoEmbedder.submit, tests/conftest.py): a query drawn again is not run through the
+    model again, and gets the vector the model gave it (the properties are about who sees what,
+    which no forward pass decides; every example still embeds its query through the resolver)."""
     wipe(driver)
-    model = get_embedder()
-    assert embedder._inner is model
     srv = Server(settings, driver)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(model, "embed", embedder.embed)
-        yield srv
+    yield srv
     srv.close()
     if os.environ.get("HYPOTHESIS_PROFILE") == "fuzz":
         TALLY.write(FUZZ_RESULTS)

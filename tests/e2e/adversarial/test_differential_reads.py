@@ -36,9 +36,7 @@ from cairn.app import create_app
 from cairn.policy.acl import acl_visible
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
-from cairn.runtime.embedder import get_embedder
 from cairn.runtime.settings import Settings
-from tests.conftest import MemoEmbedder
 from tests.e2e.conftest import passport, whole_demo
 from tests.llm_server import StubLLMServer
 
@@ -153,17 +151,6 @@ VIEWS = {
         {"X-Sensitivity-Ceiling": "low", "X-User-Namespaces": "internal,public"},
     ),
 }
-
-
-@pytest.fixture(autouse=True, scope="module")
-def remembered_vectors(embedder: MemoEmbedder) -> Iterator[None]:
-    """The demo's texts and the battery's queries are embedded once in the session
-    (tests/conftest.py): the second load and the second battery get the same vectors again."""
-    model = get_embedder()
-    assert embedder._inner is model
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(model, "embed", embedder.embed)
-        yield
 
 
 @pytest.fixture(scope="module")
