@@ -508,10 +508,11 @@ DOSSIER_RANK_VISIBLE = f"""
   RETURN collect({{props: d {{.*, centroid_sum: null}}, score: best}}) AS ranked
 """
 
-# Index candidates, rescored exactly; ``lowest`` tells whether the fetch reached below the threshold.
+# Index candidates by the full-float Fact index's score, which is the exact cosine (schema 5, as
+# for fact search and the vote: re-reading the candidates' vectors to rescore them was about a
+# fifth of this query's Neo4j CPU); ``lowest`` tells whether the fetch reached below the threshold.
 DOSSIER_SEARCH_INDEXED = f"""
-CALL db.index.vector.queryNodes($index, $fetch, $vec) YIELD node
-WITH node AS f, vector.similarity.cosine(node.embedding, $vec) AS score
+CALL db.index.vector.queryNodes($index, $fetch, $vec) YIELD node AS f, score
 WITH collect({{f: f, score: score}}) AS fetched
 CALL (fetched) {{
   UNWIND fetched AS x
@@ -549,14 +550,17 @@ _ADDED_AT_SHOWN = shown_or("f", "added_at", "null")
 # The visible facts of each dossier (the newest ``$limit``, or all). ``stored`` (how many facts
 # the dossier has in all) never leaves this query: it only tells whether the stored summary may
 # quote a fact the caller cannot see or whose text it may not read; only then do the vectors of
-# the facts it may quote travel, to rebuild the summary from them.
+# the facts it may quote travel, to rebuild the summary from them. ``stored`` is counted once per
+# dossier, before its facts are expanded: counted in the grouping, it was counted again for every
+# fact (a dossier of n facts walked n² edges).
 VISIBLE_FACTS = f"""
 UNWIND $ids AS did
 MATCH (d:Dossier {{id: did}})
+WITH d, did, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
 OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
 WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
-WITH d, did, f ORDER BY {_ADDED_AT_SHOWN}, f.id
-WITH did, collect(f) AS visible, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
+WITH did, stored, f ORDER BY {_ADDED_AT_SHOWN}, f.id
+WITH did, collect(f) AS visible, stored
 WITH did, visible, stored, [f IN visible WHERE {search_fields_shown("f", "Fact")}] AS quotable
 RETURN did AS dossier_id, size(visible) AS visible_count,
        [f IN CASE WHEN $limit IS NULL THEN visible ELSE visible[-$limit..] END

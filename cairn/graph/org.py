@@ -108,9 +108,24 @@ RETURN n.id AS id, n {.option, .rationale, .summary, .description} AS texts
 
 # -- search (cairn/memory/org_search.py) ---------------------------------------------------------
 
+# The labels the org search ranks (``org_search.SEARCHABLE_LABELS``).
+SEARCHABLE_LABELS = ("Decision", "Event")
+
+
+def _label_scans(labels: tuple[str, ...]) -> str:
+    """One label scan per searchable label asked for ($labels): matching every Entity and testing
+    its labels read every fact, journal entry, turn and section as well, a cost that grew with
+    the dossiers rather than with what is searched. UNION keeps a node with both labels once."""
+    return "\n  UNION\n  ".join(
+        f"MATCH (n:Entity:{label}) WHERE '{label}' IN $labels RETURN n" for label in labels
+    )
+
+
 SEARCH_QUERY = f"""
-MATCH (n:Entity)
-WHERE any(l IN labels(n) WHERE l IN $labels) AND {acl_visible("n")}
+CALL () {{
+  {_label_scans(SEARCHABLE_LABELS)}
+}}
+WITH n WHERE {acl_visible("n")}
 WITH n, {search_vector("n")} AS ranked_by
 WHERE ranked_by IS NOT NULL
 WITH n, 2 * vector.similarity.cosine(ranked_by, $vector) - 1 AS score

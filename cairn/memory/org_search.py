@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from neo4j import Driver
 
 from cairn.graph.org import SEARCH_QUERY
+from cairn.graph.org import SEARCHABLE_LABELS as SEARCHABLE_LABELS  # the labels it ranks
 from cairn.policy.preselector import CandidateNode, drop_dangling_references, mask
 from cairn.policy.scope import Scope
-
-SEARCHABLE_LABELS = ("Decision", "Event")
 
 
 @dataclass(frozen=True)

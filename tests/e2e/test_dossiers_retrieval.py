@@ -114,6 +114,27 @@ def test_retrieval_finds_the_diet_dossier_and_formats_it(diet_db: Driver, embedd
     assert format_for_context([]) == ""
 
 
+def _edges_walked(plan: dict[str, Any]) -> int:
+    """Rows of every operator of a PROFILE that walks HAS_FACT edges, summed over the plan."""
+    walked = plan.get("rows", 0) if "HAS_FACT" in str(plan.get("args", {}).get("Details", "")) else 0
+    return int(walked) + sum(_edges_walked(c) for c in plan.get("children", []))
+
+
+def test_visible_facts_walks_each_dossiers_facts_a_bounded_number_of_times(diet_db: Driver) -> None:
+    """VISIBLE_FACTS counts a dossier's stored facts once, not once per visible fact (n² edges)."""
+    from cairn.graph.dossiers import VISIBLE_FACTS
+
+    ids = [r["id"] for r in diet_db.execute_query("MATCH (d:Dossier) RETURN d.id AS id")[0]]
+    facts = diet_db.execute_query("MATCH (:Dossier)-[:HAS_FACT]->(f:Fact) RETURN count(f) AS n")[0][0]["n"]
+    assert facts >= 4
+    params = {**Scope.system().cypher_params(), "ids": ids, "limit": 10}
+    with diet_db.session() as session:
+        profile = session.run("PROFILE " + VISIBLE_FACTS, params).consume().profile
+    assert profile is not None
+    # each fact: once to collect the visible ones, once to count the stored ones
+    assert _edges_walked(profile) <= 2 * facts
+
+
 def test_retrieval_returns_distinct_dossiers_ranked_by_best_fact(diet_db: Driver, embedder: Embedder) -> None:
     result = retrieve_relevant_dossiers(
         diet_db, Scope.system(), "user habits", top_k=5, threshold=-1.0, embedder=embedder
