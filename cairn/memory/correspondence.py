@@ -13,8 +13,9 @@ the best k; when the scope or filters leave too few candidates it asks for more 
 the exact scan (docs/design.md §Correspondence, "Search at index speed"; the queries are in
 ``cairn.graph.correspondence``). Scores are Neo4j's ``vector.similarity.cosine``, i.e.
 (1 + cos) / 2 in [0, 1]. Results are masked with the scope's field rules, and a role that may
-not see ``exec_tags``/``exec_decisions``/``knowledge_refs`` does not read them in the title or
-body either (the policy module's mask strips them, for every read of a section).
+not see ``exec_tags``/``exec_decisions``/``knowledge_refs``/``responds_to_filed`` or a section's
+access fields does not read them (nor its access line) in the title or body either (the policy
+module's mask strips them, for every read of a section).
 Section numbers (``section_number``, ``from_section``, ``responds_to``/``responded_by``) are
 the caller's own: dense over the sections it may see, so a gap never tells that a hidden
 section sits there; search numbers only the sections it returns.

@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from cairn.policy.preselector import CandidateNode, CandidateSet
 
@@ -249,11 +249,7 @@ def _score(
         # Whole seconds: exact, as below. Remembered per distance: dates recur, a round() is slow.
         apart = abs(epoch - anchor_s)
         known = _DAYS.get(apart)
-        if known is None:
-            known = _days(apart)
-            if len(_DAYS) < _MAX_ROUNDED:
-                _DAYS[apart] = known
-        days, recency = known
+        days, recency = known if known is not None else _remember(_DAYS, apart, _days(apart))
     else:
         days, recency = _days(abs((ts - anchor_ts).total_seconds()))
     # headline(node) and _tag_text(tags), inline: they run per node.
@@ -359,7 +355,10 @@ _COMPLETENESS: dict[tuple[int, int], float] = {
 }
 
 
-def _remember(cache: dict[Any, float], key: Any, value: float) -> float:
+_V = TypeVar("_V")
+
+
+def _remember(cache: dict[Any, _V], key: Any, value: _V) -> _V:
     if len(cache) < _MAX_ROUNDED:
         cache[key] = value
     return value

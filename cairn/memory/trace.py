@@ -491,8 +491,10 @@ def write_trace(root: Path, caller: Caller, files: dict[str, Any]) -> Path:
 def submit_trace(root: Path, caller: Caller, files: Files) -> None:
     """Queue the caller's current request's trace: the files, or what builds them from pieces no
     one changes afterwards (an ask's). Built and encoded (orjson), compressed and written on the
-    writer thread, off the request path; zlib and the file system run there without the
-    interpreter lock. The folder is resolved and checked there too (``_owned_folder``)."""
+    writer thread, off the request path (the build and encoding hold the interpreter lock; zlib
+    and the file system do not). The folder is resolved and checked there too
+    (``_owned_folder``). A build or write that fails is logged (``trace_write_failed``) and the
+    trace reads as missing: the answer it belongs to has already been given."""
     if not is_request_id(caller.request_id):
         raise FileNotFoundError("no such trace")
     _WRITER.submit((_owner(caller), caller.request_id), root, files)

@@ -155,19 +155,24 @@ SECTION_ACCESS_FIELDS = ("domain", "sensitivity", "namespaces", "roles_allowed")
 
 
 def _strip_section_text(clean: dict[str, Any], masked: list[str]) -> None:
-    """A section's title and body without the exec tags, decision lines, knowledge references
-    and access line the parser read into the fields the rule hides: a role that may not see
-    ``exec_decisions`` (or a section's roles) must not read them word for word in the body,
-    whichever read shows the section (the tail, ``node``, a walk, an ask's evidence and prompt)."""
+    """A section's title and body without the exec tags, decision lines, section references,
+    knowledge references and access line the parser read into the fields the rule hides: a role
+    that may not see ``exec_decisions`` (or a section's roles) must not read them word for word
+    in the body, whichever read shows the section (the tail, ``node``, a walk, an ask's evidence
+    and prompt). Each is stripped where the parser reads it: knowledge references and the
+    access line from the body only."""
     tags, decisions = "exec_tags" in masked, "exec_decisions" in masked
+    responses = "responds_to_filed" in masked
     refs = "knowledge_refs" in masked
     access = any(name in masked for name in SECTION_ACCESS_FIELDS)
-    if tags or decisions or refs or access:
-        for name in ("title", "body"):
-            if isinstance(clean.get(name), str):
-                clean[name] = without_governance(
-                    clean[name], tags=tags, decisions=decisions, refs=refs, access=access
-                )
+    if isinstance(clean.get("title"), str) and (tags or decisions or responses):
+        clean["title"] = without_governance(
+            clean["title"], tags=tags, decisions=decisions, responses=responses
+        )
+    if isinstance(clean.get("body"), str) and (tags or decisions or responses or refs or access):
+        clean["body"] = without_governance(
+            clean["body"], tags=tags, decisions=decisions, refs=refs, access=access, responses=responses
+        )
 
 
 @lru_cache(maxsize=1024)

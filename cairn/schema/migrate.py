@@ -14,8 +14,9 @@ from neomodel import db as neomodel_db
 
 from cairn.schema.nodes import EMBEDDING_DIMENSIONS, MACHINERY_CLASSES, NODE_CLASSES, vector_index_name
 
-SCHEMA_VERSION = 5  # 2: uniqueness constraints on the lock and version nodes; 3: Fact.text full-text;
-# 4: the Section vector index without quantization (SECTION_INDEX_CONFIG); 5: the Fact one too
+SCHEMA_VERSION = 6  # 2: uniqueness constraints on the lock and version nodes; 3: Fact.text full-text;
+# 4: the Section vector index without quantization (SECTION_INDEX_CONFIG); 5: the Fact one too;
+# 6: Section.source indexed (every correspondence write reads its source under one lock)
 
 SHOW_CONSTRAINTS = "SHOW CONSTRAINTS YIELD name RETURN name"
 SHOW_INDEXES = "SHOW INDEXES YIELD name RETURN name"

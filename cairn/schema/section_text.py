@@ -1,9 +1,11 @@
-"""The governance lines of a section's body: exec tags, decision lines, status and access tags.
+"""The governance lines of a section's body: exec tags, decision lines, status and access tags,
+section and knowledge references.
 
 One grammar read from both sides (docs/design.md §What is embedded): the parser
 (``cairn/ingest/correspondence/parser.py``) fills a section's structured fields with it and keeps
-those lines out of the embedded text; the reader (``cairn/memory/correspondence.py``) strips the
-same lines from the body for a role whose field mask hides ``exec_tags`` or ``exec_decisions``.
+those lines out of the embedded text; the policy module's mask (``cairn/policy/preselector.py``)
+strips the same lines and tokens from the body for a role whose field mask hides the field they
+were read into.
 It sits below both so that neither imports the other.
 """
 
@@ -33,6 +35,13 @@ KNOWLEDGE_REF = re.compile(
     r"(?![\w/])"
 )
 KNOWLEDGE_REF_TOKEN = re.compile(rf"`{KNOWLEDGE_REF.pattern}`|{KNOWLEDGE_REF.pattern}")
+# A reference to an earlier section by its filed number (``§ XII`` anywhere, ``Re: XII``), as the
+# parser reads it into ``responds_to_filed``.
+REFERENCE = re.compile(
+    r"§+\s*(?P<sec>[IVXLCDM]+|\d{1,6})\b"
+    r"|\bRe:\s*(?:§+\s*)?(?P<re>[IVXLCDM]+|\d{1,6})(?=\s*(?:$|[,;.)—–-]))",
+    re.M,
+)
 
 
 def strip_emphasis(line: str) -> str:
@@ -101,25 +110,33 @@ def embeddable_text(title: str, body: str) -> str:
 
 
 def without_governance(
-    text: str, *, tags: bool, decisions: bool, refs: bool = False, access: bool = False
+    text: str,
+    *,
+    tags: bool,
+    decisions: bool,
+    refs: bool = False,
+    access: bool = False,
+    responses: bool = False,
 ) -> str:
     """``text`` without its decision lines (when ``decisions``), exec tags (when ``tags``),
-    knowledge references (when ``refs``) and access line (when ``access``).
+    knowledge references (when ``refs``), access line (when ``access``) and references to
+    earlier sections (when ``responses``).
 
     The reader-side twin of the structured fields: a role whose field mask hides
-    ``exec_decisions``, ``exec_tags``, ``knowledge_refs`` or an access field (a section's own
-    access line states its domain, sensitivity, namespaces and roles) must not read them word
-    for word in the body. Lines and paths are recognised exactly as the parser recognised them
-    when it filled those fields.
+    ``exec_decisions``, ``exec_tags``, ``knowledge_refs``, ``responds_to_filed`` or an access
+    field (a section's own access line states its domain, sensitivity, namespaces and roles) must
+    not read them word for word in the body. Lines, paths and numbers are recognised exactly as
+    the parser recognised them when it filled those fields: decision paragraphs are found on the
+    text as stored, so dropping an access line never lets a decision run on into the next one.
     """
     lines = text.split("\n")
+    dropped = (
+        {i for start, end, _ in decision_spans(lines) for i in range(start, end)} if decisions else set()
+    )
     if access:
-        lines = [line for line in lines if not ACCESS_LINE.match(line)]
-    if decisions:
-        dropped = {i for start, end, _ in decision_spans(lines) for i in range(start, end)}
-        lines = [line for i, line in enumerate(lines) if i not in dropped]
-    if tags:
-        lines = [EXEC_TAG_TOKEN.sub("", line).rstrip() for line in lines]
-    if refs:
-        lines = [KNOWLEDGE_REF_TOKEN.sub("", line).rstrip() for line in lines]
+        dropped |= {i for i, line in enumerate(lines) if ACCESS_LINE.match(line)}
+    lines = [line for i, line in enumerate(lines) if i not in dropped]
+    for hide, token in ((tags, EXEC_TAG_TOKEN), (refs, KNOWLEDGE_REF_TOKEN), (responses, REFERENCE)):
+        if hide:
+            lines = [token.sub("", line).rstrip() for line in lines]
     return "\n".join(lines)

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from neo4j import Driver
+from structlog.testing import capture_logs
 
 from cairn.memory import trace
 from cairn.memory.ask import AskResult, AskService
@@ -166,6 +167,28 @@ def test_an_asks_trace_is_built_on_the_writer_thread_not_the_request_path(
     caller = caller_for(registry, "exec", **{"X-Max-Hops": "3"})
     ask(settings, tmp_path, caller, HIDDEN_DECISION)
     assert built_on == ["cairn-trace-writer"]
+
+
+def test_a_trace_whose_build_fails_is_logged_and_reads_as_missing_at_once(
+    registry: PolicyRegistry, tmp_path: Path
+) -> None:
+    """The ask has answered when its trace is built: a build that raises must not stop the
+    writer, must say so in the log, and the owner's read must not wait out the write timeout."""
+    caller = caller_for(registry, "director")
+
+    def broken() -> dict[str, Any]:
+        raise ValueError("cannot pack")
+
+    with capture_logs() as logs:
+        trace.submit_trace(tmp_path, caller, broken)
+        started = time.perf_counter()
+        with pytest.raises(FileNotFoundError):
+            trace.read_trace_file(tmp_path, caller, caller.request_id, "_meta.json")
+    assert time.perf_counter() - started < 5
+    assert [e["request_id"] for e in logs if e["event"] == "trace_write_failed"] == [caller.request_id]
+    after = caller_for(registry, "director")
+    trace.submit_trace(tmp_path, after, {"_meta.json": {"written": True}})
+    assert trace.read_trace_file(tmp_path, after, after.request_id, "_meta.json") == {"written": True}
 
 
 def test_flush_writes_every_queued_trace(registry: PolicyRegistry, tmp_path: Path) -> None:

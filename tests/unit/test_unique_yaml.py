@@ -16,19 +16,9 @@ from cairn.memory.factors.intents import LABELLED_QUESTIONS, load_labelled
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import REPO_ROOT
 from cairn.schema.unique_yaml import DuplicateKey, loads
+from tests.yaml_repeats import repeat_after
 
 ROLES = REPO_ROOT / "fixtures" / "policy" / "roles.yaml"
-
-
-def repeat_after(path: Path, text: str, anchor: str, repeat: str, into: Path) -> tuple[Path, int]:
-    """``text`` (a file's) with ``repeat`` inserted as the line after the first ``anchor`` line;
-    the copy's path and the inserted line's number."""
-    lines = text.splitlines(keepends=True)
-    at = next(i for i, line in enumerate(lines) if line.strip() == anchor) + 1
-    lines.insert(at, repeat + "\n")
-    out = into / path.name
-    out.write_text("".join(lines), encoding="utf-8")
-    return out, at + 1
 
 
 def test_a_repeat_is_refused_at_any_depth_naming_file_line_and_key() -> None:

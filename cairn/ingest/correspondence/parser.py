@@ -54,6 +54,7 @@ from cairn.schema.section_text import (
     EXEC_TAG,
     EXTERNAL_LINE,
     KNOWLEDGE_REF,
+    REFERENCE,
     STATUS_LINE,
     STATUS_SPAN,
     decision_spans,
@@ -186,11 +187,6 @@ DATE_MDY = re.compile(rf"\b{_MONTH}\s+(?P<day>\d{{1,2}}),?\s+(?P<year>\d{{4}})\b
 
 STATUS_HEAD = re.compile(r"\s+[—–-]\s+|:")
 
-REFERENCE = re.compile(
-    r"§+\s*(?P<sec>[IVXLCDM]+|\d{1,6})\b"
-    r"|\bRe:\s*(?:§+\s*)?(?P<re>[IVXLCDM]+|\d{1,6})(?=\s*(?:$|[,;.)—–-]))",
-    re.M,
-)
 ACCESS_LIST_ITEM = re.compile(r"^[a-z0-9_-]{1,64}$")
 ACCESS_DOMAIN = re.compile(r"^[a-z0-9_-]+(/[a-z0-9_-]+)*$")
 

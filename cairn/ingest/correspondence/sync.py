@@ -259,6 +259,11 @@ class _Place:
     compared with, and those it created since), ``end`` is the last ordinal as last seen,
     ``offset`` how far sections it may not read, appended since, moved its new ones, and
     ``placed`` maps each planned ordinal this sync created to the ordinal it was stored at.
+
+    A race is told by the *count* of readable sections, which holds because stored sections are
+    never deleted and never change access. A transaction the driver retries after a commit whose
+    acknowledgement was lost sees its own batch as a racing append and refuses (CONFLICT_RETRY,
+    nothing duplicated); the re-run of the sync then finds that batch stored and goes on.
     """
 
     start: int

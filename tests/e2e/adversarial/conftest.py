@@ -16,9 +16,11 @@ import yaml
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
+from cairn.policy.passport import headers_for
+from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
 from cairn.schema import unique_yaml
-from tests.e2e.conftest import ROLES
+from tests.e2e.conftest import ROLES, gql
 
 # The narrowing headers of a writer kept below the demo's hidden content (confidential blocks,
 # medium and high letters): low sensitivity, the internal namespace only.
@@ -35,6 +37,13 @@ def client_options() -> dict[str, Any]:
 def client(settings: Settings, client_options: dict[str, Any]) -> Iterator[TestClient]:
     with TestClient(create_app(settings), **client_options) as c:
         yield c
+
+
+def data_as(client: TestClient, registry: PolicyRegistry, role: str, query: str, **variables: Any) -> Any:
+    """The ``data`` of ``query`` asked as ``role``, which must answer without errors."""
+    body = gql(client, query, headers_for(registry, role), **variables)
+    assert not body.get("errors"), body
+    return body["data"]
 
 
 def demo_roles_with(

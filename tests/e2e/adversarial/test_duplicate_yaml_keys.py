@@ -17,7 +17,7 @@ from neo4j import Driver
 from cairn.ingest.factors import DEMO_DIR, ingest_factor_dir
 from cairn.ingest.fixtures import FixtureError
 from cairn.schema.checksum import graph_checksum
-from tests.unit.test_unique_yaml import repeat_after
+from tests.yaml_repeats import repeat_after
 
 
 def test_a_factor_file_repeating_a_key_is_refused_and_writes_nothing(

@@ -13,17 +13,16 @@ fields; a role that sees them reads the body as written.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.ingest.correspondence.sync import sync_bytes
-from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.embedder import Embedder
-from tests.e2e.conftest import gql, wipe
+from tests.e2e.adversarial.conftest import data_as
+from tests.e2e.conftest import wipe
 
 ACCESS_LINE = "*Access: domain=acme/correspondence; sensitivity=low; namespaces=public; roles=external,exec*"
 PREAMBLE_ACCESS = (
@@ -50,6 +49,24 @@ Marta, the board meets on Friday; only you and I read this letter.
 *Dana Okafor, CEO · 2026-02-02*
 
 The offsite is in Lisbon this year.
+
+---
+
+## III — Decided, then shared
+
+*Dana Okafor, CEO · 2026-02-03*
+
+Decision: the platform moves to the new cloud.
+{ACCESS_LINE}
+Marta, the board meets again in Porto.
+
+---
+
+## IV — A reply
+
+*Dana Okafor, CEO · 2026-02-04*
+
+Re: II — Lisbon suits us; see § III for the cloud.
 """
 TAIL = "{ correspondenceTail(n: 10) { id title body masked } }"
 NODE = "query($i: ID!) { node(id: $i) { fields masked } }"
@@ -64,17 +81,11 @@ def letters(driver: Driver, embedder: Embedder, tmp_path_factory: pytest.TempPat
     wipe(driver)
 
 
-def post(client: TestClient, registry: PolicyRegistry, role: str, query: str, **variables: Any) -> Any:
-    body = gql(client, query, headers_for(registry, role), **variables)
-    assert not body.get("errors"), body
-    return body["data"]
-
-
 def bodies(client: TestClient, registry: PolicyRegistry, role: str) -> dict[str, str]:
     """Each section's body by title, as the tail and ``node`` show it (they must agree)."""
     out = {}
-    for s in post(client, registry, role, TAIL)["correspondenceTail"]:
-        by_id = post(client, registry, role, NODE, i=s["id"])["node"]["fields"]
+    for s in data_as(client, registry, role, TAIL)["correspondenceTail"]:
+        by_id = data_as(client, registry, role, NODE, i=s["id"])["node"]["fields"]
         assert by_id["body"] == s["body"], (role, s["title"])
         out[s["title"]] = s["body"]
     return out
@@ -82,13 +93,44 @@ def bodies(client: TestClient, registry: PolicyRegistry, role: str) -> dict[str,
 
 @pytest.mark.usefixtures("letters")
 def test_external_does_not_read_the_access_line(client: TestClient, registry: PolicyRegistry) -> None:
-    masked = post(client, registry, "external", TAIL)["correspondenceTail"][0]["masked"]
+    masked = data_as(client, registry, "external", TAIL)["correspondenceTail"][0]["masked"]
     assert {"domain", "sensitivity", "namespaces", "roles_allowed"} <= set(masked)
     seen = bodies(client, registry, "external")
-    assert set(seen) == {"Shared with the advisor only", "Shared with everyone"}
+    assert set(seen) == {
+        "Shared with the advisor only",
+        "Shared with everyone",
+        "Decided, then shared",
+        "A reply",
+    }
     for title, body in seen.items():
         assert "Access:" not in body and "roles=" not in body, (title, body)
     assert seen["Shared with the advisor only"].startswith("Marta, the board meets on Friday")
+
+
+@pytest.mark.usefixtures("letters")
+def test_a_dropped_access_line_does_not_let_a_decision_swallow_the_next_line(
+    client: TestClient, registry: PolicyRegistry
+) -> None:
+    """The decision paragraph ends at the access line as the parser read it; dropping the line
+    first ran the decision on into the letter's next line, and external lost it (review,
+    2026-11-26)."""
+    body = bodies(client, registry, "external")["Decided, then shared"]
+    assert "Decision" not in body and "new cloud" not in body, body
+    assert "Marta, the board meets again in Porto." in body, body
+
+
+@pytest.mark.usefixtures("letters")
+def test_section_references_are_not_read_where_responds_to_filed_is_hidden(
+    client: TestClient, registry: PolicyRegistry
+) -> None:
+    """``Re: II`` and ``§ III`` are what the parser reads into ``responds_to_filed``, a field
+    external may not see: the filed numbers a letter answers are not read in its body either."""
+    masked = data_as(client, registry, "external", TAIL)["correspondenceTail"][0]["masked"]
+    assert "responds_to_filed" in masked
+    reply = bodies(client, registry, "external")["A reply"]
+    assert "Re:" not in reply and "§" not in reply and "III" not in reply, reply
+    assert "Lisbon suits us; see" in reply, reply
+    assert bodies(client, registry, "exec")["A reply"] == "Re: II — Lisbon suits us; see § III for the cloud."
 
 
 @pytest.mark.usefixtures("letters")

@@ -19,10 +19,9 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.schema.section_text import KNOWLEDGE_REF
-from tests.e2e.conftest import gql
+from tests.e2e.adversarial.conftest import data_as
 
 pytestmark = pytest.mark.usefixtures("letters")
 
@@ -34,20 +33,14 @@ READS = {
 }
 
 
-def post(client: TestClient, registry: PolicyRegistry, role: str, query: str, **variables: Any) -> Any:
-    body = gql(client, query, headers_for(registry, role), **variables)
-    assert not body.get("errors"), body
-    return body["data"]
-
-
 def tail(client: TestClient, registry: PolicyRegistry, role: str) -> dict[str, Any]:
-    return {s["id"]: s for s in post(client, registry, role, TAIL)["correspondenceTail"]}
+    return {s["id"]: s for s in data_as(client, registry, role, TAIL)["correspondenceTail"]}
 
 
 def fields_read_by(
     client: TestClient, registry: PolicyRegistry, read: str, section_id: str
 ) -> dict[str, Any]:
-    data = post(client, registry, "external", READS[read], i=section_id)
+    data = data_as(client, registry, "external", READS[read], i=section_id)
     if read == "node":
         return dict(data["node"]["fields"])
     if read == "neighbourhood":
@@ -108,5 +101,5 @@ def test_roles_that_see_the_fields_read_every_body_as_written(
     quoted = [s for s in mine.values() if s["knowledgeRefs"]]
     assert quoted and all(ref in s["body"] for s in quoted for ref in s["knowledgeRefs"])
     sid = quoted[0]["id"]
-    data = post(client, registry, role, READS["node"], i=sid)
+    data = data_as(client, registry, role, READS["node"], i=sid)
     assert data["node"]["fields"]["body"] == director[sid]["body"]
