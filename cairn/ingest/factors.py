@@ -217,9 +217,7 @@ def parse_factor_dir(root: Path) -> tuple[FactorSet, list[Problem]]:
         try:
             data = unique_yaml.loads(file.read_text(encoding="utf-8"), file.name)
         except (YAMLError, UnicodeDecodeError) as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = None if mark is None else mark.line + 1
-            problems.append(Problem(file.name, line, None, f"not valid YAML: {exc}"))
+            problems.append(Problem(file.name, None, None, f"not valid YAML: {exc}"))
             continue
         _parse_document(fs, file.name, data, problems)
     return fs, problems
