@@ -241,6 +241,18 @@ def gql(client: TestClient, query: str, headers: dict[str, str], **variables: An
     return body
 
 
+def gql_as(
+    client: TestClient, registry: PolicyRegistry, role: str | None, query: str, **variables: Any
+) -> dict[str, Any]:
+    """``gql`` as ``role`` (its development passport), or without a passport when ``role`` is None."""
+    return gql(client, query, headers_for(registry, role) if role else {}, **variables)
+
+
+def codes(body: dict[str, Any]) -> list[str]:
+    """The ``extensions.code`` of every error in a GraphQL response body, in order."""
+    return [e["extensions"]["code"] for e in body.get("errors") or []]
+
+
 def passport(registry: PolicyRegistry, role: str, **extra: str) -> dict[str, str]:
     """The development passport of ``role``, with ``extra`` headers (narrowing) on top."""
     return {**headers_for(registry, role), **extra}

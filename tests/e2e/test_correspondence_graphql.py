@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from neo4j import Driver
@@ -14,11 +13,10 @@ from starlette.testclient import TestClient
 from cairn.app import create_app
 from cairn.ingest.correspondence.collisions import default_log_path
 from cairn.ingest.correspondence.demo import DEMO_FILE, load_demo_correspondence
-from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
-from tests.e2e.conftest import wipe
+from tests.e2e.conftest import codes, gql_as, wipe
 
 SECTION = "sectionNumber filedId collision author date title body execTags statusTags respondsTo score masked"
 SEARCH = f"""query($q: String!, $k: Int!, $f: CorrespondenceFilter) {{
@@ -62,34 +60,18 @@ def client(driver: Driver, settings: Settings) -> Iterator[TestClient]:
         yield c
 
 
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
-
-
-def gql(client: TestClient, registry: PolicyRegistry, role: str | None, query: str, **variables: Any) -> Any:
-    headers = headers_for(registry, role) if role else {}
-    resp = client.post("/graphql", json={"query": query, "variables": variables}, headers=headers)
-    assert resp.status_code == 200, resp.text
-    return resp.json()
-
-
-def codes(body: dict[str, Any]) -> list[str]:
-    return [e["extensions"]["code"] for e in body.get("errors", [])]
-
-
 def test_search_is_scoped_and_filtered(letters: Driver, client: TestClient, registry: PolicyRegistry) -> None:
-    body = gql(client, registry, "staff", SEARCH, q="margin impact of EU-only inference", k=50)
+    body = gql_as(client, registry, "staff", SEARCH, q="margin impact of EU-only inference", k=50)
     result = body["data"]["correspondenceSearch"]
     assert result["total"] == 40
     restricted = {"Board pre-read: margin impact of EU-only inference", "EMEA headcount request"}
     assert not restricted & {h["title"] for h in result["hits"]}
     assert sorted(h["sectionNumber"] for h in result["hits"]) == list(range(1, 41))  # staff's own numbers
     assert "71% to 64%" not in json.dumps(body)
-    director = gql(client, registry, "director", SEARCH, q="margin impact of EU-only inference", k=1)
+    director = gql_as(client, registry, "director", SEARCH, q="margin impact of EU-only inference", k=1)
     assert director["data"]["correspondenceSearch"]["hits"][0]["sectionNumber"] == 17
 
-    filtered = gql(
+    filtered = gql_as(
         client,
         registry,
         "staff",
@@ -106,7 +88,7 @@ def test_search_is_scoped_and_filtered(letters: Driver, client: TestClient, regi
 def test_external_role_reads_the_tail_only(
     letters: Driver, client: TestClient, registry: PolicyRegistry
 ) -> None:
-    tail = gql(client, registry, "external", TAIL, n=3)["data"]["correspondenceTail"]
+    tail = gql_as(client, registry, "external", TAIL, n=3)["data"]["correspondenceTail"]
     assert [s["sectionNumber"] for s in tail] == [37, 38, 39]  # dense: 4 of 43 are hidden from it
     assert all(s["execTags"] is None and s["collision"] is None and s["respondsTo"] is None for s in tail)
     assert all("exec_tags" in s["masked"] for s in tail)
@@ -117,12 +99,12 @@ def test_external_role_reads_the_tail_only(
         (SEARCH, {"q": "pricing", "k": 3}),
         (DIVERGENCE, {"q": "pricing", "beings": ["Atlas"]}),
     ):
-        body = gql(client, registry, "external", query, **variables)
+        body = gql_as(client, registry, "external", query, **variables)
         assert codes(body) == ["FORBIDDEN_SEARCH"] and body["data"] is None
 
 
 def test_divergence_groups_by_author(letters: Driver, client: TestClient, registry: PolicyRegistry) -> None:
-    body = gql(
+    body = gql_as(
         client,
         registry,
         "manager",
@@ -137,7 +119,7 @@ def test_divergence_groups_by_author(letters: Driver, client: TestClient, regist
 
 
 def test_no_passport_no_data(letters: Driver, client: TestClient, registry: PolicyRegistry) -> None:
-    body = gql(client, registry, None, TAIL, n=3)
+    body = gql_as(client, registry, None, TAIL, n=3)
     assert codes(body) == ["PASSPORT_MISSING_HEADER"]
     assert "Okafor" not in json.dumps(body)
 
@@ -145,11 +127,11 @@ def test_no_passport_no_data(letters: Driver, client: TestClient, registry: Poli
 def test_bad_arguments_have_stable_codes(
     letters: Driver, client: TestClient, registry: PolicyRegistry
 ) -> None:
-    assert codes(gql(client, registry, "staff", SEARCH, q="x", k=0)) == ["INVALID_ARGUMENT"]
-    assert codes(gql(client, registry, "staff", SEARCH, q="x", k=3, f={"dateTo": "soon"})) == [
+    assert codes(gql_as(client, registry, "staff", SEARCH, q="x", k=0)) == ["INVALID_ARGUMENT"]
+    assert codes(gql_as(client, registry, "staff", SEARCH, q="x", k=3, f={"dateTo": "soon"})) == [
         "INVALID_ARGUMENT"
     ]
-    assert codes(gql(client, registry, "staff", TAIL, n=10_000)) == ["INVALID_ARGUMENT"]
+    assert codes(gql_as(client, registry, "staff", TAIL, n=10_000)) == ["INVALID_ARGUMENT"]
 
 
 def test_sync_mutation_for_writers_only(
@@ -157,11 +139,11 @@ def test_sync_mutation_for_writers_only(
 ) -> None:
     text = DEMO_FILE.read_text(encoding="utf-8")
     appended = text + "\n---\n\n## XLIII — A late letter\n\n*Dana Okafor · 2026-03-20*\n\nOne more thing.\n"
-    denied = gql(client, registry, "staff", SYNC, source="acme-letters", md=appended)
+    denied = gql_as(client, registry, "staff", SYNC, source="acme-letters", md=appended)
     assert codes(denied) == ["FORBIDDEN_WRITE"]
-    assert len(gql(client, registry, "director", TAIL, n=500)["data"]["correspondenceTail"]) == 43
+    assert len(gql_as(client, registry, "director", TAIL, n=500)["data"]["correspondenceTail"]) == 43
 
-    summary = gql(client, registry, "writer", SYNC, source="acme-letters", md=appended)["data"][
+    summary = gql_as(client, registry, "writer", SYNC, source="acme-letters", md=appended)["data"][
         "syncCorrespondence"
     ]
     assert (summary["sectionsInFile"], summary["unchanged"]) == (44, 43)
@@ -171,7 +153,7 @@ def test_sync_mutation_for_writers_only(
     assert summary["collisionsLogged"] == 1 and summary["conflicts"] == []
 
     edited = appended.replace("One more thing.", "One more thing, edited.")
-    again = gql(client, registry, "writer", SYNC, source="acme-letters", md=edited)["data"][
+    again = gql_as(client, registry, "writer", SYNC, source="acme-letters", md=edited)["data"][
         "syncCorrespondence"
     ]
     assert again["created"] == [] and [c["kind"] for c in again["conflicts"]] == ["edited"]
@@ -180,10 +162,10 @@ def test_sync_mutation_for_writers_only(
 def test_sync_mutation_refuses_bad_input(
     fresh_letters: Driver, client: TestClient, registry: PolicyRegistry
 ) -> None:
-    body = gql(client, registry, "writer", SYNC, source="notes", md="## I — Only a heading\n")
+    body = gql_as(client, registry, "writer", SYNC, source="notes", md="## I — Only a heading\n")
     assert codes(body) == ["INVALID_INPUT"]
     assert body["errors"][0]["extensions"]["problems"] == ["line 1: section 'I' has a heading but no body"]
-    assert codes(gql(client, registry, "writer", SYNC, source="../etc", md="## I — x\n\nY\n")) == [
+    assert codes(gql_as(client, registry, "writer", SYNC, source="../etc", md="## I — x\n\nY\n")) == [
         "INVALID_ARGUMENT"
     ]
-    assert len(gql(client, registry, "director", TAIL, n=500)["data"]["correspondenceTail"]) == 43
+    assert len(gql_as(client, registry, "director", TAIL, n=500)["data"]["correspondenceTail"]) == 43

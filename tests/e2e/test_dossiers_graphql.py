@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
-from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
-from tests.e2e.conftest import demo_dossiers
+from tests.e2e.conftest import codes, demo_dossiers, gql_as
 
 SEARCH = """query($q: String!, $k: Int!) {
   dossierSearch(query: $q, topK: $k) {
@@ -52,22 +50,6 @@ def client(demo: Driver, settings: Settings) -> Iterator[TestClient]:
         yield c
 
 
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
-
-
-def gql(client: TestClient, registry: PolicyRegistry, role: str | None, query: str, **variables: Any) -> Any:
-    headers = headers_for(registry, role) if role else {}
-    resp = client.post("/graphql", json={"query": query, "variables": variables}, headers=headers)
-    assert resp.status_code == 200, resp.text
-    return resp.json()
-
-
-def codes(body: dict[str, Any]) -> list[str]:
-    return [e["extensions"]["code"] for e in body.get("errors", [])]
-
-
 def falcon_id(demo: Driver) -> str:
     records, _, _ = demo.execute_query(
         "MATCH (d:Dossier) WHERE 'confidential' IN d.namespaces RETURN d.id AS id"
@@ -80,7 +62,7 @@ def test_staff_cannot_see_a_restricted_dossier(
     demo: Driver, client: TestClient, registry: PolicyRegistry
 ) -> None:
     secret = falcon_id(demo)
-    staff = gql(client, registry, "staff", SEARCH, q=FALCON, k=10)
+    staff = gql_as(client, registry, "staff", SEARCH, q=FALCON, k=10)
     assert "errors" not in staff
     result = staff["data"]["dossierSearch"]
     assert result["count"] == 0
@@ -88,23 +70,23 @@ def test_staff_cannot_see_a_restricted_dossier(
     assert result["context"] == ""
     text = json.dumps(staff)
     assert secret not in text and "Initech" not in text and "Falcon" not in text
-    by_id = gql(client, registry, "staff", DOSSIER, id=secret)
+    by_id = gql_as(client, registry, "staff", DOSSIER, id=secret)
     assert by_id["data"]["dossier"] is None
     assert "errors" not in by_id
 
-    director = gql(client, registry, "director", SEARCH, q=FALCON, k=10)
+    director = gql_as(client, registry, "director", SEARCH, q=FALCON, k=10)
     hits = director["data"]["dossierSearch"]
     assert hits["count"] == 1
     assert hits["dossiers"][0]["id"] == secret
     assert any("Initech" in f["text"] for f in hits["dossiers"][0]["facts"])
-    full = gql(client, registry, "director", DOSSIER, id=secret)["data"]["dossier"]
+    full = gql_as(client, registry, "director", DOSSIER, id=secret)["data"]["dossier"]
     assert full["history"][0]["op"] == "created"
 
 
 def test_search_returns_the_diet_dossier_with_facts_and_context(
     client: TestClient, registry: PolicyRegistry
 ) -> None:
-    body = gql(client, registry, "staff", SEARCH, q="What are the user's dietary restrictions?", k=3)
+    body = gql_as(client, registry, "staff", SEARCH, q="What are the user's dietary restrictions?", k=3)
     result = body["data"]["dossierSearch"]
     top = result["dossiers"][0]
     assert "vegetarian" in top["title"].lower()
@@ -115,12 +97,14 @@ def test_search_returns_the_diet_dossier_with_facts_and_context(
 
 
 def test_block_metadata_query(client: TestClient, registry: PolicyRegistry) -> None:
-    block = gql(client, registry, "staff", BLOCK, b="block_003")["data"]["block"]
+    block = gql_as(client, registry, "staff", BLOCK, b="block_003")["data"]["block"]
     assert block["globalTags"] == ["env: python-3.9"]
     assert {r["rule"] for r in block["sectionRules"]} == {"no-eval", "server=Box A"}
     assert block["turns"] == 0 and block["processedAt"] is not None
-    assert gql(client, registry, "staff", BLOCK, b="block_005")["data"]["block"] is None  # restricted
-    assert gql(client, registry, "director", BLOCK, b="block_005")["data"]["block"]["blockId"] == "block_005"
+    assert gql_as(client, registry, "staff", BLOCK, b="block_005")["data"]["block"] is None  # restricted
+    assert (
+        gql_as(client, registry, "director", BLOCK, b="block_005")["data"]["block"]["blockId"] == "block_005"
+    )
 
 
 def test_writes_need_the_writer_role(client: TestClient, registry: PolicyRegistry) -> None:
@@ -129,24 +113,24 @@ def test_writes_need_the_writer_role(client: TestClient, registry: PolicyRegistr
         "facts": ["User collects vintage fountain pens"],
         "source_block_id": "b-gql",
     }
-    refused = gql(client, registry, "staff", INGEST, p=packet)
+    refused = gql_as(client, registry, "staff", INGEST, p=packet)
     assert codes(refused) == ["FORBIDDEN_WRITE"]
-    assert gql(client, registry, None, INGEST, p=packet)["data"] is None
+    assert gql_as(client, registry, None, INGEST, p=packet)["data"] is None
 
-    written = gql(client, registry, "writer", INGEST, p=packet)["data"]["ingestFactPacket"]
+    written = gql_as(client, registry, "writer", INGEST, p=packet)["data"]["ingestFactPacket"]
     assert written["action"] == "created"
     assert len(written["addedFactIds"]) == 1
-    again = gql(client, registry, "writer", INGEST, p=packet)["data"]["ingestFactPacket"]
+    again = gql_as(client, registry, "writer", INGEST, p=packet)["data"]["ingestFactPacket"]
     assert (again["action"], again["dossierId"]) == ("already_applied", written["dossierId"])
 
 
 def test_bad_packets_are_refused_with_a_code(client: TestClient, registry: PolicyRegistry) -> None:
-    body = gql(
+    body = gql_as(
         client, registry, "writer", INGEST, p={"cluster_label": "x", "facts": [1], "source_block_id": "b"}
     )
     assert codes(body) == ["INVALID_INPUT"]
     assert "item 0 is a number" in body["errors"][0]["message"]
-    missing = gql(client, registry, "writer", INGEST, p={"cluster_label": "x", "facts": ["a fact"]})
+    missing = gql_as(client, registry, "writer", INGEST, p={"cluster_label": "x", "facts": ["a fact"]})
     assert codes(missing) == ["INVALID_INPUT"]
     assert any("source_block_id" in p for p in missing["errors"][0]["extensions"]["problems"])
 
@@ -160,18 +144,18 @@ def test_ingest_and_garden_a_block(client: TestClient, registry: PolicyRegistry)
             {"value": "User likes sailing on weekends", "turn_index": 2},
         ],
     }
-    assert codes(gql(client, registry, "staff", INGEST_BLOCK, b=block)) == ["FORBIDDEN_WRITE"]
-    stored = gql(client, registry, "writer", INGEST_BLOCK, b=block)["data"]["ingestBlock"]
+    assert codes(gql_as(client, registry, "staff", INGEST_BLOCK, b=block)) == ["FORBIDDEN_WRITE"]
+    stored = gql_as(client, registry, "writer", INGEST_BLOCK, b=block)["data"]["ingestBlock"]
     assert (stored["turns"], stored["facts"]) == (2, 2)
-    gardened = gql(client, registry, "writer", GARDEN, b="block_gql")["data"]["gardenBlock"]
+    gardened = gql_as(client, registry, "writer", GARDEN, b="block_gql")["data"]["gardenBlock"]
     assert gardened["globalTags"] == ["env: python-3.12"]
     assert gardened["turnsDeleted"] == 2
     assert len(gardened["dossiers"]) == 1
-    assert codes(gql(client, registry, "writer", GARDEN, b="no_such_block")) == ["NOT_FOUND"]
+    assert codes(gql_as(client, registry, "writer", GARDEN, b="no_such_block")) == ["NOT_FOUND"]
 
 
 def test_search_needs_a_role_that_may_search(client: TestClient, registry: PolicyRegistry) -> None:
-    assert codes(gql(client, registry, "external", SEARCH, q="vegetarian", k=3)) == ["FORBIDDEN_SEARCH"]
+    assert codes(gql_as(client, registry, "external", SEARCH, q="vegetarian", k=3)) == ["FORBIDDEN_SEARCH"]
 
 
 def test_links_show_up_as_related_for_those_who_see_both(
@@ -183,13 +167,13 @@ def test_links_show_up_as_related_for_those_who_see_both(
     )
     ids = {r["t"]: r["id"] for r in records}
     veg, run = ids["Vegetarian"], ids["Running Training"]
-    assert codes(gql(client, registry, "staff", LINK, a=veg, b=run)) == ["FORBIDDEN_WRITE"]
-    linked = gql(client, registry, "writer", LINK, a=veg, b=run)["data"]["linkDossiers"]
+    assert codes(gql_as(client, registry, "staff", LINK, a=veg, b=run)) == ["FORBIDDEN_WRITE"]
+    linked = gql_as(client, registry, "writer", LINK, a=veg, b=run)["data"]["linkDossiers"]
     assert sorted(linked["dossierIds"]) == sorted([veg, run])
-    related = gql(client, registry, "staff", RELATED, id=veg)["data"]["relatedDossiers"]
+    related = gql_as(client, registry, "staff", RELATED, id=veg)["data"]["relatedDossiers"]
     assert related[0]["id"] == run and related[0]["linked"] is True
     secret = falcon_id(demo)
-    mixed = gql(client, registry, "writer", LINK, a=veg, b=secret)
+    mixed = gql_as(client, registry, "writer", LINK, a=veg, b=secret)
     assert codes(mixed) == ["DOSSIER_CONFLICT"]
 
 
@@ -202,10 +186,10 @@ def test_a_writer_cannot_place_data_outside_its_own_profile(
         "source_block_id": "b-x",
         "access": {"domain": "globex/hr", "roles_allowed": ["writer", "staff"]},
     }
-    body = gql(client, registry, "writer", INGEST, p=outside)
+    body = gql_as(client, registry, "writer", INGEST, p=outside)
     assert codes(body) == ["FORBIDDEN_WRITE"]
     assert any("access.domain" in p for p in body["errors"][0]["extensions"]["problems"])
     unreadable = {**outside, "access": {"roles_allowed": ["director"]}}
-    assert codes(gql(client, registry, "writer", INGEST, p=unreadable)) == ["FORBIDDEN_WRITE"]
+    assert codes(gql_as(client, registry, "writer", INGEST, p=unreadable)) == ["FORBIDDEN_WRITE"]
     block = {"block_id": "block_far", "facts": ["x"], "access": {"domain": "globex/hr"}}
-    assert codes(gql(client, registry, "writer", INGEST_BLOCK, b=block)) == ["FORBIDDEN_WRITE"]
+    assert codes(gql_as(client, registry, "writer", INGEST_BLOCK, b=block)) == ["FORBIDDEN_WRITE"]

@@ -65,11 +65,6 @@ RESTRICTED = {
 }
 
 
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
-
-
 def scope_of(registry: PolicyRegistry, role: str) -> Scope:
     return Scope.from_profile(registry.roles[role])
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from neo4j import Driver
@@ -13,12 +12,11 @@ from typer.testing import CliRunner
 from cairn.app import create_app
 from cairn.cli import app as cli
 from cairn.ingest.factors import DEMO_DIR, load_demo_factors
-from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
-from tests.e2e.conftest import load_factors, wipe
+from tests.e2e.conftest import gql_as, load_factors, wipe
 
 WHY_BLOCKED = """query($id: ID!) { whyBlocked(id: $id) {
   subject { id name } status hasHiddenPrerequisites answer evidence
@@ -42,25 +40,9 @@ def demo(driver: Driver, embedder: Embedder) -> Driver:
 
 
 @pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
-
-
-@pytest.fixture(scope="module")
 def client(demo: Driver, settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings)) as c:
         yield c
-
-
-def gql(
-    client: TestClient, registry: PolicyRegistry, role: str, query: str, **variables: Any
-) -> dict[str, Any]:
-    resp = client.post(
-        "/graphql", json={"query": query, "variables": variables}, headers=headers_for(registry, role)
-    )
-    assert resp.status_code == 200, resp.text
-    body: dict[str, Any] = resp.json()
-    return body
 
 
 def test_fields_require_a_passport(client: TestClient) -> None:
@@ -69,7 +51,7 @@ def test_fields_require_a_passport(client: TestClient) -> None:
 
 
 def test_why_blocked_for_staff_hides_the_budget(client: TestClient, registry: PolicyRegistry) -> None:
-    data = gql(client, registry, "staff", WHY_BLOCKED, id="ml_automation")["data"]["whyBlocked"]
+    data = gql_as(client, registry, "staff", WHY_BLOCKED, id="ml_automation")["data"]["whyBlocked"]
     assert data["status"] == "blocked" and data["hasHiddenPrerequisites"] is True
     assert data["evidence"]["has_hidden_prerequisites"] is True
     # ai_budget is hidden; data_infrastructure, behind ml_infrastructure, is past staff's one hop
@@ -78,36 +60,38 @@ def test_why_blocked_for_staff_hides_the_budget(client: TestClient, registry: Po
     assert "ML-driven automation" in notice and "ML infrastructure" in notice
     assert [b["factor"]["id"] for b in data["blockers"]] == ["ml_expertise", "ml_infrastructure"]
     assert "budget" not in str(data).lower()
-    manager = gql(client, registry, "manager", WHY_BLOCKED, id="ml_automation")["data"]["whyBlocked"]
+    manager = gql_as(client, registry, "manager", WHY_BLOCKED, id="ml_automation")["data"]["whyBlocked"]
     assert "ai_budget" in [b["factor"]["id"] for b in manager["blockers"]]
     # manager sees the budget; what it is still told it cannot reach is past its one hop
     assert [n["id"] for n in manager["evidence"]["hidden_required_by"]] == ["ml_infrastructure"]
 
 
 def test_factor_as_of_and_unknown_factor(client: TestClient, registry: PolicyRegistry) -> None:
-    past = gql(client, registry, "staff", FACTOR, id="data_quality", asOf="2024-10-16T00:00:00Z")
+    past = gql_as(client, registry, "staff", FACTOR, id="data_quality", asOf="2024-10-16T00:00:00Z")
     assert past["data"]["factor"]["value"] == 30.0 and past["data"]["factor"]["asOf"].startswith("2024-10-16")
-    now = gql(client, registry, "staff", FACTOR, id="data_quality")["data"]["factor"]
+    now = gql_as(client, registry, "staff", FACTOR, id="data_quality")["data"]["factor"]
     assert (now["value"], now["confidence"], now["currentEntry"]["rationale"]) == (
         20.0,
         0.75,
         "User mentioned scattered data across 5 systems, no catalog",
     )
-    assert gql(client, registry, "staff", FACTOR, id="ai_budget")["data"]["factor"] is None  # hidden = absent
-    naive = gql(client, registry, "staff", FACTOR, id="data_quality", asOf="2024-10-16T00:00:00")
+    assert (
+        gql_as(client, registry, "staff", FACTOR, id="ai_budget")["data"]["factor"] is None
+    )  # hidden = absent
+    naive = gql_as(client, registry, "staff", FACTOR, id="data_quality", asOf="2024-10-16T00:00:00")
     assert naive["errors"][0]["extensions"]["code"] == "INVALID_INPUT"
 
 
 def test_what_if_writes_nothing(client: TestClient, registry: PolicyRegistry, demo: Driver) -> None:
     before = graph_checksum(demo)
-    data = gql(client, registry, "staff", WHAT_IF, id="data_infrastructure", value=50)["data"]["whatIf"]
+    data = gql_as(client, registry, "staff", WHAT_IF, id="data_infrastructure", value=50)["data"]["whatIf"]
     # staff walks one hop: the options two hops up (alerts, monitoring) are beyond it
     assert [n["id"] for n in data["unblocked"]] == ["sensor_data"]
     assert graph_checksum(demo) == before
 
 
 def test_question_routes_and_answers(client: TestClient, registry: PolicyRegistry) -> None:
-    data = gql(client, registry, "staff", QUESTION, text="Why is our AI readiness score so low?")["data"]
+    data = gql_as(client, registry, "staff", QUESTION, text="Why is our AI readiness score so low?")["data"]
     answer = data["question"]
     assert (answer["intent"], [e["id"] for e in answer["entities"]], answer["router"]) == (
         "why_value",
@@ -118,7 +102,7 @@ def test_question_routes_and_answers(client: TestClient, registry: PolicyRegistr
 
 
 def test_assessment_summary(client: TestClient, registry: PolicyRegistry) -> None:
-    staff = gql(client, registry, "staff", ASSESSMENT)["data"]["assessment"]
+    staff = gql_as(client, registry, "staff", ASSESSMENT)["data"]["assessment"]
     assert (staff["decisionTier"], staff["totalFactors"], staff["totalFactorsAssessed"]) == (
         "low_risk",
         13,
@@ -126,7 +110,7 @@ def test_assessment_summary(client: TestClient, registry: PolicyRegistry) -> Non
     )
     # options whose prerequisites have prerequisites of their own are past staff's one hop
     assert [o["id"] for o in staff["canEvaluate"]] == ["simple_automation"]
-    assert gql(client, registry, "writer", ASSESSMENT)["data"]["assessment"]["totalFactors"] == 14
+    assert gql_as(client, registry, "writer", ASSESSMENT)["data"]["assessment"]["totalFactors"] == 14
 
 
 def test_mutations_are_for_writers_and_validate_input(
@@ -140,7 +124,7 @@ def test_mutations_are_for_writers_and_validate_input(
         "influencedBy": ["data_governance"],
     }
     before = graph_checksum(demo)
-    refused = gql(client, registry, "staff", UPDATE, input=good)
+    refused = gql_as(client, registry, "staff", UPDATE, input=good)
     assert refused["errors"][0]["extensions"]["code"] == "FORBIDDEN_WRITE"
     for bad, code in (
         ({**good, "value": 120}, "INVALID_INPUT"),
@@ -148,15 +132,17 @@ def test_mutations_are_for_writers_and_validate_input(
         ({**good, "rationale": " "}, "INVALID_INPUT"),
         ({**good, "factorId": "nope"}, "NOT_FOUND"),
     ):
-        assert gql(client, registry, "writer", UPDATE, input=bad)["errors"][0]["extensions"]["code"] == code
+        assert (
+            gql_as(client, registry, "writer", UPDATE, input=bad)["errors"][0]["extensions"]["code"] == code
+        )
     assert graph_checksum(demo) == before
-    entry = gql(client, registry, "writer", UPDATE, input=good)["data"]["updateFactor"]
+    entry = gql_as(client, registry, "writer", UPDATE, input=good)["data"]["updateFactor"]
     assert (entry["previousValue"], entry["newValue"], entry["influencedBy"]) == (
         20.0,
         35.0,
         ["data_governance"],
     )
-    confirmed = gql(client, registry, "writer", CONFIRM, id="data_quality")["data"]["confirmFactor"]
+    confirmed = gql_as(client, registry, "writer", CONFIRM, id="data_quality")["data"]["confirmFactor"]
     assert confirmed == {"op": "confirm", "newValue": 35.0, "confidence": 0.8, "inferenceStatus": "confirmed"}
     load_demo_factors(demo)  # the fixture journal is re-applied; the live entries stay newest
 

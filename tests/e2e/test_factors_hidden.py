@@ -176,11 +176,6 @@ ROLES = ("staff", "manager")
 
 
 @pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
-
-
-@pytest.fixture(scope="module")
 def client(driver: Driver, settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings)) as c:
         yield c

@@ -20,7 +20,6 @@ from cairn.policy.acl import MAX_HOPS
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder
-from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
 from tests.e2e.conftest import load_factors
 
@@ -30,11 +29,6 @@ NOW = datetime(2024, 10, 30, 12, 0, tzinfo=UTC)
 @pytest.fixture(scope="module")
 def demo(driver: Driver, embedder: Embedder) -> Driver:
     return load_factors(driver, embedder)
-
-
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
 
 
 # The questions' semantics over the demo's deep prerequisite chains, so the roles get the deepest

@@ -110,11 +110,6 @@ def schema_version_set_to(driver: Driver, version: int) -> Iterator[None]:
         driver.execute_query(SET_VERSION, v=SCHEMA_VERSION)
 
 
-@pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
-
-
 def graphql(url: str, query: str, headers: dict[str, str], **variables: Any) -> httpx.Response:
     body = {"query": query, "variables": variables}
     return httpx.post(f"{url}/graphql", json=body, headers=headers, timeout=90)

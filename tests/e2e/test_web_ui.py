@@ -126,11 +126,6 @@ def demo_graph(driver: Driver, embedder: Embedder) -> Driver:
 
 
 @pytest.fixture(scope="module")
-def registry(settings: Settings) -> PolicyRegistry:
-    return PolicyRegistry.load(settings.policy_file)
-
-
-@pytest.fixture(scope="module")
 def service(
     demo_graph: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:

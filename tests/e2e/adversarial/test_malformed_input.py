@@ -24,6 +24,7 @@ from cairn.policy.passport import OPTIONAL, REQUIRED, SIGNATURE, headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.resolvers.schema import MAX_ERRORS, MAX_TEXT_CHARS
 from cairn.schema.checksum import graph_checksum
+from tests.e2e.conftest import codes
 
 PASSPORT_HEADERS = (*REQUIRED, *OPTIONAL, SIGNATURE)
 # At least 200 examples per property; more when the selected hypothesis profile asks for more.
@@ -85,10 +86,6 @@ def post(
         content=content,
         headers={**headers_for(registry, role), "Content-Type": "application/json"},
     )
-
-
-def codes(body: dict[str, Any]) -> list[str]:
-    return [e["extensions"]["code"] for e in body.get("errors") or []]
 
 
 # --- passport headers ----------------------------------------------------------------------------

@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
-from tests.e2e.conftest import gql
+from tests.e2e.conftest import gql_as
 
 ROLES = ("staff", "manager", "external")
 TAIL = """query($n: Int!, $from: Int) {
@@ -29,10 +28,6 @@ SEARCH = """query($q: String!) {
 
 
 pytestmark = pytest.mark.usefixtures("letters")
-
-
-def gql_as(client: TestClient, registry: PolicyRegistry, role: str, query: str, **variables: Any) -> Any:
-    return gql(client, query, headers_for(registry, role), **variables)
 
 
 def tail(
