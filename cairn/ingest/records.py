@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from cairn.schema.catalog import CAUSAL_RELATIONS
+from cairn.schema.catalog import CAUSAL_RELATIONS, relation_name
 from cairn.schema.timestamps import StoredDateTime
 
 Sensitivity = Literal["low", "medium", "high"]
@@ -93,10 +93,11 @@ class TransitionRecord(Record):
     @field_validator("relation")
     @classmethod
     def _relation_in_catalog(cls, value: str) -> str:
-        if value not in CAUSAL_RELATIONS:
+        name = relation_name(value)
+        if name not in CAUSAL_RELATIONS:
             known = ", ".join(CAUSAL_RELATIONS)
             raise ValueError(f"unknown relation {value!r}: the relation catalog knows {known}")
-        return value
+        return name
 
 
 class AliasRecord(Record):

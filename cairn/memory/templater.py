@@ -38,6 +38,7 @@ from typing import Any
 
 from cairn.memory.selector import _parse_timestamp, headline, node_timestamp, parts
 from cairn.policy.preselector import CandidateEdge, CandidateNode, CandidateSet
+from cairn.schema.catalog import CAUSAL_RELATIONS
 
 __all__ = [
     "MAX_REASON_CHARS",
@@ -65,9 +66,9 @@ MAX_REASON_CHARS = 240
 MAX_MAKER_CHARS = 80
 MORE_CAUSES_WHERE = "see the evidence list and the trace bundle"
 ELLIPSIS = "…"
-# How a stored relation name reads in "<decision> <relation> <cause>"; unknown names are shown
-# as written (underscores as spaces), so a record's own vocabulary ("replaces", "requires") stays.
-RELATION_WORDS = {"causal": "follows from", "led_to": "prompted by", "alias": "projected from"}
+# How a stored relation name reads in "<decision> <relation> <cause>": the catalog's words; a
+# name stored before the catalog knew it is shown as written (underscores as spaces).
+RELATION_WORDS = {**{r.name: r.reads_as for r in CAUSAL_RELATIONS.values()}, "alias": "projected from"}
 GENERIC_RELATIONS = frozenset({"causal", "led_to"})
 # Withheld reasons (policy/acl.py, preselector) as a reader would say them.
 WITHHELD_WORDS = {

@@ -6,6 +6,7 @@ walked by anyone; ingest refuses an edge whose endpoints do not fit its entry.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -66,20 +67,43 @@ class CausalRelation:
     """A kind of cause → effect link a fixture may state; stored as CAUSAL_PRECEDES{relation}."""
 
     name: str
-    reads_as: str  # how an answer names it ("replaces", "supported by", …)
+    reads_as: str  # how "<effect> <reads_as> <cause>" names it in an answer
     meaning: str
 
 
 # Strongest first: when two sources state the same cause → effect pair, the edge keeps the
-# name that comes first here. Ingest refuses any relation name that is not in this table.
+# name that comes first here. Ingest refuses any relation name that is not in this table
+# (after `relation_name`). Beside the seed fixtures' names, the vocabulary of public decision
+# records (PEP and KEP headers, RFC "Obsoletes"/"Updates", ADR status links), each read from
+# the effect's side: the effect is the later record (docs/design.md §Relation catalog).
 CAUSAL_RELATIONS: dict[str, CausalRelation] = {
     r.name: r
     for r in (
-        CausalRelation("causal", "led to", "the cause directly brought the effect about"),
+        CausalRelation("causal", "follows from", "the cause directly brought the effect about"),
         CausalRelation("replaces", "replaces", "the effect supersedes the cause"),
         CausalRelation("requires", "requires", "the effect depends on the cause being in place"),
+        CausalRelation("supersedes", "supersedes", "the effect takes the cause's place"),
+        CausalRelation("obsoletes", "obsoletes", "the effect makes the cause obsolete"),
+        CausalRelation("deprecates", "deprecates", "the effect retires the cause"),
+        CausalRelation("reverts", "reverts", "the effect undoes the cause"),
+        CausalRelation("depends_on", "depends on", "the effect needs the cause"),
+        CausalRelation("amends", "amends", "the effect changes part of the cause"),
+        CausalRelation("updates", "updates", "the effect revises the cause"),
+        CausalRelation("extends", "extends", "the effect adds to the cause"),
+        CausalRelation("refines", "refines", "the effect makes the cause more precise"),
+        CausalRelation("clarifies", "clarifies", "the effect explains the cause"),
+        CausalRelation("implements", "implements", "the effect carries the cause out"),
         CausalRelation("supported_by", "supported by", "an event that supports a decision"),
         CausalRelation("based_on", "based on", "a decision that builds on an earlier one"),
-        CausalRelation("led_to", "led to", "stated on the cause: it led to the effect"),
+        CausalRelation("informed_by", "informed by", "the cause informed the effect"),
+        CausalRelation("motivated_by", "motivated by", "the cause is why the effect was made"),
+        CausalRelation("triggered_by", "triggered by", "the cause set the effect off"),
+        CausalRelation("enables", "enabled by", "stated on the cause: it made the effect possible"),
+        CausalRelation("led_to", "prompted by", "stated on the cause: it led to the effect"),
     )
 }
+
+
+def relation_name(written: str) -> str:
+    """The catalog spelling of a relation as a record writes it: "Depends-On" -> "depends_on"."""
+    return re.sub(r"[\s\-]+", "_", written.strip()).lower()

@@ -104,11 +104,24 @@ def test_a_relation_outside_the_catalog_is_refused(tmp_path: Path) -> None:
     assert all(name in problem for name in CAUSAL_RELATIONS)
 
 
-@pytest.mark.parametrize("relation", ["replaces", "requires"])
-def test_catalogued_relations_are_accepted(tmp_path: Path, relation: str) -> None:
+@pytest.mark.parametrize(
+    "written,stored",
+    [
+        ("replaces", "replaces"),
+        ("requires", "requires"),
+        ("Obsoletes", "obsoletes"),
+        ("Depends-On", "depends_on"),
+        (" Informed  by ", "informed_by"),
+    ],
+)
+def test_catalogued_relations_are_accepted_in_the_catalog_spelling(
+    tmp_path: Path, written: str, stored: str
+) -> None:
     root = acme_copy(tmp_path)
-    edit(root / "transitions" / "trans-acme-a1-to-a2.json", relation=relation)
-    load_fixture_dir(root)
+    edit(root / "transitions" / "trans-acme-a1-to-a2.json", relation=written)
+    fs = load_fixture_dir(root)
+    [edge] = [t for t in fs.transitions if t.id == "trans-acme-a1-to-a2"]
+    assert edge.relation == stored
 
 
 def test_a_cause_dated_after_its_effect_is_warned(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ from cairn.memory.templater import (
 )
 from cairn.policy.preselector import CandidateEdge, CandidateNode, CandidateSet
 from cairn.runtime.tokens import count_tokens, count_tokens_each
+from cairn.schema.catalog import CAUSAL_RELATIONS, relation_name
 
 ANCHOR = "acme-corp-descope-onprem-2024"
 PREV = "acme-corp-unify-cloud-platform-2022"
@@ -334,6 +335,22 @@ def test_each_cause_carries_its_relation_and_the_transition_reason_or_its_ration
     assert relation_words(["causal"]) == "follows from"
     assert relation_words(["led_to"]) == "prompted by"
     assert relation_words(["causal", "requires"]) == "requires"
+    assert relation_words(["enables"]) == "enabled by"
+    assert relation_words(["depends_on", "obsoletes"]) == "depends on and obsoletes"
+
+
+@pytest.mark.parametrize(
+    "written,name",
+    [
+        ("Depends-On", "depends_on"),
+        ("  supported   by ", "supported_by"),
+        ("REPLACES", "replaces"),
+        ("vibes", "vibes"),
+    ],
+)
+def test_relation_names_are_read_in_the_catalog_spelling(written: str, name: str) -> None:
+    assert relation_name(written) == name
+    assert all(relation_name(n) == n for n in CAUSAL_RELATIONS)
 
 
 def test_shared_titles_stay_two_records_and_the_anchor_is_never_its_own_cause() -> None:
