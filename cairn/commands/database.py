@@ -10,12 +10,13 @@ import typer
 
 from cairn.commands.common import console, open_driver
 from cairn.errors import EXIT_NEO4J_UNAVAILABLE
+from cairn.ingest.correspondence.sync import reembed
 from cairn.runtime import neo4j_server
 from cairn.runtime.backup import backup, restore
 from cairn.runtime.database import sync_driver
 from cairn.runtime.settings import Settings, get_settings
 from cairn.schema.checksum import graph_checksum
-from cairn.schema.migrate import SCHEMA_VERSION, migrate
+from cairn.schema.migrate import SCHEMA_VERSION, migrate, sections_to_reembed
 
 neo4j_app = typer.Typer(help="Manage the embedded local Neo4j server.", no_args_is_help=True)
 db_app = typer.Typer(help="Schema management.", no_args_is_help=True)
@@ -54,12 +55,15 @@ def neo4j_status() -> None:
 
 @db_app.command("migrate")
 def db_migrate() -> None:
-    """Create missing constraints and indexes (idempotent)."""
+    """Create missing constraints and indexes, re-embed the sections the upgrade marked (idempotent)."""
     with open_driver(check_schema=False) as driver:
         created = migrate(driver)
+        reembedded = reembed(driver) if sections_to_reembed(driver) else 0
     console.print(f"schema v{SCHEMA_VERSION}: created {len(created)} item(s)")
     for name in created:
         console.print(f"  + {name}")
+    if reembedded:
+        console.print(f"re-embedded {reembedded} section(s)")
 
 
 def backup_command(path: Annotated[Path, typer.Argument(help="folder for neo4j.dump")]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from neo4j import Driver
 
 from cairn.ingest.correspondence.demo import load_demo_correspondence
+from cairn.ingest.correspondence.sync import reembed
 from cairn.ingest.factors import load_demo_factors
 from cairn.ingest.org_memory import ingest_fixture_dir
 from cairn.memory.dossiers.demo import load_demo_dossiers
@@ -20,4 +21,5 @@ def load_demo(driver: Driver) -> None:
     ingest_fixture_dir(driver, FIXTURES / "acme")
     load_demo_dossiers(driver)
     load_demo_factors(driver)
-    load_demo_correspondence(driver)
+    if load_demo_correspondence(driver).stale_embeddings:  # a database from before schema 7
+        reembed(driver)

@@ -14,9 +14,17 @@ from neomodel import db as neomodel_db
 
 from cairn.schema.nodes import EMBEDDING_DIMENSIONS, MACHINERY_CLASSES, NODE_CLASSES, vector_index_name
 
-SCHEMA_VERSION = 6  # 2: uniqueness constraints on the lock and version nodes; 3: Fact.text full-text;
+SCHEMA_VERSION = 7  # 2: uniqueness constraints on the lock and version nodes; 3: Fact.text full-text;
 # 4: the Section vector index without quantization (SECTION_INDEX_CONFIG); 5: the Fact one too;
-# 6: Section.source indexed (every correspondence write reads its source under one lock)
+# 6: Section.source indexed (every correspondence write reads its source under one lock);
+# 7: sections embedded without knowledge and section references (section_text.embeddable_text)
+
+# Sections embedded before schema 7 were embedded from text a role's mask may strip: marked as
+# embedded by no model, so `cairn correspondence reembed` (which `cairn db migrate` runs when any
+# are marked) embeds them again.
+SECTION_TEXT_VERSION = 7
+MARK_SECTIONS_STALE = "MATCH (s:Section) WHERE s.embedding_model IS NOT NULL SET s.embedding_model = null"
+COUNT_UNEMBEDDED_SECTIONS = "MATCH (s:Section) WHERE s.embedding_model IS NULL RETURN count(s) AS n"
 
 SHOW_CONSTRAINTS = "SHOW CONSTRAINTS YIELD name RETURN name"
 SHOW_INDEXES = "SHOW INDEXES YIELD name RETURN name"
@@ -81,7 +89,9 @@ def _schema_names(driver: Driver) -> set[str]:
 
 
 def migrate(driver: Driver) -> list[str]:
-    """Install every missing constraint and index; return the names that were created."""
+    """Install every missing constraint and index; return the names that were created. Sections
+    of a database older than SECTION_TEXT_VERSION are marked for re-embedding."""
+    previous = schema_version(driver)
     before = _schema_names(driver)
     for name, read, drop, create in FULL_FLOAT_INDEXES:
         if _index_outdated(driver, read):
@@ -92,6 +102,8 @@ def migrate(driver: Driver) -> list[str]:
     sink = io.StringIO()
     for cls in (*NODE_CLASSES, *MACHINERY_CLASSES):
         neomodel_db.install_labels(cls, quiet=True, stdout=sink)
+    if previous is not None and previous < SECTION_TEXT_VERSION:
+        driver.execute_query(MARK_SECTIONS_STALE)
     driver.execute_query(RECORD_VERSION, version=SCHEMA_VERSION)
     driver.execute_query(AWAIT_INDEXES)
     return sorted(_schema_names(driver) - before)
@@ -105,6 +117,12 @@ def _index_outdated(driver: Driver, read: str) -> bool:
         return False
     config = dict(records[0]["config"] or {})
     return any(config.get(key) != value for key, value in SECTION_INDEX_CONFIG.items())
+
+
+def sections_to_reembed(driver: Driver) -> int:
+    """How many sections are marked as embedded by no model (``MARK_SECTIONS_STALE``)."""
+    records, _, _ = driver.execute_query(COUNT_UNEMBEDDED_SECTIONS)
+    return int(records[0]["n"])
 
 
 def schema_version(driver: Driver) -> int | None:

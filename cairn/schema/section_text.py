@@ -92,16 +92,20 @@ def _continues(line: str) -> bool:
 
 
 def embeddable_text(title: str, body: str) -> str:
-    """Title and body without exec tags, decision lines, status and access tags.
+    """Title and body without exec tags, decision lines, status and access tags, knowledge
+    references and references to earlier sections.
 
-    Governance metadata is kept out of the semantic space (docs/design.md §What is embedded): a decision must
-    not become indistinguishable from a discussion of decisions.
+    Governance metadata is kept out of the semantic space (docs/design.md §What is embedded): a
+    decision must not become indistinguishable from a discussion of decisions. And the vector is
+    made only of what every reader of the text reads: whatever the policy module's mask may strip
+    for some role (``without_governance`` with every part hidden) is left out for all, so a role
+    that may search but not see ``knowledge_refs`` or ``responds_to_filed`` is not ranked by them.
     """
-    lines = body.split("\n")
-    in_decision = {i for start, end, _ in decision_spans(lines) for i in range(start, end)}
-    kept = [title.strip()] if title.strip() else []
-    for i, line in enumerate(lines):
-        if i in in_decision or is_tag_line(line):
+    title = without_governance(title, tags=True, decisions=True, responses=True).strip()
+    body = without_governance(body, tags=True, decisions=True, refs=True, access=True, responses=True)
+    kept = [title] if title else []
+    for line in body.split("\n"):
+        if is_tag_line(line):
             continue
         cleaned = STATUS_SPAN.sub("", line).rstrip()
         if cleaned or (kept and kept[-1]):

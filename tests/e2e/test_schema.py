@@ -8,15 +8,21 @@ import pytest
 from neo4j import Driver
 from neo4j.exceptions import ConstraintError
 
+from cairn.ingest.correspondence.sync import reembed
+from cairn.runtime.embedder import Embedder
 from cairn.schema.migrate import (
     READ_FACT_INDEX,
     READ_SECTION_INDEX,
+    RECORD_VERSION,
     SCHEMA_VERSION,
     SECTION_INDEX_CONFIG,
+    SECTION_TEXT_VERSION,
     migrate,
     schema_version,
+    sections_to_reembed,
 )
 from cairn.schema.nodes import EMBEDDING_DIMENSIONS, VECTOR_INDEXED_LABELS, vector_index_name
+from cairn.schema.section_text import embeddable_text
 
 # Columns that change on every read of an index; everything else must be stable.
 VOLATILE_INDEX_COLUMNS = ("lastRead", "readCount")
@@ -144,3 +150,39 @@ def test_migrate_rebuilds_a_quantized_vector_index(driver: Driver, label: str, r
     assert {key: config[key] for key in SECTION_INDEX_CONFIG} == SECTION_INDEX_CONFIG
     assert config["vector.quantization.enabled"] is False
     assert migrate(driver) == []
+
+
+@pytest.fixture
+def old_section(driver: Driver) -> Any:
+    """A section as a schema 6 database holds it: embedded from its text with a knowledge path."""
+    params = {"id": "test-schema-section", "body": "Terms in knowledge/falcon/terms.md"}
+    driver.execute_query(
+        "CREATE (s:Entity:Section {id: $id, title: 'Terms', body: $body,"
+        " embedding: [1.0] + [x IN range(2, $d) | 0.0], embedding_model: 'old'})",
+        params,
+        d=EMBEDDING_DIMENSIONS,
+    )
+    driver.execute_query(RECORD_VERSION, version=SECTION_TEXT_VERSION - 1)
+    yield params
+    driver.execute_query("MATCH (s:Section {id: $id}) DETACH DELETE s", id=params["id"])
+    driver.execute_query(RECORD_VERSION, version=SCHEMA_VERSION)
+
+
+def test_migrate_marks_sections_embedded_from_older_text(
+    driver: Driver, old_section: dict[str, str], embedder: Embedder
+) -> None:
+    """Schema 7 embeds sections without the text a role's mask strips (section_text.embeddable_text):
+    a section embedded before is marked, and `reembed` (run by `cairn db migrate`) embeds it again."""
+    read = "MATCH (s:Section {id: $id}) RETURN s.embedding AS v, s.embedding_model AS model"
+    migrate(driver)
+    assert schema_version(driver) == SCHEMA_VERSION
+    records, _, _ = driver.execute_query(read, id=old_section["id"])
+    assert records[0]["model"] is None and sections_to_reembed(driver) >= 1
+    assert reembed(driver, embedder) >= 1 and sections_to_reembed(driver) == 0
+    migrate(driver)  # once upgraded, nothing more is marked
+    assert sections_to_reembed(driver) == 0
+    records, _, _ = driver.execute_query(read, id=old_section["id"])
+    assert embeddable_text("Terms", old_section["body"]) == "Terms\nTerms in"
+    expected = embedder.embed([embeddable_text("Terms", old_section["body"])])[0]
+    assert records[0]["model"] == embedder.name
+    assert records[0]["v"] == pytest.approx([float(x) for x in expected], abs=1e-6)
