@@ -75,8 +75,16 @@ CSP = (
 GRAPHIQL_CSP = CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inline' 'unsafe-eval'")
 
 
+# Every answer but the UI's static files may hold a caller's data or a passport, and a passport
+# travels in X-* headers, not Authorization: a shared cache would store a GET answer by its URL
+# alone and hand it to the next caller (a bundle zip, /dev/passport). None may be stored.
+NO_STORE = (b"cache-control", b"no-store")
+STATIC_PREFIX = "/ui/"
+
+
 class SecurityHeaders:
-    """Adds SECURITY_HEADERS and a Content-Security-Policy to every HTTP response."""
+    """Adds SECURITY_HEADERS and a Content-Security-Policy to every HTTP response, and
+    ``Cache-Control: no-store`` to every one but the UI's static files."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -85,14 +93,15 @@ class SecurityHeaders:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         csp = GRAPHIQL_CSP if scope["path"] == "/graphql" else CSP
+        added = [*SECURITY_HEADERS, (b"content-security-policy", csp.encode())]
+        if not scope["path"].startswith(STATIC_PREFIX):
+            added.append(NO_STORE)
+        replaced = {name for name, _ in added}
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
-                message = {
-                    **message,
-                    "headers": [*headers, *SECURITY_HEADERS, (b"content-security-policy", csp.encode())],
-                }
+                headers = [h for h in message.get("headers", []) if h[0].lower() not in replaced]
+                message = {**message, "headers": [*headers, *added]}
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
@@ -285,7 +294,8 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         gzip body, never decoded here) and nesting too deep for the parser's recursion also get
         one, with a code, instead of a bare 500 (docs/design.md §Errors). An object that repeats
         a key, at any depth, is refused too (``cairn.schema.unique_json``; not placed by line, which
-        would parse the body a second time, in pure Python)."""
+        would parse the body a second time, in pure Python), and so is a body that is neither an
+        object nor a list."""
         try:
             body = json.loads(data, object_pairs_hook=unique_keys)
         except DuplicateKey as exc:
@@ -300,6 +310,10 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
         if SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(body):
             raise UnreadableRequest(400, "the request body is not Unicode text (a lone surrogate)")
+        # strawberry reads the members of an object (or refuses a list as a batch): any other JSON
+        # value (a string, a number, true, null) crashed it as an internal error.
+        if not isinstance(body, dict | list):
+            raise UnreadableRequest(400, "the request body is not a JSON object")
         return body
 
     async def render_graphql_ide(self, request: Request) -> Response:
@@ -469,6 +483,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     routes: list[BaseRoute] = [
         Route("/", index),
+        Route("/ui", index),
         Route("/health", health),
         Route("/ready", ready),
         Route("/bundles/{request_id:anytext}/{name}", bundle),
@@ -481,4 +496,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
     if settings.passport_secret is None:  # unsigned passports: this machine's own clients only
         also = frozenset(h.strip().lower() for h in settings.allowed_hosts.split(",") if h.strip())
         middleware.append(Middleware(LoopbackOnly, also=also))
-    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
+    # Starlette redirects "/x/" to a route "/x" (307): "/dev/passport/" then told the route apart
+    # from one that does not exist, whose "/x/" is a 404. No route answers a path it does not name.
+    app.router.redirect_slashes = False
+    return app

@@ -7,6 +7,11 @@ nested 100,000 arrays deep, was answered ``500 Internal Server Error`` in plain 
 a 400, while these raise ``UnicodeDecodeError`` and ``RecursionError``. Fixed in
 ``cairn.app.CairnGraphQL.decode_json``: every body that does not parse is a 400 ``BAD_REQUEST``,
 like malformed JSON (docs/design.md §Errors).
+
+Red-team pass 10 (2026-11-26): a body that parses but is not a JSON object or array (a string
+such as ``"{ __typename }"``, a number, ``true``, ``null``, or ``1e999``, read as infinity) was
+still a bare ``500 Internal Server Error`` with a traceback: strawberry calls ``.get`` on
+whatever the body holds. Now it is the same coded 400, refused in ``decode_json``.
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ BODIES = {
     + b"]" * 100_000
     + b"}}",
     "lone surrogate escape": b'{"query": "{ __typename }", "x": "\\udc80"}',
+    "a JSON string": b'"{ __typename }"',
+    "a JSON number": b"5",
+    "a JSON number too large for a float": b"1e999",
+    "a JSON boolean": b"true",
+    "JSON null": b"null",
 }
 
 
