@@ -295,9 +295,15 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         one, with a code, instead of a bare 500 (docs/design.md §Errors). An object that repeats
         a key, at any depth, is refused too (``cairn.schema.unique_json``; not placed by line, which
         would parse the body a second time, in pure Python), and so is a body that is neither an
-        object nor a list."""
+        object nor a list.
+
+        The bytes are read as UTF-8 and nothing else (RFC 8259 §8.1): ``json.loads`` of bytes also
+        guesses UTF-16 and UTF-32 and skips a byte-order mark, so a body a gateway or WAF reading
+        UTF-8 cannot parse (and may let through unchecked) ran here."""
         try:
-            body = json.loads(data, object_pairs_hook=unique_keys)
+            body = json.loads(
+                data.decode("utf-8") if isinstance(data, bytes) else data, object_pairs_hook=unique_keys
+            )
         except DuplicateKey as exc:
             raise UnreadableRequest(
                 400, f"the request body repeats the key {exc.shown_key()} in one object"

@@ -11,7 +11,11 @@ like malformed JSON (docs/design.md §Errors).
 Red-team pass 10 (2026-11-26): a body that parses but is not a JSON object or array (a string
 such as ``"{ __typename }"``, a number, ``true``, ``null``, or ``1e999``, read as infinity) was
 still a bare ``500 Internal Server Error`` with a traceback: strawberry calls ``.get`` on
-whatever the body holds. Now it is the same coded 400, refused in ``decode_json``.
+whatever the body holds. Now it is the same coded 400, refused in ``decode_json``. And the same
+query encoded in UTF-16 or UTF-32, or in UTF-8 behind a byte-order mark, ran: ``json.loads`` of
+bytes guesses those encodings, where JSON between systems is UTF-8 (RFC 8259 §8.1) and a gateway
+or WAF that reads UTF-8 cannot parse such a body, so it may pass it unchecked (the parser
+differential of test_duplicate_json_keys.py). Now only UTF-8 is read.
 """
 
 from __future__ import annotations
@@ -42,6 +46,10 @@ BODIES = {
     "a JSON number too large for a float": b"1e999",
     "a JSON boolean": b"true",
     "JSON null": b"null",
+    **{
+        f"in {encoding}": '{"query": "{ __typename }"}'.encode(encoding)
+        for encoding in ("utf-16-le", "utf-16-be", "utf-32-le", "utf-8-sig")
+    },
 }
 
 
