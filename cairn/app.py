@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import anyio
+from cross_web import AsyncHTTPRequestAdapter
 from cross_web import HTTPException as UnreadableRequest
 from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
@@ -32,7 +33,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
-from strawberry.http import GraphQLHTTPResponse
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
+from strawberry.http.parse_content_type import parse_content_type
 
 from cairn.memory import trace as bundles
 from cairn.memory.ask import AskService
@@ -321,6 +323,19 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         if not isinstance(body, dict | list):
             raise UnreadableRequest(400, "the request body is not a JSON object")
         return body
+
+    async def parse_http_body(
+        self, request: AsyncHTTPRequestAdapter
+    ) -> GraphQLRequestData | list[GraphQLRequestData]:
+        """strawberry reads a body as JSON when its media type merely *contains* application/json
+        (``application/jsonx``, ``text/plain, application/json``), whatever charset it names: a
+        gateway that checks only application/json bodies would pass those unchecked. Here a POST's
+        media type is application/json, with no charset but UTF-8 (the body is read as UTF-8)."""
+        if request.method == "POST":
+            media_type, params = parse_content_type(request.content_type or "")
+            if media_type != "application/json" or params.get("charset", "utf-8").lower() != "utf-8":
+                raise UnreadableRequest(400, "Unsupported content type")
+        return await super().parse_http_body(request)
 
     async def render_graphql_ide(self, request: Request) -> Response:
         """strawberry's own page loads GraphiQL from a CDN; ours serves the vendored copy."""
