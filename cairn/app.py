@@ -351,8 +351,11 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         except ClientDisconnect:
             return  # gone before its body arrived (or cut off as too slow): nobody to answer
         except UnreadableRequest as exc:
-            error = {"message": exc.reason, "extensions": {"code": "BAD_REQUEST"}}
-            response = JSONResponse({"errors": [error]}, status_code=exc.status_code)
+            refused_method = exc.status_code == 405  # PUT, DELETE, OPTIONS, ...: the route takes all
+            code = "METHOD_NOT_ALLOWED" if refused_method else "BAD_REQUEST"
+            error = {"message": exc.reason, "extensions": {"code": code}}
+            headers = {"allow": "GET, POST"} if refused_method else None
+            response = JSONResponse({"errors": [error]}, status_code=exc.status_code, headers=headers)
         await response(scope, receive, send)
 
     async def get_context(self, request: Any, response: Any) -> RequestContext:
@@ -509,7 +512,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Route("/ready", ready),
         Route("/bundles/{request_id:anytext}/{name}", bundle),
         Route("/dev/passport", dev_passport, methods=HTTP_METHODS),
-        Route("/graphql", BodyLimit(graphql, MAX_BODY_BYTES), methods=["POST", "GET"]),
+        # Every method reaches strawberry, which refuses all but GET and POST with a coded 405
+        # (Starlette's own 405 is plain text, outside the error contract).
+        Route("/graphql", BodyLimit(graphql, MAX_BODY_BYTES), methods=HTTP_METHODS),
     ]
     if WEB_DIR.is_dir():
         routes.append(Mount("/ui", StaticFiles(directory=WEB_DIR, html=True)))
