@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import anyio
+from cross_web import AsyncHTTPRequestAdapter
 from cross_web import HTTPException as UnreadableRequest
 from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
@@ -32,7 +33,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
-from strawberry.http import GraphQLHTTPResponse
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
+from strawberry.http.parse_content_type import parse_content_type
 
 from cairn.memory import trace as bundles
 from cairn.memory.ask import AskService
@@ -75,8 +77,16 @@ CSP = (
 GRAPHIQL_CSP = CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inline' 'unsafe-eval'")
 
 
+# Every answer but the UI's static files may hold a caller's data or a passport, and a passport
+# travels in X-* headers, not Authorization: a shared cache would store a GET answer by its URL
+# alone and hand it to the next caller (a bundle zip, /dev/passport). None may be stored.
+NO_STORE = (b"cache-control", b"no-store")
+STATIC_PREFIX = "/ui/"
+
+
 class SecurityHeaders:
-    """Adds SECURITY_HEADERS and a Content-Security-Policy to every HTTP response."""
+    """Adds SECURITY_HEADERS and a Content-Security-Policy to every HTTP response, and
+    ``Cache-Control: no-store`` to every one but the UI's static files."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -85,14 +95,15 @@ class SecurityHeaders:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         csp = GRAPHIQL_CSP if scope["path"] == "/graphql" else CSP
+        added = [*SECURITY_HEADERS, (b"content-security-policy", csp.encode())]
+        if not scope["path"].startswith(STATIC_PREFIX):
+            added.append(NO_STORE)
+        replaced = {name for name, _ in added}
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
-                message = {
-                    **message,
-                    "headers": [*headers, *SECURITY_HEADERS, (b"content-security-policy", csp.encode())],
-                }
+                headers = [h for h in message.get("headers", []) if h[0].lower() not in replaced]
+                message = {**message, "headers": [*headers, *added]}
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
@@ -285,9 +296,16 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         gzip body, never decoded here) and nesting too deep for the parser's recursion also get
         one, with a code, instead of a bare 500 (docs/design.md §Errors). An object that repeats
         a key, at any depth, is refused too (``cairn.schema.unique_json``; not placed by line, which
-        would parse the body a second time, in pure Python)."""
+        would parse the body a second time, in pure Python), and so is a body that is neither an
+        object nor a list.
+
+        The bytes are read as UTF-8 and nothing else (RFC 8259 §8.1): ``json.loads`` of bytes also
+        guesses UTF-16 and UTF-32 and skips a byte-order mark, so a body a gateway or WAF reading
+        UTF-8 cannot parse (and may let through unchecked) ran here."""
         try:
-            body = json.loads(data, object_pairs_hook=unique_keys)
+            body = json.loads(
+                data.decode("utf-8") if isinstance(data, bytes) else data, object_pairs_hook=unique_keys
+            )
         except DuplicateKey as exc:
             raise UnreadableRequest(
                 400, f"the request body repeats the key {exc.shown_key()} in one object"
@@ -300,7 +318,24 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
         if SURROGATE_ESCAPE.search(raw) and _has_lone_surrogate(body):
             raise UnreadableRequest(400, "the request body is not Unicode text (a lone surrogate)")
+        # strawberry reads the members of an object (or refuses a list as a batch): any other JSON
+        # value (a string, a number, true, null) crashed it as an internal error.
+        if not isinstance(body, dict | list):
+            raise UnreadableRequest(400, "the request body is not a JSON object")
         return body
+
+    async def parse_http_body(
+        self, request: AsyncHTTPRequestAdapter
+    ) -> GraphQLRequestData | list[GraphQLRequestData]:
+        """strawberry reads a body as JSON when its media type merely *contains* application/json
+        (``application/jsonx``, ``text/plain, application/json``), whatever charset it names: a
+        gateway that checks only application/json bodies would pass those unchecked. Here a POST's
+        media type is application/json, with no charset but UTF-8 (the body is read as UTF-8)."""
+        if request.method == "POST":
+            media_type, params = parse_content_type(request.content_type or "")
+            if media_type != "application/json" or params.get("charset", "utf-8").lower() != "utf-8":
+                raise UnreadableRequest(400, "Unsupported content type")
+        return await super().parse_http_body(request)
 
     async def render_graphql_ide(self, request: Request) -> Response:
         """strawberry's own page loads GraphiQL from a CDN; ours serves the vendored copy."""
@@ -316,8 +351,11 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         except ClientDisconnect:
             return  # gone before its body arrived (or cut off as too slow): nobody to answer
         except UnreadableRequest as exc:
-            error = {"message": exc.reason, "extensions": {"code": "BAD_REQUEST"}}
-            response = JSONResponse({"errors": [error]}, status_code=exc.status_code)
+            refused_method = exc.status_code == 405  # PUT, DELETE, OPTIONS, ...: the route takes all
+            code = "METHOD_NOT_ALLOWED" if refused_method else "BAD_REQUEST"
+            error = {"message": exc.reason, "extensions": {"code": code}}
+            headers = {"allow": "GET, POST"} if refused_method else None
+            response = JSONResponse({"errors": [error]}, status_code=exc.status_code, headers=headers)
         await response(scope, receive, send)
 
     async def get_context(self, request: Any, response: Any) -> RequestContext:
@@ -469,11 +507,14 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     routes: list[BaseRoute] = [
         Route("/", index),
+        Route("/ui", index),
         Route("/health", health),
         Route("/ready", ready),
         Route("/bundles/{request_id:anytext}/{name}", bundle),
         Route("/dev/passport", dev_passport, methods=HTTP_METHODS),
-        Route("/graphql", BodyLimit(graphql, MAX_BODY_BYTES), methods=["POST", "GET"]),
+        # Every method reaches strawberry, which refuses all but GET and POST with a coded 405
+        # (Starlette's own 405 is plain text, outside the error contract).
+        Route("/graphql", BodyLimit(graphql, MAX_BODY_BYTES), methods=HTTP_METHODS),
     ]
     if WEB_DIR.is_dir():
         routes.append(Mount("/ui", StaticFiles(directory=WEB_DIR, html=True)))
@@ -481,4 +522,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
     if settings.passport_secret is None:  # unsigned passports: this machine's own clients only
         also = frozenset(h.strip().lower() for h in settings.allowed_hosts.split(",") if h.strip())
         middleware.append(Middleware(LoopbackOnly, also=also))
-    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
+    # Starlette redirects "/x/" to a route "/x" (307): "/dev/passport/" then told the route apart
+    # from one that does not exist, whose "/x/" is a 404. No route answers a path it does not name.
+    app.router.redirect_slashes = False
+    return app

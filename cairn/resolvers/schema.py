@@ -16,6 +16,9 @@ import structlog
 from graphql import (
     DirectiveNode,
     DocumentNode,
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
     GraphQLError,
     GraphQLResolveInfo,
     GraphQLSyntaxError,
@@ -408,7 +411,7 @@ class CairnSchema(strawberry.Schema):
     raised on purpose (it carries a code: NOT_FOUND, a passport refusal, ...) or graphql-core's
     own refusal of the request (no exception behind it). Anything else is a bug or an outage
     and keeps strawberry's traceback log. Variable coercion suggests nothing either (an enum
-    value or input field a variable misspelt), as in validation (_validate)."""
+    value or input field a variable misspelt), as in validation (_validate_document)."""
 
     def _get_custom_context_kwargs(
         self, operation_extensions: dict[str, Any] | None = None, *, sync: bool = False
@@ -437,11 +440,17 @@ class CairnSchema(strawberry.Schema):
 # The document limits' rule classes, made once: strawberry's QueryDepthLimiter and
 # MaxAliasesLimiter make a new class per instance, and the extensions are instantiated per
 # request, so no two requests would validate with the same rules and nothing could be cached.
-LIMIT_RULES = (
+# Depth and aliases are counted by strawberry's rules over the document as executed, every fragment
+# spread replaced by its fragment, walked recursively and without memory (see _expansion).
+FRAGMENT_WALKING_RULES = (
     *QueryDepthLimiter(max_depth=10).validation_rules,
     *MaxAliasesLimiter(max_alias_count=15).validation_rules,
-    MaxDirectivesRule,
 )
+LIMIT_RULES = (*FRAGMENT_WALKING_RULES, MaxDirectivesRule)
+# A document spelled out (every spread replaced by its fragment) holds at most this many fields,
+# and no chain of fragments spreading fragments is longer than MAX_FRAGMENT_CHAIN.
+MAX_EXPANDED_FIELDS = 10_000
+MAX_FRAGMENT_CHAIN = 32
 # Distinct documents (not variables) remembered; a client sends the same few documents with
 # new variables, so this bounds memory without missing (docs/design.md §Embedding under load).
 DOCUMENT_CACHE = 256
@@ -465,14 +474,83 @@ def _parse(query: str, max_tokens: int | None) -> DocumentNode:
 STRAWBERRY_RULES = (MaybeNullValidationRule, OneOfInputValidationRule)
 
 
+def _selections(node: Any) -> tuple[int, list[str]]:
+    """The fields a definition holds itself (nested ones too, inline fragments included) and the
+    names of the fragments it spreads, once per spread; walked with a stack, not recursion."""
+    fields, spreads, stack = 0, [], [node.selection_set]
+    while stack:
+        selection_set = stack.pop()
+        for selection in selection_set.selections if selection_set is not None else ():
+            if isinstance(selection, FragmentSpreadNode):
+                spreads.append(selection.name.value)
+                continue
+            fields += isinstance(selection, FieldNode)
+            stack.append(selection.selection_set)
+    return fields, spreads
+
+
+def _expansion(document: DocumentNode) -> tuple[int, int] | None:
+    """How many fields the document holds once every fragment spread is replaced by its fragment,
+    and its longest chain of fragments spreading fragments; None when a spread names no fragment
+    or fragments spread each other in a cycle (graphql-core's own rules refuse those by name).
+
+    strawberry's depth and alias rules walk that expansion recursively, in their constructors,
+    with no memory of a fragment already walked: two fragments that each spread the next two, 19
+    levels deep (1.5 KB, no passport needed), held the event loop, so the whole server, for 15 s
+    (30 levels: hours); a chain of 240 fragments exceeded Python's recursion limit, and a spread of
+    an unknown fragment raised KeyError, each answered as an uncoded error. Here each fragment is
+    walked once, with a stack, and the sizes are summed (linear in the document)."""
+    definitions = document.definitions
+    own = {d.name.value: _selections(d) for d in definitions if isinstance(d, FragmentDefinitionNode)}
+    sizes: dict[str, tuple[int, int]] = {}  # fragment -> (expanded fields, chain length)
+    fields = chain = 0
+    for operation in (d for d in definitions if isinstance(d, OperationDefinitionNode)):
+        op_fields, op_spreads = _selections(operation)
+        stack: list[tuple[str, bool]] = [(name, False) for name in op_spreads]
+        walking: set[str] = set()
+        while stack:
+            name, finished = stack.pop()
+            if finished:
+                inner, spreads = own[name]
+                sub = [sizes[s] for s in spreads]
+                sizes[name] = (inner + sum(f for f, _ in sub), 1 + max((c for _, c in sub), default=0))
+                walking.discard(name)
+            elif name not in sizes:
+                if name not in own or name in walking:
+                    return None
+                walking.add(name)
+                stack.append((name, True))
+                stack.extend((s, False) for s in own[name][1] if s not in sizes)
+        fields += op_fields + sum(sizes[s][0] for s in op_spreads)
+        chain = max(chain, *(sizes[s][1] for s in op_spreads), 0)
+    return fields, chain
+
+
 def _validate_document(schema: Any, document: Any, rules: tuple[type[Any], ...]) -> tuple[GraphQLError, ...]:
+    expansion = _expansion(document)
+    if expansion is None:  # an unknown fragment or a cycle, named by graphql-core's rules
+        rules = tuple(r for r in rules if r not in FRAGMENT_WALKING_RULES)
+    elif expansion[0] > MAX_EXPANDED_FIELDS:
+        why = f"the document holds more than {MAX_EXPANDED_FIELDS:,} fields once its fragments are spread"
+        return (GraphQLError(why, extensions={"code": "GRAPHQL_VALIDATION_FAILED"}),)
+    elif expansion[1] > MAX_FRAGMENT_CHAIN:
+        why = f"the document chains more than {MAX_FRAGMENT_CHAIN} fragments, each spreading the next"
+        return (GraphQLError(why, extensions={"code": "GRAPHQL_VALIDATION_FAILED"}),)
     # No "Did you mean ...?" in any refusal (unknown argument, type, input field or enum value):
     # suggestions would spell the schema out to a caller refused introspection (docs/design.md
     # §HTTP hardening). strawberry's disable_field_suggestions covers unknown fields only.
     return tuple(validate(schema, document, (*rules, *STRAWBERRY_RULES), hide_suggestions=True))
 
 
-_validate = lru_cache(maxsize=DOCUMENT_CACHE)(_validate_document)
+@lru_cache(maxsize=DOCUMENT_CACHE)
+def _validate_text(
+    schema: Any, query: str, max_tokens: int | None, rules: tuple[type[Any], ...]
+) -> tuple[GraphQLError, ...]:
+    """``_validate_document`` of the text's (cached) document, remembered by the text itself: two
+    texts whose documents compare equal (graphql-core's nodes compare kinds, names and character
+    offsets, not what lies between tokens: a newline or a space) share no entry, so one caller's
+    line breaks never give another caller's errors their ``locations``."""
+    return _validate_document(schema, _parse(query, max_tokens), rules)
 
 
 class CachedParse(SchemaExtension):
@@ -496,10 +574,13 @@ class CachedValidation(SchemaExtension):
     def on_validate(self) -> Iterator[None]:
         ctx = self.execution_context
         if ctx.graphql_document is not None:
-            check = _validate if _cacheable(ctx.query) else _validate_document
-            ctx.pre_execution_errors = list(
-                check(ctx.schema._schema, ctx.graphql_document, tuple(ctx.validation_rules))
-            )
+            rules = tuple(ctx.validation_rules)
+            if ctx.query is not None and _cacheable(ctx.query):  # the document is _parse's: CachedParse
+                max_tokens = ctx.parse_options.get("max_tokens")
+                errors = _validate_text(ctx.schema._schema, ctx.query, max_tokens, rules)
+            else:
+                errors = _validate_document(ctx.schema._schema, ctx.graphql_document, rules)
+            ctx.pre_execution_errors = list(errors)
             operations = sum(isinstance(d, OperationDefinitionNode) for d in ctx.graphql_document.definitions)
             if not ctx.pre_execution_errors and ctx._provided_operation_name is None and operations > 1:
                 # GraphQL spec, GetOperation: several operations and no name is a request error

@@ -6,12 +6,18 @@ Before the fix it answered any Host, so a page on evil.example that rebinds its 
 refusal here is compared with a route that does not exist: same status, body and type, for
 every role a page might ask for (staff, manager and external, and the director and exec
 passports it is after).
+
+Red-team pass 10 (2026-11-26): with a passport secret, ``/dev/passport/`` (a trailing slash) was
+answered ``307`` to ``/dev/passport`` by Starlette's slash redirect, where a route that does not
+exist answers 404: the route told itself apart. No route redirects a trailing slash now (``/ui``
+still leads to ``/ui/``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
@@ -71,9 +77,13 @@ def client(
         yield c
 
 
-def assert_like_no_route(client: TestClient, headers: dict[str, str], role: str, method: str = "GET") -> None:
-    resp = client.request(method, f"/dev/passport?role={role}", headers=headers)
-    absent = client.request(method, f"/no/such/route?role={role}", headers=headers)
+def assert_like_no_route(
+    client: TestClient, headers: dict[str, str], role: str, method: str = "GET", slash: str = ""
+) -> None:
+    def ask(path: str) -> httpx.Response:
+        return client.request(method, f"{path}{slash}?role={role}", headers=headers, follow_redirects=False)
+
+    resp, absent = ask("/dev/passport"), ask("/no/such/route")
     assert absent.status_code == 404
     assert (resp.status_code, resp.content, resp.headers.get("content-type")) == (
         absent.status_code,
@@ -125,3 +135,5 @@ def test_no_dev_passports_with_a_secret_or_off_loopback(
         with serve(settings, tmp_path_factory.mktemp("rebinding-off"), **update) as c:
             for role in ROLES:
                 assert_like_no_route(c, {"Host": "127.0.0.1:8000"}, role)
+                # Starlette redirected "/dev/passport/" to the route (307), and "/no/such/route/" not
+                assert_like_no_route(c, {"Host": "127.0.0.1:8000"}, role, slash="/")

@@ -1,0 +1,96 @@
+"""Fragments that spread fragments (red-team pass 10, 2026-11-26).
+
+Found against the running ``cairn serve --demo``, without a passport: strawberry's depth and alias
+limits walk the document with every fragment spread replaced by its fragment, recursively and
+with no memory of a fragment already walked, in their validation rules' constructors.
+
+- Two fragments per level, each spreading both of the next level: 19 levels (1.5 KB, far below
+  the token limit) held the event loop for 15 s, during which ``/health`` waited too; the walk
+  doubles with each level, so 30 levels would hold the server for hours.
+- A chain of 240 fragments, each spreading the next: ``maximum recursion depth exceeded``,
+  answered as an error without ``extensions.code``.
+- A spread of a fragment that does not exist: the limit's ``KeyError`` text (``'Nope'``), again
+  uncoded, where graphql-core's own rule would have said "Unknown fragment".
+
+Now each fragment is measured once, with a stack (``cairn.resolvers.schema._expansion``): a
+document whose expansion holds more than ``MAX_EXPANDED_FIELDS`` fields, or chains more than
+``MAX_FRAGMENT_CHAIN`` fragments, is refused before the limits walk it, and an unknown fragment or
+a cycle is left to graphql-core's rules, which name it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from cairn.policy.profiles import PolicyRegistry
+from cairn.resolvers.schema import MAX_FRAGMENT_CHAIN
+from tests.e2e.adversarial.conftest import data_as
+from tests.e2e.conftest import gql, passport
+
+
+def doubling(levels: int) -> str:
+    """F<i> and G<i> each spread F<i+1> and G<i+1>: 2**levels paths to the last two."""
+    parts = ["query { ...F0 ...G0 }"]
+    for i in range(levels):
+        parts += [f"fragment {x}{i} on Query {{ ...F{i + 1} ...G{i + 1} }}" for x in "FG"]
+    parts += [f"fragment {x}{levels} on Query {{ __typename }}" for x in "FG"]
+    return "\n".join(parts)
+
+
+def chain(length: int) -> str:
+    links = [f"fragment F{i} on Query {{ ...F{i + 1} }}" for i in range(length)]
+    return "\n".join(["query { ...F0 }", *links, f"fragment F{length} on Query {{ __typename }}"])
+
+
+def refusal(client: TestClient, document: str, headers: dict[str, str]) -> dict[str, Any]:
+    body = gql(client, document, headers)
+    assert body.get("data") is None and len(body["errors"]) == 1, body
+    error: dict[str, Any] = body["errors"][0]
+    assert error["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED", error
+    return error
+
+
+@pytest.mark.parametrize("role", [None, "staff"])
+def test_a_fragment_bomb_is_refused_at_once(
+    client: TestClient, registry: PolicyRegistry, role: str | None
+) -> None:
+    headers = {} if role is None else passport(registry, role)
+    # 16 levels answered {"__typename": "Query"} before, after about 0.7 s of walking
+    assert "fields once its fragments are spread" in refusal(client, doubling(16), headers)["message"]
+    started = time.monotonic()
+    error = refusal(client, doubling(40), headers)  # 2**40 paths: would never have finished
+    assert "fields once its fragments are spread" in error["message"]
+    assert time.monotonic() - started < 10
+
+
+def test_a_long_chain_of_fragments_is_refused_by_a_rule(client: TestClient, registry: PolicyRegistry) -> None:
+    error = refusal(client, chain(240), passport(registry, "staff"))
+    assert "chains more than" in error["message"] and "recursion" not in error["message"]
+    assert data_as(client, registry, "staff", chain(MAX_FRAGMENT_CHAIN - 1)) == {"__typename": "Query"}
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ("query { ...Nope }", "Unknown fragment 'Nope'."),
+        ("query { ...A } fragment A on Query { ...Nope }", "Unknown fragment 'Nope'."),
+        (
+            "query { ...A } fragment A on Query { ...B } fragment B on Query { ...A }",
+            "Cannot spread fragment 'A' within itself via 'B'.",
+        ),
+    ],
+)
+def test_unknown_and_cyclic_fragments_are_named(
+    client: TestClient, registry: PolicyRegistry, document: str, message: str
+) -> None:
+    assert refusal(client, document, passport(registry, "staff"))["message"] == message
+
+
+def test_fragments_within_the_limits_still_run(client: TestClient, registry: PolicyRegistry) -> None:
+    assert data_as(client, registry, "staff", doubling(8)) == {"__typename": "Query"}
+    deep = "query { ...A } fragment A on Query { a: __typename ...B } fragment B on Query { b: __typename }"
+    assert data_as(client, registry, "staff", deep) == {"a": "Query", "b": "Query"}
