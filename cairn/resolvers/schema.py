@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import is_dataclass
 from datetime import UTC, datetime
@@ -451,6 +452,10 @@ LIMIT_RULES = (*FRAGMENT_WALKING_RULES, MaxDirectivesRule)
 # and no chain of fragments spreading fragments is longer than MAX_FRAGMENT_CHAIN.
 MAX_EXPANDED_FIELDS = 10_000
 MAX_FRAGMENT_CHAIN = 32
+# Fields one selection set may select under one response name, its fragments' included: graphql-core
+# compares every pair of them (OverlappingFieldsCanBeMergedRule), so 250 `node(id: "a") { id }`
+# (4 KB, under the token limit, no passport needed) took 0.45 s of CPU on the event loop.
+MAX_SAME_NAME = 16
 # Distinct documents (not variables) remembered; a client sends the same few documents with
 # new variables, so this bounds memory without missing (docs/design.md §Embedding under load).
 DOCUMENT_CACHE = 256
@@ -526,6 +531,53 @@ def _expansion(document: DocumentNode) -> tuple[int, int] | None:
     return fields, chain
 
 
+def _most_repeated_name(document: DocumentNode) -> tuple[str, int]:
+    """The response name (alias, else field name) selected most often in one selection set, and how
+    often, counted as graphql-core's overlap rule merges a set: its fields and inline fragments'
+    fields, plus those of every distinct fragment its spreads reach (each fragment once, however
+    many paths lead to it). Called only on documents whose fragments are known and acyclic
+    (``_expansion``)."""
+    fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
+
+    def own(selection_set: Any) -> tuple[Counter[str], set[str]]:
+        names: Counter[str] = Counter()
+        spreads: set[str] = set()
+        stack = [selection_set]
+        while stack:
+            for selection in stack.pop().selections:
+                if isinstance(selection, FieldNode):
+                    names[(selection.alias or selection.name).value] += 1
+                elif isinstance(selection, FragmentSpreadNode):
+                    spreads.add(selection.name.value)
+                else:  # an inline fragment merges into the set that holds it
+                    stack.append(selection.selection_set)
+        return names, spreads
+
+    held = {name: own(f.selection_set) for name, f in fragments.items()}
+
+    def merged(selection_set: Any) -> Counter[str]:
+        names, spreads = own(selection_set)
+        reached, todo = set(), list(spreads)
+        while todo:
+            name = todo.pop()
+            if name not in reached:
+                reached.add(name)
+                todo.extend(held[name][1])
+        for name in reached:
+            names.update(held[name][0])
+        return names
+
+    worst = ("", 0)
+    stack = [d.selection_set for d in document.definitions if hasattr(d, "selection_set")]
+    while stack:
+        selection_set = stack.pop()
+        for name, count in merged(selection_set).items():
+            worst = max(worst, (name, count), key=lambda w: w[1])
+        inner = (f for f in selection_set.selections if not isinstance(f, FragmentSpreadNode))
+        stack.extend(f.selection_set for f in inner if f.selection_set is not None)
+    return worst
+
+
 def _validate_document(schema: Any, document: Any, rules: tuple[type[Any], ...]) -> tuple[GraphQLError, ...]:
     expansion = _expansion(document)
     if expansion is None:  # an unknown fragment or a cycle, named by graphql-core's rules
@@ -536,6 +588,13 @@ def _validate_document(schema: Any, document: Any, rules: tuple[type[Any], ...])
     elif expansion[1] > MAX_FRAGMENT_CHAIN:
         why = f"the document chains more than {MAX_FRAGMENT_CHAIN} fragments, each spreading the next"
         return (GraphQLError(why, extensions={"code": "GRAPHQL_VALIDATION_FAILED"}),)
+    else:
+        name, count = _most_repeated_name(document)
+        if count > MAX_SAME_NAME:
+            why = (
+                f"one selection set selects '{name}' {count} times; at most {MAX_SAME_NAME} may share a name"
+            )
+            return (GraphQLError(why, extensions={"code": "GRAPHQL_VALIDATION_FAILED"}),)
     # No "Did you mean ...?" in any refusal (unknown argument, type, input field or enum value):
     # suggestions would spell the schema out to a caller refused introspection (docs/design.md
     # §HTTP hardening). strawberry's disable_field_suggestions covers unknown fields only.

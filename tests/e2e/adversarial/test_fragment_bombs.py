@@ -27,7 +27,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from cairn.policy.profiles import PolicyRegistry
-from cairn.resolvers.schema import MAX_FRAGMENT_CHAIN
+from cairn.resolvers.schema import MAX_FRAGMENT_CHAIN, MAX_SAME_NAME
 from tests.e2e.adversarial.conftest import data_as
 from tests.e2e.conftest import gql, passport
 
@@ -94,3 +94,30 @@ def test_fragments_within_the_limits_still_run(client: TestClient, registry: Pol
     assert data_as(client, registry, "staff", doubling(8)) == {"__typename": "Query"}
     deep = "query { ...A } fragment A on Query { a: __typename ...B } fragment B on Query { b: __typename }"
     assert data_as(client, registry, "staff", deep) == {"a": "Query", "b": "Query"}
+
+
+def repeated(name: str, times: int, per_fragment: int | None = None) -> str:
+    """``times`` fields named ``name`` in one selection set, spelled out or spread from fragments
+    of ``per_fragment`` fields each (graphql-core merges a set's fragments before comparing)."""
+    if per_fragment is None:
+        return "query { " + " ".join([name] * times) + " }"
+    count = times // per_fragment
+    spreads = " ".join(f"...F{i}" for i in range(count))
+    fragments = [f"fragment F{i} on Query {{ {' '.join([name] * per_fragment)} }}" for i in range(count)]
+    return "\n".join([f"query {{ {spreads} }}", *fragments])
+
+
+@pytest.mark.parametrize("per_fragment", [None, 12])
+def test_fields_sharing_a_name_are_counted_before_graphql_core_compares_every_pair(
+    client: TestClient, registry: PolicyRegistry, per_fragment: int | None
+) -> None:
+    """Red-team pass 10: graphql-core's overlap rule compares every pair of fields that share a
+    response name, on the event loop; 250 of them (4 KB, under the token limit, no passport)
+    took 0.45 s of CPU and answered {"__typename": "Query"}. At most MAX_SAME_NAME may share one."""
+    error = refusal(client, repeated("__typename", 240, per_fragment), {})
+    assert (
+        error["message"]
+        == f"one selection set selects '__typename' 240 times; at most {MAX_SAME_NAME} may share a name"
+    )
+    fits = repeated("__typename", MAX_SAME_NAME, None if per_fragment is None else 4)
+    assert data_as(client, registry, "staff", fits) == {"__typename": "Query"}
