@@ -20,7 +20,7 @@ from neo4j import Driver
 from cairn.errors import EXIT_NOT_VISIBLE, CairnError
 from cairn.policy.acl import acl_reason
 from cairn.policy.scope import DERIVED_FIELDS, FACTOR_ENTRY_MARK, Scope
-from cairn.policy.walk import EXPAND_QUERIES, NODE_PROPS
+from cairn.policy.walk import EXPAND_QUERIES, node_props
 from cairn.runtime.database import read
 from cairn.schema.nodes import DECLARED_FIELDS, INTERNAL_FIELDS
 from cairn.schema.section_text import without_governance
@@ -128,7 +128,9 @@ def _mask(
     positional = () if scope.unrestricted else POSITIONAL_FIELDS.get(label, ())
     masked: list[str] = []
     clean: dict[str, Any]
-    if allowed is None and not positional:  # every field shown: one comprehension, no checks per name
+    if allowed is None and not positional and _all_plain(props):
+        clean = props.copy()  # every field shown, as stored (the walk sends no internal field)
+    elif allowed is None and not positional:  # every field shown: one comprehension, no checks per name
         clean = {
             name: value if value.__class__ in _PLAIN_TYPES else _plain(value)
             for name, value in props.items()
@@ -143,8 +145,9 @@ def _mask(
             # Withheld, and named by the rule alone (``_withheld``), never by what is stored.
             if (allowed is None or name == "id" or name in allowed) and name not in positional:
                 clean[name] = value if value.__class__ in _PLAIN_TYPES else _plain(value)
-    if "x_extra" in clean:
-        clean["x_extra"] = _x_extra(clean["x_extra"], scope)
+    extra = clean.get("x_extra")
+    if extra is not None:
+        clean["x_extra"] = {} if extra == "{}" else _x_extra(extra, scope)  # most nodes carry none
     if label == "Section" and masked:
         _strip_section_text(clean, masked)
     return clean, tuple(sorted(set(masked))) if masked else ()
@@ -270,6 +273,11 @@ def _edge(
 
 # Values that leave the driver as they are (no temporal type to turn into text): most of them.
 _PLAIN_TYPES = frozenset({str, int, float, bool, list})
+
+
+def _all_plain(props: dict[str, Any]) -> bool:
+    """Whether ``props`` shows as it is: no internal field, no null, no value to turn into text."""
+    return INTERNAL_FIELDS.isdisjoint(props) and _PLAIN_TYPES.issuperset(map(type, props.values()))
 
 
 def _plain(value: Any) -> Any:
@@ -434,5 +442,5 @@ UNWIND $ids AS id
 MATCH (n:Entity {{id: id}})
 WITH n, {acl_reason("n")} AS reason
 WHERE reason IS NULL
-RETURN n.id AS id, n {NODE_PROPS} AS props
+RETURN n.id AS id, {node_props("n")} AS props
 """
