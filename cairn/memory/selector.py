@@ -299,8 +299,7 @@ def _score(
         adjacency = _remember(_ADJACENCY, node.hop, round(1.0 / max(node.hop, 1), 4))
     expected = EXPECTED_FIELDS.get(node.label, DEFAULT_EXPECTED_FIELDS)
     present = 0
-    for name in expected:
-        value = get(name)
+    for value in map(get, expected):
         if value is None:
             continue
         kind = value.__class__

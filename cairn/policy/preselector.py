@@ -287,6 +287,9 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_UNKNOWN: Any = object()  # a (label, domain) whose rule is not looked up yet (None: every field)
+
+
 class _FieldRules:
     """The scope's field rule per (label, domain), looked up once per walk, not once per node."""
 
@@ -304,8 +307,12 @@ class _FieldRules:
     def node(self, node_id: str, label: str, hop: int, props: dict[str, Any]) -> CandidateNode:
         domain = props.get("domain")
         key = (label, "" if domain is None else str(domain))
-        allowed = self.cache[key] if key in self.cache else self.allowed(*key)
-        fields, masked = _mask(label, props, self.scope, _derived(label, props, self.scope, allowed))
+        allowed = self.cache.get(key, _UNKNOWN)
+        if allowed is _UNKNOWN:
+            allowed = self.allowed(*key)
+        if label in DERIVED_FIELDS:
+            allowed = _derived(label, props, self.scope, allowed)
+        fields, masked = _mask(label, props, self.scope, allowed)
         return _node(node_id, label, hop, fields, masked)
 
     def shows_rationale(self, node: CandidateNode) -> bool:
@@ -370,8 +377,13 @@ def _assemble(
     trace.edge_types_used = sorted(used)
     visible = set(seen)
     anchor = drop_dangling_references(anchor, visible)
+    no_refs = _REFERENCES.isdisjoint  # most nodes hold no reference: kept as they are
     others = sorted(
-        (drop_dangling_references(n, visible) for n in seen.values() if n.id != anchor.id),
+        (
+            n if no_refs(n.fields) else drop_dangling_references(n, visible)
+            for n in seen.values()
+            if n.id != anchor.id
+        ),
         key=_NODE_KEY,
     )
     # Keyed (type, source, target), one edge per key: the sorted keys are the edges' order.
