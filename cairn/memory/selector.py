@@ -198,16 +198,15 @@ def select(cs: CandidateSet) -> Selection:
         value = n.fields.get("timestamp")
         # node_timestamp, inline: it runs per node (str(value) is value for text)
         raw = None if value is None else value if value.__class__ is str else str(value)
-        ts = _parse_timestamp(raw) if raw else None
+        when = _when(raw) if raw else None
         # Dated first, newer first; the ids are unique (_unique), so no two keys are equal and
         # the tuples sort by the key alone (the Scored at the end is never compared).
-        if ts is None:
-            scored = _score(n, anchor_words, anchor_ts, None, None, None)
+        if when is None:
+            scored = _score(n, anchor_words, anchor_ts, None, anchor_s)
             keyed.append((tier_of(n.id, context), -scored.score, 1, 0.0, n.id, scored))
         else:
-            epoch = _epoch(ts)
-            scored = _score(n, anchor_words, anchor_ts, ts, epoch, anchor_s)
-            keyed.append((tier_of(n.id, context), -scored.score, 0, -epoch, n.id, scored))
+            scored = _score(n, anchor_words, anchor_ts, when, anchor_s)
+            keyed.append((tier_of(n.id, context), -scored.score, 0, -when[1], n.id, scored))
     keyed.sort()
     return Selection([item[5] for item in keyed], duplicates)
 
@@ -216,6 +215,14 @@ def select(cs: CandidateSet) -> Selection:
 def _epoch(ts: datetime) -> float:
     """A parsed timestamp as seconds (the ordering key), once per value: nodes recur."""
     return ts.timestamp()
+
+
+@lru_cache(maxsize=8192)
+def _when(raw: str) -> tuple[datetime, float, bool] | None:
+    """A timestamp text parsed (``_parse_timestamp``), as epoch seconds (the ordering key), and
+    whether it is whole seconds; once per text: nodes recur, and dates more so."""
+    ts = _parse_timestamp(raw)
+    return None if ts is None else (ts, _epoch(ts), not ts.microsecond)
 
 
 _TIER_INDEX = {name: i for i, name in enumerate(TIERS)}
@@ -236,31 +243,23 @@ def _score(
     node: CandidateNode,
     anchor_words: frozenset[str],
     anchor_ts: datetime | None,
-    ts: datetime | None,
-    epoch: float | None,
+    when: tuple[datetime, float, bool] | None,
     anchor_s: float | None,
 ) -> Scored:
-    """``epoch``: ``ts`` as epoch seconds; ``anchor_s``: the anchor's, when it is whole seconds."""
+    """``when``: the node's timestamp (``_when``); ``anchor_s``: the anchor's as epoch seconds,
+    when it is whole seconds."""
     fields = node.fields
     get = fields.get
-    if ts is None or anchor_ts is None:
+    if when is None or anchor_ts is None:
         days, recency = MISSING_RECENCY_DAYS, _MISSING_RECENCY
-    elif anchor_s is not None and epoch is not None and not ts.microsecond:
+    elif anchor_s is not None and when[2]:
         # Whole seconds: exact, as below. Remembered per distance: dates recur, a round() is slow.
-        apart = abs(epoch - anchor_s)
+        apart = abs(when[1] - anchor_s)
         known = _DAYS.get(apart)
         days, recency = known if known is not None else _remember(_DAYS, apart, _days(apart))
     else:
-        days, recency = _days(abs((ts - anchor_ts).total_seconds()))
-    # headline(node) and _tag_text(tags), inline: they run per node.
-    title = None
-    for name in HEADLINE_FIELDS.get(node.label, DEFAULT_HEADLINE_FIELDS):
-        value = get(name)
-        if value is not None:
-            text = _squeezed(value if value.__class__ is str else str(value))
-            if text:
-                title = text
-                break
+        days, recency = _days(abs((when[0] - anchor_ts).total_seconds()))
+    # _tag_text(tags) and headline(node), inline: they run per node.
     tags: Any = get("tags")
     kind = tags.__class__
     if kind is list or kind is tuple:
@@ -270,7 +269,14 @@ def _score(
             tag_text = " ".join(map(str, tags))
     else:
         tag_text = _tag_text(tags)
-    words, quality, union_base = _text_signals(title, tag_text)
+    signals = None
+    for name in HEADLINE_FIELDS.get(node.label, DEFAULT_HEADLINE_FIELDS):
+        value = get(name)
+        if value is not None:
+            signals = _headline_signals(value if value.__class__ is str else str(value), tag_text)
+            if signals is not None:
+                break
+    words, quality, union_base = signals or _text_signals(None, tag_text)
     # Jaccard overlap, importance, 1/hop and the share of expected fields, each rounded to 4
     # places; their values are few (ratios of small counts, the fixture's priors), so each
     # rounding is remembered (_SIM, _IMPORTANCE, ...) rather than redone per node.
@@ -293,8 +299,7 @@ def _score(
         adjacency = _remember(_ADJACENCY, node.hop, round(1.0 / max(node.hop, 1), 4))
     expected = EXPECTED_FIELDS.get(node.label, DEFAULT_EXPECTED_FIELDS)
     present = 0
-    for name in expected:
-        value = get(name)
+    for value in map(get, expected):
         if value is None:
             continue
         kind = value.__class__
@@ -395,6 +400,14 @@ def _rounded(key: tuple[Any, ...]) -> float:
 
 
 _ROUNDED = _Rounded()
+
+
+@lru_cache(maxsize=8192)
+def _headline_signals(text: str, tag_text: str) -> tuple[frozenset[str], float, int] | None:
+    """``_text_signals`` of a headline field's text (squeezed) with the tags; None when the text
+    is blank (the headline is a later field's), once per text pair."""
+    title = _squeezed(text)
+    return _text_signals(title, tag_text) if title else None
 
 
 @lru_cache(maxsize=8192)

@@ -163,8 +163,11 @@ class KnownIds:
 
     def scrub(self, text: str) -> str:
         folded, runs = _folded_runs(text)
-        words = self.by_word.keys() & runs  # usually none: one set operation
-        present = [i for word in words for i, f in self.by_word[word] if f in folded]
+        by_word = self.by_word
+        # Usually none: one test, no set built.
+        present = []
+        if not by_word.keys().isdisjoint(runs):
+            present = [i for w in by_word.keys() & runs for i, f in by_word[w] if f in folded]
         if self.others:
             present += [i for i, f in self.others if f in folded]
         if present:

@@ -20,7 +20,7 @@ from neo4j import Driver
 from cairn.errors import EXIT_NOT_VISIBLE, CairnError
 from cairn.policy.acl import acl_reason
 from cairn.policy.scope import DERIVED_FIELDS, FACTOR_ENTRY_MARK, Scope
-from cairn.policy.walk import EXPAND_QUERIES, NODE_PROPS
+from cairn.policy.walk import EXPAND_QUERIES, node_props
 from cairn.runtime.database import read
 from cairn.schema.nodes import DECLARED_FIELDS, INTERNAL_FIELDS
 from cairn.schema.section_text import without_governance
@@ -128,7 +128,9 @@ def _mask(
     positional = () if scope.unrestricted else POSITIONAL_FIELDS.get(label, ())
     masked: list[str] = []
     clean: dict[str, Any]
-    if allowed is None and not positional:  # every field shown: one comprehension, no checks per name
+    if allowed is None and not positional and _all_plain(props):
+        clean = props.copy()  # every field shown, as stored (the walk sends no internal field)
+    elif allowed is None and not positional:  # every field shown: one comprehension, no checks per name
         clean = {
             name: value if value.__class__ in _PLAIN_TYPES else _plain(value)
             for name, value in props.items()
@@ -143,8 +145,9 @@ def _mask(
             # Withheld, and named by the rule alone (``_withheld``), never by what is stored.
             if (allowed is None or name == "id" or name in allowed) and name not in positional:
                 clean[name] = value if value.__class__ in _PLAIN_TYPES else _plain(value)
-    if "x_extra" in clean:
-        clean["x_extra"] = _x_extra(clean["x_extra"], scope)
+    extra = clean.get("x_extra")
+    if extra is not None:
+        clean["x_extra"] = {} if extra == "{}" else _x_extra(extra, scope)  # most nodes carry none
     if label == "Section" and masked:
         _strip_section_text(clean, masked)
     return clean, tuple(sorted(set(masked))) if masked else ()
@@ -272,11 +275,19 @@ def _edge(
 _PLAIN_TYPES = frozenset({str, int, float, bool, list})
 
 
+def _all_plain(props: dict[str, Any]) -> bool:
+    """Whether ``props`` shows as it is: no internal field, no null, no value to turn into text."""
+    return INTERNAL_FIELDS.isdisjoint(props) and _PLAIN_TYPES.issuperset(map(type, props.values()))
+
+
 def _plain(value: Any) -> Any:
     """Neo4j temporal values as ISO text, so candidates serialise to JSON as they are."""
     if hasattr(value, "iso_format"):
         return value.iso_format()
     return value
+
+
+_UNKNOWN: Any = object()  # a (label, domain) whose rule is not looked up yet (None: every field)
 
 
 class _FieldRules:
@@ -296,8 +307,12 @@ class _FieldRules:
     def node(self, node_id: str, label: str, hop: int, props: dict[str, Any]) -> CandidateNode:
         domain = props.get("domain")
         key = (label, "" if domain is None else str(domain))
-        allowed = self.cache[key] if key in self.cache else self.allowed(*key)
-        fields, masked = _mask(label, props, self.scope, _derived(label, props, self.scope, allowed))
+        allowed = self.cache.get(key, _UNKNOWN)
+        if allowed is _UNKNOWN:
+            allowed = self.allowed(*key)
+        if label in DERIVED_FIELDS:
+            allowed = _derived(label, props, self.scope, allowed)
+        fields, masked = _mask(label, props, self.scope, allowed)
         return _node(node_id, label, hop, fields, masked)
 
     def shows_rationale(self, node: CandidateNode) -> bool:
@@ -362,8 +377,13 @@ def _assemble(
     trace.edge_types_used = sorted(used)
     visible = set(seen)
     anchor = drop_dangling_references(anchor, visible)
+    no_refs = _REFERENCES.isdisjoint  # most nodes hold no reference: kept as they are
     others = sorted(
-        (drop_dangling_references(n, visible) for n in seen.values() if n.id != anchor.id),
+        (
+            n if no_refs(n.fields) else drop_dangling_references(n, visible)
+            for n in seen.values()
+            if n.id != anchor.id
+        ),
         key=_NODE_KEY,
     )
     # Keyed (type, source, target), one edge per key: the sorted keys are the edges' order.
@@ -434,5 +454,5 @@ UNWIND $ids AS id
 MATCH (n:Entity {{id: id}})
 WITH n, {acl_reason("n")} AS reason
 WHERE reason IS NULL
-RETURN n.id AS id, n {NODE_PROPS} AS props
+RETURN n.id AS id, {node_props("n")} AS props
 """

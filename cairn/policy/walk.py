@@ -23,6 +23,15 @@ HIDDEN_ROW = ("id", "edge_ok", "acl")
 NODE_ROW = ("id", "hop", "label", "props")
 # Node properties as they leave the database: vectors stay behind.
 NODE_PROPS = "{.*, " + ", ".join(f"{name}: null" for name in sorted(INTERNAL_FIELDS)) + "}"
+_INTERNAL_LIST = "[" + ", ".join(f"'{name}'" for name in sorted(INTERNAL_FIELDS)) + "]"
+
+
+def node_props(var: str) -> str:
+    """Cypher expression: ``var``'s properties without the internal ones (``NODE_PROPS``). A node
+    that holds none of them (most of a walk) leaves as ``{.*}``: the projection's null entries
+    would be sent, decoded and dropped (preselector._mask) once per node and name for nothing."""
+    lean = f"none(k IN keys({var}) WHERE k IN {_INTERNAL_LIST})"
+    return f"CASE WHEN {lean} THEN {var} {{.*}} ELSE {var} {NODE_PROPS} END"
 
 
 def _hop_body(capped: bool) -> str:
@@ -80,7 +89,7 @@ CALL (frontier) {{
 WITH a, anchor_reason, seen, nodes, edges + hop_edges AS edges, hidden + hop_hidden AS hidden,
      [n IN reached WHERE NOT n IN seen] AS frontier
 WITH a, anchor_reason, edges, hidden, frontier, seen + frontier AS seen,
-     nodes + [n IN frontier | [n.id, {hop}, [l IN labels(n) WHERE l <> 'Entity'][0], n {NODE_PROPS}]]
+     nodes + [n IN frontier | [n.id, {hop}, [l IN labels(n) WHERE l <> 'Entity'][0], {node_props("n")}]]
        AS nodes"""
 
 
@@ -96,7 +105,7 @@ WITH a, anchor_reason, CASE WHEN anchor_reason IS NULL THEN [a] ELSE [] END AS f
 RETURN a.id AS id,
        [l IN labels(a) WHERE l <> 'Entity'][0] AS label,
        anchor_reason AS reason,
-       CASE WHEN anchor_reason IS NULL THEN a {NODE_PROPS} END AS props,
+       CASE WHEN anchor_reason IS NULL THEN {node_props("a")} END AS props,
        nodes, edges, hidden
 """
 

@@ -5,8 +5,18 @@ from __future__ import annotations
 import pytest
 from neo4j import Driver
 
-from cairn.policy.preselector import AnchorNotVisible, CandidateEdge, CandidateSet, PolicyTrace, preselect
+from cairn.policy.preselector import (
+    AnchorNotVisible,
+    CandidateEdge,
+    CandidateSet,
+    PolicyTrace,
+    preselect,
+    scope_params,
+)
 from cairn.policy.scope import Scope
+from cairn.policy.walk import EXPAND_QUERIES
+from cairn.runtime.database import read
+from cairn.schema.nodes import INTERNAL_FIELDS
 
 DESCOPE = "acme-corp-descope-onprem-2024"
 DESCOPE_ALIAS_EVENT = "acme-e-alias-descope-onprem-2024"
@@ -135,3 +145,30 @@ def test_the_neighbour_cap_keeps_the_most_important_beyond_the_first_hop(acme_db
             uncapped, _ = preselect(acme_db, Scope.system(), anchor, hops=hops)
             capped += len(uncapped.nodes) > len(walked)
     assert capped, "the demo org has frontier nodes over the cap, so the cap was exercised"
+
+
+def test_the_walk_sends_internal_fields_only_as_nulls_and_only_for_nodes_holding_them(driver: Driver) -> None:
+    """A node's properties leave the walk as stored, less the internal ones (vectors, hashes): a
+    node holding one sends every internal name as null (``walk.NODE_PROPS``), a node holding none
+    sends no null entry at all, rather than one per internal name to be decoded and dropped."""
+    ids = ("walk-props-lean", "walk-props-vector", "walk-props-far")
+    driver.execute_query(
+        "CREATE (a:Entity:Decision {id: $ids[0], option: 'lean', importance: 0.5})"
+        "-[:CAUSAL_PRECEDES {relation: 'causal'}]->"
+        "(b:Entity:Event {id: $ids[1], summary: 'held', embedding: [0.5, 0.25], content_hash: 'x'})"
+        "-[:CAUSAL_PRECEDES {relation: 'causal'}]->(:Entity:Event {id: $ids[2], summary: 'far'})",
+        ids=list(ids),
+    )
+    try:
+        for anchor in ids:
+            params = {**scope_params(Scope.system()), "anchor": anchor, "cap": 25}
+            record = read(driver, EXPAND_QUERIES[2], params)[0]
+            rows = {record["id"]: record["props"], **{row[0]: row[3] for row in record["nodes"]}}
+            assert set(rows) == set(ids)
+            for node_id, props in rows.items():
+                nulls = {k for k, v in props.items() if v is None}
+                assert nulls == (set(INTERNAL_FIELDS) if node_id == ids[1] else set()), (anchor, node_id)
+                assert "embedding" not in preselect(driver, Scope.system(), node_id)[0].anchor.fields
+            assert rows[ids[0]] == {"id": ids[0], "option": "lean", "importance": 0.5}
+    finally:
+        driver.execute_query("MATCH (n:Entity) WHERE n.id IN $ids DETACH DELETE n", ids=list(ids))
