@@ -682,6 +682,8 @@ FACT_DENSE_EXACT = f"""
 # as dl / avgdl); df: visible facts holding the word (Lucene's english analyzer decides, as for
 # the match); tf: the word's occurrences in the fact's lower-cased text, at least 1. Lucene's
 # form: idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl)), idf = ln(1 + (N - df + 0.5) / (df + 0.5)).
+# A fact found by several words is checked for visibility and split into words once (``holds``:
+# the query words whose index match found it), not once per word.
 # No query words (``$terms`` empty): no row reaches the index and the list is empty.
 FACT_FULLTEXT = f"""
   WITH $terms AS terms WHERE size(terms) > 0
@@ -690,17 +692,20 @@ FACT_FULLTEXT = f"""
     WHERE {_FACT_CANDIDATE_VISIBLE}
     RETURN count(f) AS n, avg(size(f.text)) AS avgdl
   }}
-  UNWIND terms AS t
-  CALL (t) {{
+  CALL (terms) {{
+    UNWIND terms AS t
     CALL db.index.fulltext.queryNodes($text_index, t) YIELD node AS f
+    WITH f, collect(t) AS holds
     MATCH (d:Dossier)-[:HAS_FACT]->(f)
     WHERE {_FACT_CANDIDATE_VISIBLE}
-    RETURN collect({{f: f, dossier_id: d.id}}) AS matches
+    WITH f, d, holds, split(toLower(f.text), $separators) AS words
+    RETURN collect({{f: f, dossier_id: d.id, holds: holds, words: words}}) AS found
   }}
+  UNWIND terms AS t
+  WITH n, avgdl, t, [m IN found WHERE t IN m.holds] AS matches
   WITH n, avgdl, t, matches, log(1.0 + (n - size(matches) + 0.5) / (size(matches) + 0.5)) AS idf
   UNWIND matches AS m
-  WITH m.f AS f, m.dossier_id AS dossier_id, avgdl, idf,
-       size([w IN split(toLower(m.f.text), $separators) WHERE w = t]) AS count
+  WITH m.f AS f, m.dossier_id AS dossier_id, avgdl, idf, size([w IN m.words WHERE w = t]) AS count
   WITH f, dossier_id, avgdl, idf, CASE WHEN count > 0 THEN toFloat(count) ELSE 1.0 END AS tf
   WITH f, dossier_id,
        sum(idf * tf / (tf + $k1 * (1.0 - $b + $b * size(f.text) / avgdl))) AS score
@@ -775,9 +780,11 @@ _SHOWN_TURNS = f"""CASE WHEN NOT {field_shown("f", "source_turn_ids")} THEN []
         OR NOT {field_shown("f", "source_turn_id")} THEN [] ELSE [f.source_turn_id] END) END"""
 # Distinct sources (``FusionConfig.distinct_sources``): in rank order, a fact whose source turns are
 # all cited by better-ranked facts goes after every fact that cites a new one (a fact without
-# source turns always brings something); both parts keep their order.
+# source turns always brings something); both parts keep their order. Once ``$limit`` facts bring
+# a new turn the returned ones are known, so the rest of the pool is passed over (not copied).
 _NEW_SOURCES_FIRST = """reduce(acc = {cited: [], first: [], later: []}, h IN pool |
-    CASE WHEN size(h.turns) > 0 AND all(t IN h.turns WHERE t IN acc.cited)
+    CASE WHEN size(acc.first) >= $limit THEN acc
+         WHEN size(h.turns) > 0 AND all(t IN h.turns WHERE t IN acc.cited)
          THEN {cited: acc.cited, first: acc.first, later: acc.later + [h]}
          ELSE {cited: acc.cited + h.turns, first: acc.first + [h], later: acc.later} END)"""
 # The pool: every listed or expanded fact once, scored as fused plus its best seed's share
@@ -802,9 +809,9 @@ FACT_RANK_POOL = f"""
   ORDER BY score DESC, id
   WITH collect({{f: f, dossier_id: first.dossier_id, score: score, cosine: cosine, matched: matched,
                  turns: {_SHOWN_TURNS}}}) AS pool
-  WITH CASE WHEN $distinct_sources THEN {_NEW_SOURCES_FIRST} ELSE {{first: pool, later: []}} END AS parts
-  WITH parts.first + parts.later AS pool
-  WITH size(pool) AS total, pool[..$limit] AS top
+  WITH size(pool) AS total,
+       CASE WHEN $distinct_sources THEN {_NEW_SOURCES_FIRST} ELSE {{first: pool, later: []}} END AS parts
+  WITH total, (parts.first + parts.later)[..$limit] AS top
   RETURN total, [h IN top | h {{.dossier_id, .score, .cosine, .matched}}] AS ranked,
          [f IN [h IN top | h.f] | {_FACT_HIT_FIELDS}] AS facts, top
 """
