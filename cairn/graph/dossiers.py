@@ -773,20 +773,27 @@ FACT_BLOCK_NEIGHBOURS = f"""
   WHERE $window IS NULL OR distance <= $window
   RETURN collect({{f: f, dossier_id: d.id, boost: $neighbour_weight * top.score}}) AS neighbours
 """
+
+
 # A fact's source turns as the caller is shown them (none where the field is hidden, so a hidden
 # value never moves the order).
-_SHOWN_TURNS = f"""CASE WHEN NOT {field_shown("f", "source_turn_ids")} THEN []
-    ELSE coalesce(f.source_turn_ids, CASE WHEN f.source_turn_id IS NULL
-        OR NOT {field_shown("f", "source_turn_id")} THEN [] ELSE [f.source_turn_id] END) END"""
+def _shown_turns(f: str) -> str:
+    return f"""CASE WHEN NOT {field_shown(f, "source_turn_ids")} THEN []
+    ELSE coalesce({f}.source_turn_ids, CASE WHEN {f}.source_turn_id IS NULL
+        OR NOT {field_shown(f, "source_turn_id")} THEN [] ELSE [{f}.source_turn_id] END) END"""
+
+
 # Distinct sources (``FusionConfig.distinct_sources``): in rank order, a fact whose source turns are
 # all cited by better-ranked facts goes after every fact that cites a new one (a fact without
 # source turns always brings something); both parts keep their order. Once ``$limit`` facts bring
-# a new turn the returned ones are known, so the rest of the pool is passed over (not copied).
-_NEW_SOURCES_FIRST = """reduce(acc = {cited: [], first: [], later: []}, h IN pool |
+# a new turn the returned ones are known, so the rest of the pool is passed over: its turns are
+# never read, nothing is copied (the inner reduce over one list item names a fact's turns once).
+_NEW_SOURCES_FIRST = f"""reduce(acc = {{cited: [], first: [], later: []}}, h IN pool |
     CASE WHEN size(acc.first) >= $limit THEN acc
-         WHEN size(h.turns) > 0 AND all(t IN h.turns WHERE t IN acc.cited)
-         THEN {cited: acc.cited, first: acc.first, later: acc.later + [h]}
-         ELSE {cited: acc.cited + h.turns, first: acc.first + [h], later: acc.later} END)"""
+    ELSE reduce(a = acc, turns IN [{_shown_turns("h.f")}] |
+        CASE WHEN size(turns) > 0 AND all(t IN turns WHERE t IN a.cited)
+             THEN {{cited: a.cited, first: a.first, later: a.later + [h]}}
+             ELSE {{cited: a.cited + turns, first: a.first + [h], later: a.later}} END) END)"""
 # The pool: every listed or expanded fact once, scored as fused plus its best seed's share
 # (a neighbour not in any list starts at 0), ordered; only the first ``$limit`` facts' fields
 # travel, and only their dossiers' headers are read.
@@ -807,8 +814,7 @@ FACT_RANK_POOL = f"""
        [m IN ['dense', 'name', 'text', 'feedback', 'block'] WHERE m IN lists] AS matched,
        CASE WHEN 'block' IN lists THEN base + boost ELSE base END AS score
   ORDER BY score DESC, id
-  WITH collect({{f: f, dossier_id: first.dossier_id, score: score, cosine: cosine, matched: matched,
-                 turns: {_SHOWN_TURNS}}}) AS pool
+  WITH collect({{f: f, dossier_id: first.dossier_id, score: score, cosine: cosine, matched: matched}}) AS pool
   WITH size(pool) AS total,
        CASE WHEN $distinct_sources THEN {_NEW_SOURCES_FIRST} ELSE {{first: pool, later: []}} END AS parts
   WITH total, (parts.first + parts.later)[..$limit] AS top

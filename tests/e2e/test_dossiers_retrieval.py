@@ -760,6 +760,10 @@ def test_a_fact_restating_cited_turns_comes_after_facts_citing_new_ones(
     distinct = FactRetriever(empty_db, embedder).search(Scope.system(), question, top_k=3).hits
     assert [h.fact["text"] for h in distinct] == [fused[0], nurse, fused[1]]
     assert distinct[2].score > distinct[1].score  # moved by what it cites, not by its score
+    # a shorter list stops once it is known, and still counts the whole pool
+    for top_k, expected in ((1, [fused[0]]), (2, [fused[0], nurse])):
+        cut = FactRetriever(empty_db, embedder).search(Scope.system(), question, top_k=top_k)
+        assert ([h.fact["text"] for h in cut.hits], cut.total) == (expected, 3)
     empty_db.execute_query("MATCH (f:Fact {text: $t}) REMOVE f.source_turn_id", t=fused[1])
     unsourced = FactRetriever(empty_db, embedder).search(Scope.system(), question, top_k=3).hits
     assert [h.fact["text"] for h in unsourced] == fused
