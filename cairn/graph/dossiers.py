@@ -682,6 +682,8 @@ FACT_DENSE_EXACT = f"""
 # as dl / avgdl); df: visible facts holding the word (Lucene's english analyzer decides, as for
 # the match); tf: the word's occurrences in the fact's lower-cased text, at least 1. Lucene's
 # form: idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl)), idf = ln(1 + (N - df + 0.5) / (df + 0.5)).
+# A fact found by several words is checked for visibility and split into words once (``holds``:
+# the query words whose index match found it), not once per word.
 # No query words (``$terms`` empty): no row reaches the index and the list is empty.
 FACT_FULLTEXT = f"""
   WITH $terms AS terms WHERE size(terms) > 0
@@ -690,17 +692,20 @@ FACT_FULLTEXT = f"""
     WHERE {_FACT_CANDIDATE_VISIBLE}
     RETURN count(f) AS n, avg(size(f.text)) AS avgdl
   }}
-  UNWIND terms AS t
-  CALL (t) {{
+  CALL (terms) {{
+    UNWIND terms AS t
     CALL db.index.fulltext.queryNodes($text_index, t) YIELD node AS f
+    WITH f, collect(t) AS holds
     MATCH (d:Dossier)-[:HAS_FACT]->(f)
     WHERE {_FACT_CANDIDATE_VISIBLE}
-    RETURN collect({{f: f, dossier_id: d.id}}) AS matches
+    WITH f, d, holds, split(toLower(f.text), $separators) AS words
+    RETURN collect({{f: f, dossier_id: d.id, holds: holds, words: words}}) AS found
   }}
+  UNWIND terms AS t
+  WITH n, avgdl, t, [m IN found WHERE t IN m.holds] AS matches
   WITH n, avgdl, t, matches, log(1.0 + (n - size(matches) + 0.5) / (size(matches) + 0.5)) AS idf
   UNWIND matches AS m
-  WITH m.f AS f, m.dossier_id AS dossier_id, avgdl, idf,
-       size([w IN split(toLower(m.f.text), $separators) WHERE w = t]) AS count
+  WITH m.f AS f, m.dossier_id AS dossier_id, avgdl, idf, size([w IN m.words WHERE w = t]) AS count
   WITH f, dossier_id, avgdl, idf, CASE WHEN count > 0 THEN toFloat(count) ELSE 1.0 END AS tf
   WITH f, dossier_id,
        sum(idf * tf / (tf + $k1 * (1.0 - $b + $b * size(f.text) / avgdl))) AS score
@@ -768,18 +773,27 @@ FACT_BLOCK_NEIGHBOURS = f"""
   WHERE $window IS NULL OR distance <= $window
   RETURN collect({{f: f, dossier_id: d.id, boost: $neighbour_weight * top.score}}) AS neighbours
 """
+
+
 # A fact's source turns as the caller is shown them (none where the field is hidden, so a hidden
 # value never moves the order).
-_SHOWN_TURNS = f"""CASE WHEN NOT {field_shown("f", "source_turn_ids")} THEN []
-    ELSE coalesce(f.source_turn_ids, CASE WHEN f.source_turn_id IS NULL
-        OR NOT {field_shown("f", "source_turn_id")} THEN [] ELSE [f.source_turn_id] END) END"""
+def _shown_turns(f: str) -> str:
+    return f"""CASE WHEN NOT {field_shown(f, "source_turn_ids")} THEN []
+    ELSE coalesce({f}.source_turn_ids, CASE WHEN {f}.source_turn_id IS NULL
+        OR NOT {field_shown(f, "source_turn_id")} THEN [] ELSE [{f}.source_turn_id] END) END"""
+
+
 # Distinct sources (``FusionConfig.distinct_sources``): in rank order, a fact whose source turns are
 # all cited by better-ranked facts goes after every fact that cites a new one (a fact without
-# source turns always brings something); both parts keep their order.
-_NEW_SOURCES_FIRST = """reduce(acc = {cited: [], first: [], later: []}, h IN pool |
-    CASE WHEN size(h.turns) > 0 AND all(t IN h.turns WHERE t IN acc.cited)
-         THEN {cited: acc.cited, first: acc.first, later: acc.later + [h]}
-         ELSE {cited: acc.cited + h.turns, first: acc.first + [h], later: acc.later} END)"""
+# source turns always brings something); both parts keep their order. Once ``$limit`` facts bring
+# a new turn the returned ones are known, so the rest of the pool is passed over: its turns are
+# never read, nothing is copied (the inner reduce over one list item names a fact's turns once).
+_NEW_SOURCES_FIRST = f"""reduce(acc = {{cited: [], first: [], later: []}}, h IN pool |
+    CASE WHEN size(acc.first) >= $limit THEN acc
+    ELSE reduce(a = acc, turns IN [{_shown_turns("h.f")}] |
+        CASE WHEN size(turns) > 0 AND all(t IN turns WHERE t IN a.cited)
+             THEN {{cited: a.cited, first: a.first, later: a.later + [h]}}
+             ELSE {{cited: a.cited + turns, first: a.first + [h], later: a.later}} END) END)"""
 # The pool: every listed or expanded fact once, scored as fused plus its best seed's share
 # (a neighbour not in any list starts at 0), ordered; only the first ``$limit`` facts' fields
 # travel, and only their dossiers' headers are read.
@@ -800,11 +814,10 @@ FACT_RANK_POOL = f"""
        [m IN ['dense', 'name', 'text', 'feedback', 'block'] WHERE m IN lists] AS matched,
        CASE WHEN 'block' IN lists THEN base + boost ELSE base END AS score
   ORDER BY score DESC, id
-  WITH collect({{f: f, dossier_id: first.dossier_id, score: score, cosine: cosine, matched: matched,
-                 turns: {_SHOWN_TURNS}}}) AS pool
-  WITH CASE WHEN $distinct_sources THEN {_NEW_SOURCES_FIRST} ELSE {{first: pool, later: []}} END AS parts
-  WITH parts.first + parts.later AS pool
-  WITH size(pool) AS total, pool[..$limit] AS top
+  WITH collect({{f: f, dossier_id: first.dossier_id, score: score, cosine: cosine, matched: matched}}) AS pool
+  WITH size(pool) AS total,
+       CASE WHEN $distinct_sources THEN {_NEW_SOURCES_FIRST} ELSE {{first: pool, later: []}} END AS parts
+  WITH total, (parts.first + parts.later)[..$limit] AS top
   RETURN total, [h IN top | h {{.dossier_id, .score, .cosine, .matched}}] AS ranked,
          [f IN [h IN top | h.f] | {_FACT_HIT_FIELDS}] AS facts, top
 """

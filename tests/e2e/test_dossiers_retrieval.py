@@ -130,6 +130,38 @@ def test_visible_facts_walks_each_dossiers_facts_a_bounded_number_of_times(diet_
     assert _edges_walked(profile) <= 2 * facts
 
 
+def test_the_full_text_list_checks_a_fact_once_however_many_words_find_it(diet_db: Driver) -> None:
+    """A fact found by several query words is checked for visibility (and split into words) once,
+    not once per word: every fact holds "user", so adding "meat" and "avoids" walks no more edges."""
+    from cairn.graph.dossiers import FACT_FULLTEXT
+    from cairn.memory.dossiers.facts import BM25_B, BM25_K1, TEXT_SEPARATORS
+
+    query = f"CALL () {{{FACT_FULLTEXT}}} RETURN text"
+
+    def walked(terms: list[str]) -> tuple[int, list[str]]:
+        params = {
+            **Scope.system().cypher_params(),
+            "terms": terms,
+            "statuses": ["active"],
+            "text_index": FACT_TEXT_INDEX,
+            "separators": TEXT_SEPARATORS,
+            "k1": BM25_K1,
+            "b": BM25_B,
+            "depth": 10,
+        }
+        with diet_db.session() as session:
+            result = session.run("PROFILE " + query, params)
+            found = [h["f"]["text"] for h in result.single(strict=True)["text"]]
+            profile = result.consume().profile
+        assert profile is not None
+        return _edges_walked(profile), found
+
+    one, found_by_one = walked(["user"])
+    three, found_by_three = walked(["user", "meat", "avoids"])
+    assert len(found_by_one) == 4 and found_by_three[0] == "User avoids meat"
+    assert three == one
+
+
 def test_retrieval_returns_distinct_dossiers_ranked_by_best_fact(diet_db: Driver, embedder: Embedder) -> None:
     result = retrieve_relevant_dossiers(
         diet_db, Scope.system(), "user habits", top_k=5, threshold=-1.0, embedder=embedder
@@ -723,6 +755,10 @@ def test_a_fact_restating_cited_turns_comes_after_facts_citing_new_ones(
     distinct = FactRetriever(empty_db, embedder).search(Scope.system(), question, top_k=3).hits
     assert [h.fact["text"] for h in distinct] == [fused[0], nurse, fused[1]]
     assert distinct[2].score > distinct[1].score  # moved by what it cites, not by its score
+    # a shorter list stops once it is known, and still counts the whole pool
+    for top_k, expected in ((1, [fused[0]]), (2, [fused[0], nurse])):
+        cut = FactRetriever(empty_db, embedder).search(Scope.system(), question, top_k=top_k)
+        assert ([h.fact["text"] for h in cut.hits], cut.total) == (expected, 3)
     empty_db.execute_query("MATCH (f:Fact {text: $t}) REMOVE f.source_turn_id", t=fused[1])
     unsourced = FactRetriever(empty_db, embedder).search(Scope.system(), question, top_k=3).hits
     assert [h.fact["text"] for h in unsourced] == fused

@@ -51,6 +51,7 @@ from cairn.graph.dossiers import plain_cosine
 from cairn.memory.dossiers.retriever import DossierView, header_views
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
+from cairn.runtime.database import read
 from cairn.runtime.embedder import Embedder, get_embedder
 from cairn.runtime.stopwords import FACT_STOP_WORDS as STOP_WORDS
 from cairn.runtime.stopwords import LUCENE_STOP_WORDS, QUESTION_WORDS
@@ -309,8 +310,7 @@ class FactRetriever:
         dense_fetch = max(FIRST_FETCH, 2 * params["dense_pool"])
         while True:
             sent = {k: v for k, v in params.items() if k in _READS[query]}
-            records, _, _ = self.driver.execute_query(query, {**sent, "dense_fetch": dense_fetch})
-            r = records[0]
+            r = read(self.driver, query, {**sent, "dense_fetch": dense_fetch})[0]
             if not (r["dense_fetched"] == dense_fetch and r["dense_count"] < params["dense_pool"]):
                 return dict(r)
             if dense_fetch >= MAX_FETCH:
