@@ -213,7 +213,7 @@ def process_fact_packet(
     the vote under the lock agrees with it (same candidates), otherwise the rule decides.
     """
     packet = _as_packet(packet)
-    packet.access.check_writer(writer, "fact packet", edges=PACKET_EDGES)
+    packet.access.check_writer(writer, "fact packet", edges=PACKET_EDGES, routes=True)
     model = embedder or get_embedder()
     if vectors is None:
         vectors = model.embed([f.text for f in packet.facts])

@@ -20,13 +20,12 @@ import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.app import create_app
 from cairn.ingest.factors import ingest_factor_payload
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
 from cairn.schema.nodes import DECLARED_FIELDS
-from tests.e2e.adversarial.conftest import demo_roles_with
+from tests.e2e.adversarial.conftest import served_with
 from tests.e2e.conftest import gql, passport, wipe
 
 OPEN = {
@@ -72,9 +71,8 @@ def app(
 ) -> Iterator[tuple[TestClient, PolicyRegistry]]:
     """Staff see every factor field but its name (and its entries whole); exec sees all."""
     rules = {"Factor": [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Factor"] - {"name"})}]}
-    path = demo_roles_with(tmp_path_factory, "staff", rules)
-    with TestClient(create_app(settings.model_copy(update={"policy_file": path}))) as client:
-        yield client, PolicyRegistry.load(path)
+    with served_with(settings, tmp_path_factory, "staff", rules) as served:
+        yield served
     wipe(driver)
 
 
