@@ -8,7 +8,9 @@ was answered ``appended`` to that fact's dossier (or told the fact was a duplica
 stored fact said something else and ``created`` otherwise. Its answer told what the masked text
 says, one guess at a time. Now such a packet is refused before anything is read or written,
 in the words used for every field a write would need to read (``cairn.policy.writes``,
-``unreadable_set_problems``), the same whatever is stored.
+``unreadable_set_problems``), the same whatever is stored. And the answer's ``candidates``
+(the dossiers the packet voted for) named each by its stored title, even where the writer's
+rules hide a dossier's title: now null there (``governor._shown_to``).
 """
 
 from __future__ import annotations
@@ -62,3 +64,26 @@ def test_a_masked_text_decides_no_route(app: tuple[TestClient, PolicyRegistry], 
     assert answers["near"] == answers["far"], answers
     assert answers["near"]["errors"][0]["extensions"]["code"] == "FORBIDDEN_WRITE", answers
     assert "text" in str(answers["near"]["errors"][0]), answers
+
+
+CANDIDATES = "mutation($p: JSON!) { ingestFactPacket(packet: $p) { action candidates } }"
+TITLE = "ZQXSENTINELTITLE"
+
+
+def test_a_masked_dossier_title_is_not_among_the_candidates(
+    driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The answer lists the dossiers the packet's facts voted for: their titles only where the
+    writer's rules show a dossier's title (here they hide it; facts show whole)."""
+    rules = {"Dossier": [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Dossier"] - {"title"})}]}
+    wipe(driver)
+    stored = {**packet("rt-masked-title", OWN_ACCESS, STORED["near"]), "cluster_label": TITLE}
+    process_fact_packet(driver, stored)
+    with served_with(settings, tmp_path_factory, "writer", rules) as (client, registry):
+        guess = packet("rt-masked-title-guess", OWN_ACCESS, GUESS)
+        body = gql(client, CANDIDATES, passport(registry, "writer"), p=guess)
+    wipe(driver)
+    assert "errors" not in body, body
+    candidates = body["data"]["ingestFactPacket"]["candidates"]
+    assert [c["dossier_id"] for c in candidates] == ["dos-rt-masked-title"], body
+    assert TITLE not in str(body) and candidates[0]["title"] is None, body
