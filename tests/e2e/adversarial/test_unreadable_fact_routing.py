@@ -28,7 +28,7 @@ from cairn.schema.checksum import graph_checksum
 from cairn.schema.nodes import DECLARED_FIELDS
 from tests.e2e.adversarial.conftest import served_with
 from tests.e2e.adversarial.test_crowded_routing_votes import OWN_ACCESS, PACKET, packet
-from tests.e2e.conftest import gql, passport, wipe
+from tests.e2e.conftest import demo_dossiers, gql, passport, wipe
 
 GUESS = "The spring team offsite will take place in Lisbon"
 STORED = {
@@ -87,3 +87,19 @@ def test_a_masked_dossier_title_is_not_among_the_candidates(
     candidates = body["data"]["ingestFactPacket"]["candidates"]
     assert [c["dossier_id"] for c in candidates] == ["dos-rt-masked-title"], body
     assert TITLE not in str(body) and candidates[0]["title"] is None, body
+
+
+GARDEN = "mutation($b: String!) { gardenBlock(blockId: $b) { blockId dossiers } }"
+
+
+def test_gardening_routes_no_facts_by_a_masked_text(
+    app: tuple[TestClient, PolicyRegistry], driver: Driver
+) -> None:
+    """Gardening a block routes its facts as packets: refused the same way, before it writes."""
+    client, registry = app
+    demo_dossiers(driver)
+    before = graph_checksum(driver)
+    body = gql(client, GARDEN, passport(registry, "writer"), b="block_001")
+    assert graph_checksum(driver) == before
+    assert body["errors"][0]["extensions"]["code"] == "FORBIDDEN_WRITE", body
+    assert "text" in str(body["errors"][0]), body
