@@ -464,16 +464,16 @@ RETURN n.id AS id, CASE WHEN n:Option THEN 'Option' ELSE 'Factor' END AS label, 
             ELSE vector.similarity.cosine(n.embedding, $q) END AS score
 """
 
-# The visible factor whose visible entries come closest to $q, if the best reaches $threshold
-# (an entry whose rationale or excerpt, what its vector is made from, the caller may not read
-# does not count).
+# The visible factor whose visible entries come closest to $q, if the best reaches $threshold.
+# An entry's vector is made from its factor's name, its rationale and its excerpt: an entry
+# counts only where the caller reads all three, else a hidden name would link (and so name) it.
 JOURNAL_LINK = f"""
 MATCH (e:JournalEntry)-[:ABOUT]->(f:Factor)
 WHERE e.embedding IS NOT NULL AND {_VISIBLE_E} AND {_VISIBLE_F} AND {_ABOUT_FROM_FACTOR}
-  AND {search_fields_shown("e", "JournalEntry")}
+  AND {search_fields_shown("e", "JournalEntry")} AND {field_shown("f", "name")}
 WITH f, max(vector.similarity.cosine(e.embedding, $q)) AS score
 WHERE score >= $threshold
-RETURN f.id AS id, {shown_or("f", "name", "null")} AS name, {name_masked("f")} AS masked, score
+RETURN f.id AS id, f.name AS name, score
 ORDER BY score DESC, id
 LIMIT 1
 """

@@ -319,7 +319,7 @@ def garden_block(
     )
     if writer is not None and access.problems_for(writer):
         raise BlockNotFound(f"no block {block_id!r}")
-    access.check_writer(writer, "block", edges=PACKET_EDGES)  # it routes the block's facts
+    access.check_writer(writer, "block", edges=PACKET_EDGES, routes=True)  # it routes the block's facts
     report = GardenReport(block_id)
     if props.get("processed_at") is not None:
         report.already_processed = True

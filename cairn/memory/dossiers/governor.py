@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -213,7 +213,7 @@ def process_fact_packet(
     the vote under the lock agrees with it (same candidates), otherwise the rule decides.
     """
     packet = _as_packet(packet)
-    packet.access.check_writer(writer, "fact packet", edges=PACKET_EDGES)
+    packet.access.check_writer(writer, "fact packet", edges=PACKET_EDGES, routes=True)
     model = embedder or get_embedder()
     if vectors is None:
         vectors = model.embed([f.text for f in packet.facts])
@@ -225,7 +225,16 @@ def process_fact_packet(
         verdict = adjudicator.decide(packet, candidates, decide(candidates, len(packet.facts)))
         preset = _Preset(tuple(c.dossier_id for c in candidates), verdict)
     with driver.session() as session:
-        return session.execute_write(_apply_one, packet, vectors, model.name, preset, writer)
+        result = session.execute_write(_apply_one, packet, vectors, model.name, preset, writer)
+    return _shown_to(result, writer, packet.access.domain)
+
+
+def _shown_to(result: RoutingResult, writer: Scope | None, domain: str) -> RoutingResult:
+    """``result`` as ``writer`` may read it: its candidates (dossiers of the packet's access, so
+    of ``domain``) without their titles where its rules hide a dossier's title there."""
+    if writer is None or not kept_on_update(writer, "Dossier", [domain], ("title",)):
+        return result
+    return replace(result, candidates=tuple(replace(c, title=None) for c in result.candidates))
 
 
 def _decide_under_lock(candidates: list[Candidate], n_facts: int, preset: _Preset) -> Decision:

@@ -31,7 +31,7 @@ from pydantic import (
 
 from cairn.errors import CairnError
 from cairn.policy.scope import Scope
-from cairn.policy.writes import create_problems, edges_problems
+from cairn.policy.writes import create_problems, edges_problems, unreadable_set_problems
 from cairn.schema.timestamps import StoredNaiveOrAware
 
 DEFAULT_DOMAIN = "acme/assistant"
@@ -108,15 +108,27 @@ class Access(_Strict):
         return tuple(sorted(set(value)))  # sorted: equal access compares equal in Cypher
 
     def check_writer(
-        self, writer: Scope | None, what: str, where: str = "access", edges: Sequence[str] = ()
+        self,
+        writer: Scope | None,
+        what: str,
+        where: str = "access",
+        edges: Sequence[str] = (),
+        routes: bool = False,
     ) -> None:
         """Raise ``AccessRefused`` when ``writer`` may not create data with these access fields,
-        or store ``edges`` (edge types) between such nodes that it could not walk back."""
+        or store ``edges`` (edge types) between such nodes that it could not walk back, or, for
+        a write that ``routes`` facts, when it may not read the stored facts' ``text`` there
+        that the vote ranks by and compares with: where its facts went would tell what it says."""
         if writer is None:
             return
         problems = self.problems_for(writer, where) + [
             Problem(f"{where}.edges", p.message) for p in edges_problems(writer, edges, self.domain)
         ]
+        if routes:
+            problems += [
+                Problem(f"{where}.domain", p.message)
+                for p in unreadable_set_problems(writer, "Fact", self.domain, ("text",), "route by")
+            ]
         if problems:
             raise AccessRefused(what, problems)
 

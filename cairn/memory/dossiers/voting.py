@@ -96,7 +96,7 @@ class Vote:
 @dataclass(frozen=True)
 class Candidate:
     dossier_id: str
-    title: str
+    title: str | None  # None: the writer's rules hide the dossier's title (governor._shown_to)
     hits: int  # (packet fact, stored fact) pairs above the threshold
     score_sum: float
     supporters: int  # distinct packet facts with at least one hit

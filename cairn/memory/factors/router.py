@@ -222,7 +222,6 @@ class LearnedRouter:
                     str(r["name"] or r["id"]),
                     float(r["score"]),
                     "journal",
-                    tuple(r["masked"] or ()),
                 )
         return [best] if best is not None and best.score >= ENTITY_THRESHOLD else []
 

@@ -8,6 +8,7 @@ server's exceptions as answers (a 500 is what it looks for) overrides ``client_o
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,20 @@ def demo_roles_with(
     path = tmp_path_factory.mktemp("policy") / "roles.yaml"
     path.write_text(yaml.safe_dump(roles, sort_keys=False), encoding="utf-8")
     return path
+
+
+@contextmanager
+def served_with(
+    settings: Settings,
+    tmp_path_factory: pytest.TempPathFactory,
+    role: str,
+    fields: dict[str, list[dict[str, Any]]],
+) -> Iterator[tuple[TestClient, PolicyRegistry]]:
+    """An app serving the demo policy with ``role``'s field rules for some labels replaced
+    (``demo_roles_with``), and that policy."""
+    path = demo_roles_with(tmp_path_factory, role, fields)
+    with TestClient(create_app(settings.model_copy(update={"policy_file": path}))) as client:
+        yield client, PolicyRegistry.load(path)
 
 
 ORG_MEMORY = "mutation($p: JSON!) { ingestOrgMemory(payload: $p) { decisions } }"
