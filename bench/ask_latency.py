@@ -29,14 +29,12 @@ import os
 import random
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from bench.common import pct, running_neo4j, summary, use_bench_neo4j, wipe_graph, write_results
+from bench.common import pct, running_neo4j, scratch_dir, summary, use_bench_neo4j, wipe_graph, write_results
 
 use_bench_neo4j("ask", 17710, 17510)
 
@@ -165,7 +163,7 @@ def time_paired(
     ask's walk (docs/design.md §One driver model), so the ratio is not flattered by a COMMIT
     round trip only the baseline pays. Also returns the bytes
     of each ask's trace file, once the trace writer has flushed them."""
-    root = Path(tempfile.mkdtemp(prefix="cairn-bench-traces-"))
+    root = scratch_dir("cairn-bench-traces-")
     raw: list[float] = []
     asks: list[float] = []
     with sync_driver(settings) as driver:
@@ -315,7 +313,7 @@ def digest(settings: Settings, registry: PolicyRegistry) -> dict[str, str]:
                 f"MATCH (n:Entity) WHERE {GENERATED} RETURN n.id AS id ORDER BY id"
             )[0]
         ]
-        root = Path(tempfile.mkdtemp(prefix="cairn-bench-traces-"))  # stays empty: traces are captured
+        root = scratch_dir("cairn-bench-traces-")  # stays empty: traces are captured
         asker = AskService(driver, LLMClient(settings), root)
         out: dict[str, str] = {}
         total = hashlib.sha256()

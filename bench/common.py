@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import statistics
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -53,6 +56,13 @@ def running_neo4j() -> Iterator[Any]:
     finally:
         if started:
             neo4j_server.stop(settings)
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A fresh temporary folder, removed when the bench process exits."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def pct(samples: list[float], q: float) -> float:

@@ -7,7 +7,9 @@ network, the hypothesis profiles, and one embedding model for the whole session.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -38,7 +40,9 @@ else:
     # neo4j-admin (the backup test's dump and load) compiles with C1 only: the same dump and
     # load took 40% less time (docs/design.md §Embedded Neo4j start-up).
     os.environ["CAIRN_NEO4J_ADMIN_JVM_FLAGS"] = "-XX:TieredStopAtLevel=1"
-os.environ.setdefault("CAIRN_TRACE_DIR", tempfile.mkdtemp(prefix="cairn-traces-"))
+if "CAIRN_TRACE_DIR" not in os.environ:  # the session's own trace folder, removed when it ends
+    os.environ["CAIRN_TRACE_DIR"] = tempfile.mkdtemp(prefix="cairn-traces-")
+    atexit.register(shutil.rmtree, os.environ["CAIRN_TRACE_DIR"], ignore_errors=True)
 # Starlette's TestClient sends "Host: testserver"; an app without a passport secret answers
 # only loopback hosts and the names listed here (cairn.app.LoopbackOnly).
 os.environ["CAIRN_ALLOWED_HOSTS"] = "testserver"
