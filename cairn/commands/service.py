@@ -21,14 +21,14 @@ from cairn.runtime.embedder import set_torch_threads
 from cairn.runtime.http import DeadlineH11Protocol
 from cairn.runtime.malloc import cap_malloc_arenas
 from cairn.runtime.settings import Settings, get_settings
-from cairn.schema.migrate import SCHEMA_VERSION, schema_version
+from cairn.schema.migrate import SCHEMA_VERSION, schema_version, sections_to_reembed
 
 # One intra-op thread per forward pass: the service's parallelism is across requests, whose
 # query embeddings share passes (docs/design.md §Embedding under load).
 SERVE_TORCH_THREADS = 1
 
 
-def _check_database(settings: Settings, demo: bool) -> None:
+def check_database(settings: Settings, demo: bool) -> None:
     """Fail early and plainly: unreachable server, wrong password, or an old schema."""
     try:
         with sync_driver(settings) as driver:
@@ -38,12 +38,15 @@ def _check_database(settings: Settings, demo: bool) -> None:
                     load_demo(driver)
                 console.print(f"demo data loaded from {FIXTURES}")
             version = schema_version(driver)
+            unembedded = sections_to_reembed(driver) if version == SCHEMA_VERSION else 0
     except AuthError:
         raise fail("Neo4j refused the credentials (check NEO4J_USER / NEO4J_PASSWORD)") from None
     except ServiceUnavailable as exc:
         raise fail(f"Neo4j is not reachable at {connection(settings)[0]}: {exc}") from None
     if version != SCHEMA_VERSION:
         raise fail(old_schema(version))
+    if unembedded:
+        raise fail(f"{unembedded} correspondence section(s) wait to be re-embedded: run `cairn db migrate`")
 
 
 def serve(
@@ -63,7 +66,7 @@ def serve(
         raise fail("refusing to listen on a non-loopback address without CAIRN_PASSPORT_SECRET")
     if settings.embedded and not neo4j_server.status(settings).running:
         neo4j_start()
-    _check_database(settings, demo)
+    check_database(settings, demo)
     console.print(f"Cairn on http://{settings.host}:{settings.port}/  (GraphiQL at /graphql, UI at /ui/)")
     uvicorn.run(
         create_app(settings),

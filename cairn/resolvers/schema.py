@@ -448,9 +448,9 @@ FRAGMENT_WALKING_RULES = (
     *MaxAliasesLimiter(max_alias_count=15).validation_rules,
 )
 LIMIT_RULES = (*FRAGMENT_WALKING_RULES, MaxDirectivesRule)
-# A document spelled out (every spread replaced by its fragment) holds at most this many fields,
+# A document spelled out (every spread replaced by its fragment) holds at most this many selections,
 # and no chain of fragments spreading fragments is longer than MAX_FRAGMENT_CHAIN.
-MAX_EXPANDED_FIELDS = 10_000
+MAX_EXPANDED_SELECTIONS = 10_000
 MAX_FRAGMENT_CHAIN = 32
 # Fields one selection set may select under one response name, its fragments' included: graphql-core
 # compares every pair of them (OverlappingFieldsCanBeMergedRule), so 250 `node(id: "a") { id }`
@@ -480,22 +480,23 @@ STRAWBERRY_RULES = (MaybeNullValidationRule, OneOfInputValidationRule)
 
 
 def _selections(node: Any) -> tuple[int, list[str]]:
-    """The fields a definition holds itself (nested ones too, inline fragments included) and the
-    names of the fragments it spreads, once per spread; walked with a stack, not recursion."""
-    fields, spreads, stack = 0, [], [node.selection_set]
+    """The selections a definition holds itself (fields, inline fragments and spreads, nested ones
+    too: the limits' walkers visit each) and the names of the fragments it spreads, once per
+    spread; walked with a stack, not recursion."""
+    count, spreads, stack = 0, [], [node.selection_set]
     while stack:
         selection_set = stack.pop()
         for selection in selection_set.selections if selection_set is not None else ():
+            count += 1
             if isinstance(selection, FragmentSpreadNode):
                 spreads.append(selection.name.value)
-                continue
-            fields += isinstance(selection, FieldNode)
-            stack.append(selection.selection_set)
-    return fields, spreads
+            else:
+                stack.append(selection.selection_set)
+    return count, spreads
 
 
 def _expansion(document: DocumentNode) -> tuple[int, int] | None:
-    """How many fields the document holds once every fragment spread is replaced by its fragment,
+    """How many selections the document holds once every fragment spread is replaced by its fragment,
     and its longest chain of fragments spreading fragments; None when a spread names no fragment
     or fragments spread each other in a cycle (graphql-core's own rules refuse those by name).
 
@@ -507,7 +508,7 @@ def _expansion(document: DocumentNode) -> tuple[int, int] | None:
     walked once, with a stack, and the sizes are summed (linear in the document)."""
     definitions = document.definitions
     own = {d.name.value: _selections(d) for d in definitions if isinstance(d, FragmentDefinitionNode)}
-    sizes: dict[str, tuple[int, int]] = {}  # fragment -> (expanded fields, chain length)
+    sizes: dict[str, tuple[int, int]] = {}  # fragment -> (expanded selections, chain length)
     fields = chain = 0
     for operation in (d for d in definitions if isinstance(d, OperationDefinitionNode)):
         op_fields, op_spreads = _selections(operation)
@@ -560,7 +561,7 @@ def _most_repeated_name(document: DocumentNode) -> tuple[str, int]:
         reached, todo = set(), list(spreads)
         while todo:
             name = todo.pop()
-            if name not in reached:
+            if name not in reached and name in held:  # an unknown one is graphql-core's to name
                 reached.add(name)
                 todo.extend(held[name][1])
         for name in reached:
@@ -582,8 +583,9 @@ def _validate_document(schema: Any, document: Any, rules: tuple[type[Any], ...])
     expansion = _expansion(document)
     if expansion is None:  # an unknown fragment or a cycle, named by graphql-core's rules
         rules = tuple(r for r in rules if r not in FRAGMENT_WALKING_RULES)
-    elif expansion[0] > MAX_EXPANDED_FIELDS:
-        why = f"the document holds more than {MAX_EXPANDED_FIELDS:,} fields once its fragments are spread"
+    elif expansion[0] > MAX_EXPANDED_SELECTIONS:
+        limit = f"{MAX_EXPANDED_SELECTIONS:,}"
+        why = f"the document holds more than {limit} selections once its fragments are spread"
         return (GraphQLError(why, extensions={"code": "GRAPHQL_VALIDATION_FAILED"}),)
     elif expansion[1] > MAX_FRAGMENT_CHAIN:
         why = f"the document chains more than {MAX_FRAGMENT_CHAIN} fragments, each spreading the next"

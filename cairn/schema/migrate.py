@@ -23,7 +23,11 @@ SCHEMA_VERSION = 7  # 2: uniqueness constraints on the lock and version nodes; 3
 # embedded by no model, so `cairn correspondence reembed` (which `cairn db migrate` runs when any
 # are marked) embeds them again.
 SECTION_TEXT_VERSION = 7
-MARK_SECTIONS_STALE = "MATCH (s:Section) WHERE s.embedding_model IS NOT NULL SET s.embedding_model = null"
+# Their old vectors go at once (out of the vector index and every exact score): until re-embedded
+# the marked sections are found by no search, and `cairn serve` refuses to start.
+MARK_SECTIONS_STALE = """
+MATCH (s:Section) WHERE s.embedding_model IS NOT NULL SET s.embedding_model = null REMOVE s.embedding
+"""
 COUNT_UNEMBEDDED_SECTIONS = "MATCH (s:Section) WHERE s.embedding_model IS NULL RETURN count(s) AS n"
 
 SHOW_CONSTRAINTS = "SHOW CONSTRAINTS YIELD name RETURN name"

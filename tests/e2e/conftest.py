@@ -57,27 +57,38 @@ def settings() -> Settings:
 # either, so the crash and restart tests prove the same (docs/design.md §Embedded Neo4j start-up).
 TMPFS = Path("/dev/shm")
 TMPFS_HOME = "cairn-test-neo4j-"
+TMPFS_MARKER = "cairn-test-home"  # inside each: the home that links to it
 
 
 def neo4j_in_memory(home: Path) -> None:
     """Make ``home`` a link to a fresh folder on the tmpfs, when there is one with room and
-    ``home`` does not exist yet (a developer's earlier store stays where it is)."""
+    ``home`` does not exist yet (a developer's earlier store stays where it is). Folders left by
+    killed sessions (their home no longer links to them) are removed first."""
     if home.is_symlink() and not home.exists():  # its tmpfs folder is gone (a reboot)
         home.unlink()
-    if home.exists() or not TMPFS.is_dir() or not os.access(TMPFS, os.W_OK):
+    if not TMPFS.is_dir() or not os.access(TMPFS, os.W_OK):
         return
+    for folder in TMPFS.resolve().glob(f"{TMPFS_HOME}*"):
+        marker = folder / TMPFS_MARKER
+        if not marker.is_file():  # being made, or not ours
+            continue
+        owner = Path(marker.read_text(encoding="utf-8"))
+        if not owner.is_symlink() or owner.resolve() != folder:
+            shutil.rmtree(folder, ignore_errors=True)
     room = os.statvfs(TMPFS)
-    if room.f_bavail * room.f_frsize < 2 << 30:
+    if home.exists() or room.f_bavail * room.f_frsize < 2 << 30:
         return
     home.parent.mkdir(parents=True, exist_ok=True)
-    home.symlink_to(tempfile.mkdtemp(prefix=TMPFS_HOME, dir=TMPFS))
+    folder = Path(tempfile.mkdtemp(prefix=TMPFS_HOME, dir=TMPFS.resolve()))
+    (folder / TMPFS_MARKER).write_text(str(home.absolute()), encoding="utf-8")
+    home.symlink_to(folder)
 
 
 def forget_neo4j_in_memory(home: Path) -> None:
     """Remove what ``neo4j_in_memory`` made (the tmpfs folder and the link), once stopped."""
     if home.is_symlink():
         target = home.resolve()
-        if target.parent == TMPFS and target.name.startswith(TMPFS_HOME):
+        if target.parent == TMPFS.resolve() and target.name.startswith(TMPFS_HOME):
             shutil.rmtree(target, ignore_errors=True)
             home.unlink()
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import typer
 from neo4j import Driver
 from neo4j.exceptions import ConstraintError
 
+from cairn.commands.service import check_database
 from cairn.ingest.correspondence.sync import reembed
 from cairn.runtime.embedder import Embedder
+from cairn.runtime.settings import get_settings
 from cairn.schema.migrate import (
     READ_FACT_INDEX,
     READ_SECTION_INDEX,
@@ -153,7 +156,7 @@ def test_migrate_rebuilds_a_quantized_vector_index(driver: Driver, label: str, r
 
 
 @pytest.fixture
-def old_section(driver: Driver) -> Any:
+def old_section(driver: Driver, embedder: Embedder) -> Any:
     """A section as a schema 6 database holds it: embedded from its text with a knowledge path."""
     params = {"id": "test-schema-section", "body": "Terms in knowledge/falcon/terms.md"}
     driver.execute_query(
@@ -166,6 +169,8 @@ def old_section(driver: Driver) -> Any:
     yield params
     driver.execute_query("MATCH (s:Section {id: $id}) DETACH DELETE s", id=params["id"])
     driver.execute_query(RECORD_VERSION, version=SCHEMA_VERSION)
+    if sections_to_reembed(driver):  # the migration marked every stored section, even on a failure
+        reembed(driver, embedder)
 
 
 def test_migrate_marks_sections_embedded_from_older_text(
@@ -177,8 +182,12 @@ def test_migrate_marks_sections_embedded_from_older_text(
     migrate(driver)
     assert schema_version(driver) == SCHEMA_VERSION
     records, _, _ = driver.execute_query(read, id=old_section["id"])
-    assert records[0]["model"] is None and sections_to_reembed(driver) >= 1
+    # the old vector is gone at once (found by no search), and the service will not start on it
+    assert records[0] == {"v": None, "model": None} and sections_to_reembed(driver) >= 1
+    with pytest.raises(typer.Exit):
+        check_database(get_settings(), demo=False)
     assert reembed(driver, embedder) >= 1 and sections_to_reembed(driver) == 0
+    check_database(get_settings(), demo=False)
     migrate(driver)  # once upgraded, nothing more is marked
     assert sections_to_reembed(driver) == 0
     records, _, _ = driver.execute_query(read, id=old_section["id"])

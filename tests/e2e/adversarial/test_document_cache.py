@@ -16,7 +16,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from cairn.policy.profiles import PolicyRegistry
-from cairn.resolvers.schema import MAX_CACHED_DOCUMENT_CHARS, _parse, _validate
+from cairn.resolvers.schema import MAX_CACHED_DOCUMENT_CHARS, _parse, _validate_text
 from tests.e2e.conftest import passport
 
 
@@ -30,13 +30,13 @@ def test_a_huge_document_is_answered_but_not_remembered(
     role: str | None, client: TestClient, registry: PolicyRegistry
 ) -> None:
     headers = passport(registry, role) if role else {}
-    parsed, validated = _parse.cache_info().currsize, _validate.cache_info().currsize
+    parsed, validated = _parse.cache_info().currsize, _validate_text.cache_info().currsize
     for n in range(3):
         document = padded(n, 1_000_000, comment="a" if role else "b")  # never sent before
         resp = client.post("/graphql", json={"query": document}, headers=headers)
         assert resp.json() == {"data": {"__typename": "Query", f"a{n}": "Query"}}, resp.text[:300]
     assert _parse.cache_info().currsize == parsed
-    assert _validate.cache_info().currsize == validated
+    assert _validate_text.cache_info().currsize == validated
 
 
 def test_a_huge_invalid_document_gets_the_same_refusal(client: TestClient, registry: PolicyRegistry) -> None:

@@ -13,9 +13,9 @@ with no memory of a fragment already walked, in their validation rules' construc
   uncoded, where graphql-core's own rule would have said "Unknown fragment".
 
 Now each fragment is measured once, with a stack (``cairn.resolvers.schema._expansion``): a
-document whose expansion holds more than ``MAX_EXPANDED_FIELDS`` fields, or chains more than
-``MAX_FRAGMENT_CHAIN`` fragments, is refused before the limits walk it, and an unknown fragment or
-a cycle is left to graphql-core's rules, which name it.
+document whose expansion holds more than ``MAX_EXPANDED_SELECTIONS`` selections (fields, inline
+fragments, spreads), or chains more than ``MAX_FRAGMENT_CHAIN`` fragments, is refused before the
+limits walk it, and an unknown fragment or a cycle is left to graphql-core's rules, which name it.
 """
 
 from __future__ import annotations
@@ -60,10 +60,10 @@ def test_a_fragment_bomb_is_refused_at_once(
 ) -> None:
     headers = {} if role is None else passport(registry, role)
     # 16 levels answered {"__typename": "Query"} before, after about 0.7 s of walking
-    assert "fields once its fragments are spread" in refusal(client, doubling(16), headers)["message"]
+    assert "selections once its fragments are spread" in refusal(client, doubling(16), headers)["message"]
     started = time.monotonic()
     error = refusal(client, doubling(40), headers)  # 2**40 paths: would never have finished
-    assert "fields once its fragments are spread" in error["message"]
+    assert "selections once its fragments are spread" in error["message"]
     assert time.monotonic() - started < 10
 
 
@@ -71,6 +71,24 @@ def test_a_long_chain_of_fragments_is_refused_by_a_rule(client: TestClient, regi
     error = refusal(client, chain(240), passport(registry, "staff"))
     assert "chains more than" in error["message"] and "recursion" not in error["message"]
     assert data_as(client, registry, "staff", chain(MAX_FRAGMENT_CHAIN - 1)) == {"__typename": "Query"}
+
+
+def inline_doubling(levels: int, depth: int = 90) -> str:
+    """``doubling`` whose leaf is one field under ``depth`` nested inline fragments: each counts
+    as a selection to the walkers (review of pass 10: counting fields alone let 2**13 leaves of
+    91 selections each through, and the limits' walk took 5.9 s of CPU)."""
+    leaf = "... on Query { " * depth + "__typename" + " }" * depth
+    parts = ["query { ...D0 }"]
+    parts += [f"fragment D{i} on Query {{ ...D{i + 1} ...D{i + 1} }}" for i in range(levels)]
+    return "\n".join([*parts, f"fragment D{levels} on Query {{ {leaf} }}"])
+
+
+def test_inline_fragments_count_toward_the_expansion(client: TestClient, registry: PolicyRegistry) -> None:
+    started = time.monotonic()
+    error = refusal(client, inline_doubling(13), {})
+    assert "selections once its fragments are spread" in error["message"]
+    assert time.monotonic() - started < 2
+    assert data_as(client, registry, "staff", inline_doubling(2, depth=5)) == {"__typename": "Query"}
 
 
 @pytest.mark.parametrize(
@@ -121,3 +139,18 @@ def test_fields_sharing_a_name_are_counted_before_graphql_core_compares_every_pa
     )
     fits = repeated("__typename", MAX_SAME_NAME, None if per_fragment is None else 4)
     assert data_as(client, registry, "staff", fits) == {"__typename": "Query"}
+
+
+def test_an_unused_fragment_spreading_an_unknown_one_is_named(
+    client: TestClient, registry: PolicyRegistry
+) -> None:
+    """Review of pass 10: the same-name count walked unused fragments too and raised KeyError
+    ('Nope', uncoded) where graphql-core names the unknown and the unused fragment."""
+    document = "query { __typename } fragment F on Query { ...Nope }"
+    body = gql(client, document, passport(registry, "staff"))
+    assert body.get("data") is None, body
+    assert [e["message"] for e in body["errors"]] == [
+        "Unknown fragment 'Nope'.",
+        "Fragment 'F' is never used.",
+    ]
+    assert {e["extensions"]["code"] for e in body["errors"]} == {"GRAPHQL_VALIDATION_FAILED"}
