@@ -288,8 +288,9 @@ def markdown(data: dict[str, Any]) -> list[str]:
     lines += [
         "",
         "Variants (all over the same ingested graph): `cairn` is the default `FusionConfig` "
-        "(the dense query is the question's vector plus its content words' vector, both embedded in one "
-        "batch; rescaled-score fusion of the vector index and the Neo4j full-text index, question words "
+        "(the dense query is the question's vector plus its content words' vector, pooled from the "
+        "question's own token vectors in its one forward pass; rescaled-score fusion of the vector index "
+        "and the Neo4j full-text index, question words "
         "left out of the full-text query; facts within 3 turns of a top-10 hit in its session get 0.3 of "
         "its score; a third list, the dense candidates that name one of the question's names, at 0.25; "
         "facts whose source turns are all cited higher up listed after those that cite a new turn; "

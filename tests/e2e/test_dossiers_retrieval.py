@@ -900,13 +900,13 @@ def test_migrate_installs_the_fact_text_fulltext_index(driver: Driver) -> None:
 def test_a_fact_search_embeds_the_question_once(diet_db: Driver, monkeypatch: pytest.MonkeyPatch) -> None:
     """The content words' vector is pooled from the question's own pass (``content_vector``
     "pooled"): a search runs one forward pass over the question alone, where embedding the
-    content words as a second text cost a quarter more CPU per search (bench/results/locomo.md)."""
+    content words as a second text cost a quarter more CPU (docs/design.md §Fact search scores)."""
     model = get_embedder()  # the process's model itself (no memory of texts): every pass is real
     encode, passes = model._encode, []
 
-    def spy(texts: list[str], tokens: bool = False) -> Any:
+    def spy(texts: list[str], *tokens: bool) -> Any:
         passes.append(list(texts))
-        return encode(texts, tokens)
+        return encode(texts, *tokens)
 
     monkeypatch.setattr(model, "_encode", spy)
     question = "Which kinds of food does the user avoid eating these days?"

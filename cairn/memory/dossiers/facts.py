@@ -147,7 +147,8 @@ class FusionConfig:
     content_weight: float = 1.0
     # The content words' vector: "pooled" is the mean of the question's own token vectors over
     # them, from the question's forward pass (``Embedder.embed_with_part``); "encoded" embeds them
-    # as a second text, a second pass (about a quarter more CPU per search: bench/results/locomo.md).
+    # as a second text, a second pass (a quarter more CPU for the query vector: docs/design.md
+    # §Fact search scores).
     content_vector: str = "pooled"
     # The named list: the first 2 x depth visible dense candidates that name one of the question's
     # names (``query_names``; the text holds it, case-sensitive), cosine-ranked and rescaled like the
