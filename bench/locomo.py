@@ -67,6 +67,7 @@ VARIANTS: dict[str, FusionConfig] = {
     "cairn_previous": FusionConfig(name_weight=0.0, distinct_sources=False),
     "cairn_no_names": FusionConfig(name_weight=0.0),
     "cairn_no_distinct_sources": FusionConfig(distinct_sources=False),
+    "cairn_content_encoded": FusionConfig(content_vector="encoded"),
     "cairn_question_only": FusionConfig(content_weight=0.0),
     "cairn_content0.5": FusionConfig(content_weight=0.5),
     "cairn_dense_only": FusionConfig(text_weight=0.0, neighbour_weight=0.0),
@@ -287,13 +288,16 @@ def markdown(data: dict[str, Any]) -> list[str]:
     lines += [
         "",
         "Variants (all over the same ingested graph): `cairn` is the default `FusionConfig` "
-        "(the dense query is the question's vector plus its content words' vector, both embedded in one "
-        "batch; rescaled-score fusion of the vector index and the Neo4j full-text index, question words "
+        "(the dense query is the question's vector plus its content words' vector, pooled from the "
+        "question's own token vectors in its one forward pass; rescaled-score fusion of the vector index "
+        "and the Neo4j full-text index, question words "
         "left out of the full-text query; facts within 3 turns of a top-10 hit in its session get 0.3 of "
         "its score; a third list, the dense candidates that name one of the question's names, at 0.25; "
         "facts whose source turns are all cited higher up listed after those that cite a new turn; "
         "one round trip); `cairn_previous` is the default before the named list and the distinct "
         "sources (2026-11-26), `cairn_no_names` and `cairn_no_distinct_sources` leave out one of them; "
+        "`cairn_content_encoded` embeds the content words as a second text (a second forward pass; "
+        "the default before 2026-11-27 pools the question's own token vectors over them), "
         "`cairn_question_only` embeds the question alone (the previous "
         "default), `cairn_content0.5` adds half the content words' vector; "
         "`cairn_dense_only` is the vector list alone (with the content words) through the same Cypher; "

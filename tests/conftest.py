@@ -77,6 +77,7 @@ class MemoEmbedder(Embedder):
         self._embed = inner.embed  # the model's own method, even if a test routes inner.embed here
         self._queue = inner._submit  # the model's own queue, even once ``submit`` stands in for it
         self._seen: dict[str, Any] = {}
+        self._parts: dict[tuple[str, tuple[tuple[int, int], ...]], Any] = {}  # embed_with_part's answers
 
     def embed(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> Any:
         missing = [t for t in dict.fromkeys(texts) if t not in self._seen]
@@ -112,6 +113,12 @@ class MemoEmbedder(Embedder):
 
         queued.add_done_callback(done)
         return out
+
+    def embed_with_part(self, text: str, spans: Sequence[tuple[int, int]]) -> Any:
+        key = (text, tuple(spans))
+        if key not in self._parts:
+            self._parts[key] = self._inner.embed_with_part(text, spans)
+        return self._parts[key]
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         return self._inner.token_counts(texts)

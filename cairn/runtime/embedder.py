@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import anyio
 import numpy as np
@@ -44,10 +45,13 @@ def packaged_model_path() -> Path:
 class _Request:
     """Texts waiting for the model thread, and where their vectors go."""
 
-    __slots__ = ("future", "texts")
+    __slots__ = ("future", "parts", "texts")
 
-    def __init__(self, texts: list[str]) -> None:
+    def __init__(self, texts: list[str], parts: list[list[int]] | None = None) -> None:
         self.texts = texts
+        # Token positions per text whose mean vector is wanted too (``embed_with_part``): its
+        # result is the texts' vectors followed by one pooled vector per text.
+        self.parts = parts
         self.future: Future[NDArray[np.float32]] = Future()
 
 
@@ -91,8 +95,28 @@ class Embedder:
             out[chunk] = self._submit([items[i] for i in chunk]).result()
         return out
 
+    def embed_with_part(
+        self, text: str, spans: Sequence[tuple[int, int]]
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32] | None]:
+        """The text's vector and, from the same forward pass, the normalised mean of its own token
+        vectors over the character ``spans`` (tokens wholly inside one; special tokens never):
+        a part of a question without a second pass (docs/design.md §Fact search scores). None
+        for the part when no token lies in the spans (e.g. all past the window)."""
+        offsets = self._model.tokenizer(
+            text, return_offsets_mapping=True, truncation=True, max_length=MAX_TOKENS
+        )["offset_mapping"]
+        positions = [
+            n for n, (a, b) in enumerate(offsets) if a < b and any(s <= a and b <= e for s, e in spans)
+        ]
+        if not positions:
+            return self.embed([text])[0], None
+        vectors = self._enqueue(_Request([text], [positions])).result()
+        return vectors[0], vectors[1]
+
     def _submit(self, texts: list[str]) -> Future[NDArray[np.float32]]:
-        request = _Request(texts)
+        return self._enqueue(_Request(texts))
+
+    def _enqueue(self, request: _Request) -> Future[NDArray[np.float32]]:
         if self._pid != os.getpid():
             self._pending, self._ready, self._thread = deque(), threading.Condition(), None
             self._pid = os.getpid()
@@ -126,7 +150,7 @@ class Embedder:
             if not taken:
                 continue
             try:
-                vectors = self._encode([t for r in taken for t in r.texts])
+                results = self._answer(taken)
             except Exception as exc:
                 if len(taken) == 1:
                     taken[0].future.set_exception(exc)
@@ -134,16 +158,32 @@ class Embedder:
                 # One bad request must not fail the others that shared its pass: each alone.
                 for request in taken:
                     try:
-                        request.future.set_result(self._encode(request.texts))
+                        request.future.set_result(self._answer([request])[0])
                     except Exception as alone:
                         request.future.set_exception(alone)
                 continue
-            start = 0
-            for request in taken:
-                request.future.set_result(vectors[start : start + len(request.texts)])
-                start += len(request.texts)
+            for request, result in zip(taken, results, strict=True):
+                request.future.set_result(result)
 
-    def _encode(self, texts: list[str]) -> NDArray[np.float32]:
+    def _answer(self, requests: list[_Request]) -> list[NDArray[np.float32]]:
+        """One forward pass over the requests' texts; each request's vectors (and pooled parts)."""
+        texts = [t for r in requests for t in r.texts]
+        tokens = any(r.parts is not None for r in requests)
+        vectors, token_vectors = self._encode(texts, tokens)
+        out, start = [], 0
+        for r in requests:
+            own = vectors[start : start + len(r.texts)]
+            if r.parts is not None and token_vectors is not None:
+                pooled = [token_vectors[start + n][p].mean(axis=0) for n, p in enumerate(r.parts)]
+                own = np.vstack([own, _normalised(np.asarray(pooled, dtype=np.float32))])
+            out.append(own)
+            start += len(r.texts)
+        return out
+
+    def _encode(
+        self, texts: list[str], tokens: bool = False
+    ) -> tuple[NDArray[np.float32], list[NDArray[np.float32]] | None]:
+        """The texts' normalised vectors and, when ``tokens``, each text's token vectors (same pass)."""
         self.passes += 1
         import torch
 
@@ -157,6 +197,12 @@ class Embedder:
             threads = 1 if len(texts) <= SMALL_PASS else self._default_threads
         if torch.get_num_threads() != threads:  # OpenMP's setting is per thread (the model thread's)
             torch.set_num_threads(threads)
+        if tokens:
+            rows: list[dict[str, Any]] = self._model.encode(  # type: ignore[assignment]
+                texts, batch_size=BATCH_SIZE, output_value=None, show_progress_bar=False
+            )
+            sentences = np.asarray([r["sentence_embedding"].numpy() for r in rows], dtype=np.float32)
+            return _normalised(sentences), [r["token_embeddings"].numpy() for r in rows]
         vectors = self._model.encode(
             texts,
             batch_size=BATCH_SIZE,
@@ -164,7 +210,7 @@ class Embedder:
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        return np.asarray(vectors, dtype=np.float32)
+        return np.asarray(vectors, dtype=np.float32), None
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Word pieces per text before truncation (special tokens included), to see who exceeds the window."""
@@ -182,6 +228,11 @@ class Embedder:
         if not items or len(items) > BATCH_SIZE:
             return await anyio.to_thread.run_sync(self.embed, items)
         return await asyncio.wrap_future(self._submit(items))
+
+
+def _normalised(rows: NDArray[np.float32]) -> NDArray[np.float32]:
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return np.asarray(rows / np.where(norms > 0, norms, 1.0), dtype=np.float32)
 
 
 _torch_threads: int | None = None  # None: one for a small pass, torch's default (one per core) otherwise

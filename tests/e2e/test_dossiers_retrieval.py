@@ -51,7 +51,7 @@ from cairn.memory.dossiers.summary import summary_of
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import SENSITIVITY_RANK, FieldRule, PolicyRegistry, RoleProfile, matches
 from cairn.policy.scope import Scope
-from cairn.runtime.embedder import Embedder
+from cairn.runtime.embedder import Embedder, get_embedder
 from cairn.runtime.settings import Settings
 from cairn.runtime.tokens import count_tokens
 from tests.e2e.conftest import demo_dossiers, wipe
@@ -895,3 +895,26 @@ def test_migrate_installs_the_fact_text_fulltext_index(driver: Driver) -> None:
     assert (row["type"], row["labelsOrTypes"], row["properties"]) == ("FULLTEXT", ["Fact"], ["text"])
     assert row["state"] == "ONLINE"
     assert row["options"]["indexConfig"]["fulltext.analyzer"] == "english"
+
+
+def test_a_fact_search_embeds_the_question_once(diet_db: Driver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The content words' vector is pooled from the question's own pass (``content_vector``
+    "pooled"): a search runs one forward pass over the question alone, where embedding the
+    content words as a second text cost a quarter more CPU (docs/design.md §Fact search scores)."""
+    model = get_embedder()  # the process's model itself (no memory of texts): every pass is real
+    encode, passes = model._encode, []
+
+    def spy(texts: list[str], *tokens: bool) -> Any:
+        passes.append(list(texts))
+        return encode(texts, *tokens)
+
+    monkeypatch.setattr(model, "_encode", spy)
+    question = "Which kinds of food does the user avoid eating these days?"
+    hits = FactRetriever(diet_db, model).search(Scope.system(), question, top_k=4).hits
+    assert passes == [[question]]
+    assert hits[0].dossier.title == "Vegetarian Diet"
+    encoded = FactRetriever(diet_db, model, FusionConfig(content_vector="encoded"))
+    encoded.search(Scope.system(), question + " ", top_k=4)  # another text: not remembered
+    assert passes[1:] == [[question + " ", content_words(question)]]
+    with pytest.raises(ValueError, match="content_vector"):
+        FusionConfig(content_vector="mean")

@@ -11,7 +11,7 @@ import anyio.to_thread
 import numpy as np
 import pytest
 
-from cairn.runtime.embedder import BATCH_SIZE, Embedder, get_embedder
+from cairn.runtime.embedder import BATCH_SIZE, Embedder, _Request, get_embedder
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +130,30 @@ def test_a_small_pass_runs_on_one_thread_and_a_larger_one_on_torchs_default(
     monkeypatch.setattr(embedder, "_torch_threads", 3)  # `cairn serve` sets one number for every pass
     model.embed(["a query under a fixed setting"])
     assert threads[-1] == 3
+
+
+def test_a_part_is_pooled_from_the_texts_own_pass(model: Embedder) -> None:
+    """``embed_with_part``: the text's vector and the normalised mean of its token vectors over the
+    spans come from one pass, shared with other callers' texts, each answered as if alone."""
+    text, others = "What books has Melanie read lately?", ["a plain query about cloud costs", "another"]
+    spans = [(5, 10), (23, 27)]  # "books", "read"
+    offsets = model._model.tokenizer(text, return_offsets_mapping=True)["offset_mapping"]
+    positions = [n for n, (a, b) in enumerate(offsets) if (a, b) in {(5, 10), (23, 27)}]
+    tokens = model._model.encode([text], output_value="token_embeddings")[0].numpy()
+    expected = tokens[positions].mean(axis=0)
+    expected /= np.linalg.norm(expected)
+    before = model.passes
+    with model._ready:  # all three share the next pass
+        plain = model._submit(others)
+        pooled = model._enqueue(_Request([text], [positions]))
+    got = pooled.result()
+    assert model.passes - before == 1
+    np.testing.assert_allclose(plain.result(), direct(model, others), atol=1e-5)
+    np.testing.assert_allclose(got, np.vstack([direct(model, [text]), [expected]]), atol=1e-5)
+    vector, part = model.embed_with_part(text, spans)
+    assert part is not None
+    np.testing.assert_allclose(vector, got[0], atol=1e-5)
+    np.testing.assert_allclose(part, expected, atol=1e-5)
+    whole, none = model.embed_with_part(text, [(0, 0)])  # no token inside: no part, the vector still
+    assert none is None
+    np.testing.assert_allclose(whole, got[0], atol=1e-5)

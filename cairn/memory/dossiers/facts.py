@@ -73,13 +73,19 @@ _TOKEN = re.compile(r"[^\W_][\w'\u2019-]*")
 _NOT_CONTENT = QUESTION_WORDS | STOP_WORDS
 
 
-def _words(text: str) -> list[tuple[str, bool]]:
+def _words(text: str) -> list[tuple[str, bool, tuple[int, int]]]:
     """The question's words without possessive endings, each with whether it is a name
-    (capitalised, not the first word)."""
-    return [
-        (bare, n > 0 and bare[:1].isupper())
-        for n, bare in enumerate(_POSSESSIVE.sub("", w) for w in _TOKEN.findall(text))
-    ]
+    (capitalised, not the first word) and where it stands in the text."""
+    out = []
+    for n, m in enumerate(_TOKEN.finditer(text)):
+        bare = _POSSESSIVE.sub("", m.group())
+        out.append((bare, n > 0 and bare[:1].isupper(), (m.start(), m.start() + len(bare))))
+    return out
+
+
+def content_spans(text: str) -> list[tuple[int, int]]:
+    """Where the question's content words (``content_words``) stand in it."""
+    return [span for w, name, span in _words(text) if not name and w.lower() not in _NOT_CONTENT]
 
 
 def content_words(text: str) -> str:
@@ -90,7 +96,7 @@ def content_words(text: str) -> str:
     the name pulls the question's vector toward everything told about that person; the
     topic words alone pull toward the facts on that topic (see ``FusionConfig.content_weight``).
     """
-    return " ".join(w for w, name in _words(text) if not name and w.lower() not in _NOT_CONTENT)
+    return " ".join(text[a:b] for a, b in content_spans(text))
 
 
 def query_names(text: str) -> list[str]:
@@ -98,7 +104,7 @@ def query_names(text: str) -> list[str]:
     or more, not a question or function word such as a second sentence's first word), distinct,
     in order: "What books has Melanie read?" -> ["Melanie"] (see ``FusionConfig.name_weight``).
     A fact names one when it holds it as a whole word (``cypher.FACT_SEARCH``)."""
-    names = (w for w, name in _words(text) if name and len(w) > 1 and w.lower() not in _NOT_CONTENT)
+    names = (w for w, name, _ in _words(text) if name and len(w) > 1 and w.lower() not in _NOT_CONTENT)
     return list(dict.fromkeys(names))[:MAX_QUERY_WORDS]
 
 
@@ -113,6 +119,9 @@ def query_terms(text: str, drop: frozenset[str] = frozenset()) -> list[str]:
     the caller reaches the parser (a word is letters and digits only)."""
     words = dict.fromkeys(w.lower() for w in _WORD.findall(text))
     return [w for w in words if w not in drop and w not in LUCENE_STOP_WORDS][:MAX_QUERY_WORDS]
+
+
+CONTENT_VECTORS = ("pooled", "encoded")
 
 
 @dataclass(frozen=True)
@@ -134,8 +143,13 @@ class FusionConfig:
     block_decay: float = 1.0  # each further fact from an already-ranked block is scaled by this (1: off)
     drop_question_words: bool = True  # leave QUESTION_WORDS out of the full-text query
     # The dense query is the question's vector plus this times its content words' vector
-    # (``content_words``, embedded in the same batch): one vector, one index query (0: the question alone).
+    # (``content_words``): one vector, one index query (0: the question alone).
     content_weight: float = 1.0
+    # The content words' vector: "pooled" is the mean of the question's own token vectors over
+    # them, from the question's forward pass (``Embedder.embed_with_part``); "encoded" embeds them
+    # as a second text, a second pass (a quarter more CPU for the query vector: docs/design.md
+    # §Fact search scores).
+    content_vector: str = "pooled"
     # The named list: the first 2 x depth visible dense candidates that name one of the question's
     # names (``query_names``; the text holds it, case-sensitive), cosine-ranked and rescaled like the
     # dense list, fused with this weight: the facts about whom the question asks, topic by topic.
@@ -145,6 +159,8 @@ class FusionConfig:
     distinct_sources: bool = True
 
     def __post_init__(self) -> None:
+        if self.content_vector not in CONTENT_VECTORS:
+            raise ValueError(f"content_vector must be one of {CONTENT_VECTORS}, not {self.content_vector!r}")
         # Not a caller's choice (the service and the CLI take the defaults; bench/locomo.py names
         # its variants), but a variant may not break what the order promises: the decay re-ranks
         # the pool by score, which would put restatements back among the facts that bring a new
@@ -268,18 +284,23 @@ class FactRetriever:
         return FactSearchResult(int(r["total"]), self._hits(scope, headers, self._ranked(scope, pool, top_k)))
 
     def _query_vector(self, query: str, given: Sequence[float] | None) -> list[float]:
-        """The question's vector moved toward its content words' (``FusionConfig.content_weight``),
-        normalised; both embedded in one batch (the question's reused when the caller gives it)."""
-        weight = self.config.content_weight
-        content = content_words(query) if weight > 0 else ""
-        if given is None:
-            vectors = self.embedder.embed([query, content] if content else [query])
-            q, c = vectors[0], (vectors[1] if content else None)
-        else:
-            q = np.asarray(given, dtype=np.float32)
-            c = self.embedder.embed([content])[0] if content else None
+        """The question's vector moved toward its content words' (``FusionConfig.content_weight``,
+        ``content_vector``), normalised; the question's reused when the caller gives it."""
+        cfg = self.config
+        spans = content_spans(query) if cfg.content_weight > 0 else []
+        q = None if given is None else np.asarray(given, dtype=np.float32)
+        c = None
+        if spans and cfg.content_vector == "pooled":
+            own, c = self.embedder.embed_with_part(query, spans)
+            q = own if q is None else q
+        elif spans:
+            content = " ".join(query[a:b] for a, b in spans)
+            vectors = self.embedder.embed([content] if q is not None else [query, content])
+            q, c = (q, vectors[0]) if q is not None else (vectors[0], vectors[1])
+        if q is None:
+            q = self.embedder.embed([query])[0]
         if c is not None:
-            q = q + weight * c
+            q = q + cfg.content_weight * c
             q = q / (float(np.linalg.norm(q)) or 1.0)
         return [float(x) for x in q]
 
