@@ -1,0 +1,92 @@
+"""A factor's value and its journal entries' numbers are one datum, masked together (leak).
+
+A journal write sets the factor's ``current_value`` to the entry's ``new_number`` (and
+``current_confidence`` to its ``confidence``), and the next entry's ``previous_number`` is that
+value again. A policy hiding the factor's value but showing entry numbers showed it one field
+over (``currentEntry.newValue``, every ``journal`` entry); one hiding the entry numbers but
+showing the factor's value showed the newest hidden number in ``factor.value`` and in a
+``whyBlocked`` blocker's value. Now each copy shows only where the rules show every copy in the
+node's domain (``scope.FACTOR_MIRRORS``; docs/design.md §Policy module, "Derived fields").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from neo4j import Driver
+
+from cairn.ingest.factors import load_demo_factors
+from cairn.runtime.settings import Settings
+from cairn.schema.nodes import DECLARED_FIELDS
+from tests.e2e.adversarial.conftest import data_as, served_with
+from tests.e2e.conftest import wipe
+
+ENTRY = "id newValue previousValue confidence masked"
+FACTOR = f"""query($id: ID!) {{ factor(id: $id) {{ value confidence masked currentEntry {{ {ENTRY} }} }}
+  journal(factorId: $id) {{ {ENTRY} }} }}"""
+BLOCKED = """query { whyBlocked(id: "predictive_maintenance") {
+  blockers { factor { id } value } answer } }"""
+
+
+def _all_but(label: str, *hidden: str) -> list[dict[str, Any]]:
+    return [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS[label] - set(hidden))}]
+
+
+@pytest.fixture(scope="module")
+def demo(driver: Driver) -> Iterator[Driver]:
+    wipe(driver)
+    load_demo_factors(driver)
+    yield driver
+    wipe(driver)
+
+
+def _read(settings: Settings, tmp: pytest.TempPathFactory, fields: dict[str, Any], query: str) -> Any:
+    with served_with(settings, tmp, "staff", fields) as (client, registry):
+        return data_as(client, registry, "staff", query, id="data_quality")
+
+
+def test_a_hidden_factor_value_is_not_shown_by_its_entries(
+    demo: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    fields = {
+        "Factor": _all_but("Factor", "current_value", "current_confidence"),
+        "JournalEntry": _all_but("JournalEntry"),
+    }
+    data = _read(settings, tmp_path_factory, fields, FACTOR)
+    factor = data["factor"]
+    assert factor["value"] is None and {"current_value", "current_confidence"} <= set(factor["masked"])
+    entries = [factor["currentEntry"], *data["journal"]]
+    assert len(entries) > 2
+    for entry in entries:
+        assert entry["newValue"] is None and entry["previousValue"] is None, entry
+        assert entry["confidence"] is None, entry
+        assert {"new_value", "previous_value", "new_number", "previous_number", "confidence"} <= set(
+            entry["masked"]
+        )
+
+
+def test_hidden_entry_numbers_are_not_shown_as_the_factors_value(
+    demo: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    hidden = ("new_number", "previous_number", "confidence", "previous_confidence")
+    fields = {"Factor": _all_but("Factor"), "JournalEntry": _all_but("JournalEntry", *hidden)}
+    data = _read(settings, tmp_path_factory, fields, FACTOR)
+    factor = data["factor"]
+    assert factor["value"] is None and factor["confidence"] is None, factor
+    assert {"current_value", "current_confidence"} <= set(factor["masked"])
+    assert all(e["newValue"] is None for e in data["journal"])
+    with served_with(settings, tmp_path_factory, "staff", fields) as (client, registry):
+        blocked = data_as(client, registry, "staff", BLOCKED)["whyBlocked"]
+    assert blocked["blockers"] and all(b["value"] is None for b in blocked["blockers"]), blocked
+
+
+def test_a_reader_of_both_sees_both(
+    demo: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    fields = {"Factor": _all_but("Factor"), "JournalEntry": _all_but("JournalEntry")}
+    data = _read(settings, tmp_path_factory, fields, FACTOR)
+    factor = data["factor"]
+    assert factor["value"] is not None and factor["masked"] == []
+    assert float(factor["currentEntry"]["newValue"]) == factor["value"]
