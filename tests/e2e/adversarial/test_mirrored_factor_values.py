@@ -11,17 +11,14 @@ node's domain (``scope.FACTOR_MIRRORS``; docs/design.md §Policy module, "Derive
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from neo4j import Driver
 
-from cairn.ingest.factors import load_demo_factors
 from cairn.runtime.settings import Settings
 from cairn.schema.nodes import DECLARED_FIELDS
 from tests.e2e.adversarial.conftest import data_as, served_with
-from tests.e2e.conftest import wipe
 
 ENTRY = "id newValue previousValue confidence masked"
 FACTOR = f"""query($id: ID!) {{ factor(id: $id) {{ value confidence masked currentEntry {{ {ENTRY} }} }}
@@ -34,21 +31,13 @@ def _all_but(label: str, *hidden: str) -> list[dict[str, Any]]:
     return [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS[label] - set(hidden))}]
 
 
-@pytest.fixture(scope="module")
-def demo(driver: Driver) -> Iterator[Driver]:
-    wipe(driver)
-    load_demo_factors(driver)
-    yield driver
-    wipe(driver)
-
-
 def _read(settings: Settings, tmp: pytest.TempPathFactory, fields: dict[str, Any], query: str) -> Any:
     with served_with(settings, tmp, "staff", fields) as (client, registry):
         return data_as(client, registry, "staff", query, id="data_quality")
 
 
 def test_a_hidden_factor_value_is_not_shown_by_its_entries(
-    demo: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+    demo_factors: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     fields = {
         "Factor": _all_but("Factor", "current_value", "current_confidence"),
@@ -68,7 +57,7 @@ def test_a_hidden_factor_value_is_not_shown_by_its_entries(
 
 
 def test_hidden_entry_numbers_are_not_shown_as_the_factors_value(
-    demo: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+    demo_factors: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     hidden = ("new_number", "previous_number", "confidence", "previous_confidence")
     fields = {"Factor": _all_but("Factor"), "JournalEntry": _all_but("JournalEntry", *hidden)}
@@ -83,7 +72,7 @@ def test_hidden_entry_numbers_are_not_shown_as_the_factors_value(
 
 
 def test_a_reader_of_both_sees_both(
-    demo: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+    demo_factors: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     fields = {"Factor": _all_but("Factor"), "JournalEntry": _all_but("JournalEntry")}
     data = _read(settings, tmp_path_factory, fields, FACTOR)
