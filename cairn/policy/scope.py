@@ -36,15 +36,18 @@ DERIVED_FIELDS: dict[str, tuple[tuple[str, ...], str, str]] = {
 # values from its own numbers, not from any fact: each is shown exactly where its number shows.
 FACTOR_ENTRY_MARK = "new_number"
 FACTOR_ENTRY_DERIVED: dict[str, str] = {"new_value": "new_number", "previous_value": "previous_number"}
-# A factor's value and confidence are copies of its newest entry's (a journal write sets them from
-# the entry's ``new_number`` and ``confidence``, and the next entry stores them again as its
-# ``previous_number`` and ``previous_confidence``): one datum under two labels' rules. A factor
+# A factor's value, confidence, status and time are copies of its newest entry's (a journal write
+# sets them from the entry's ``new_number``, ``confidence``, ``inference_status`` and ``timestamp``,
+# and the next entry stores the value and confidence again as its ``previous_number`` and
+# ``previous_confidence``): one datum under two labels' rules. A factor
 # field shows only where the entry rule shows its source in the same domain (an entry takes its
 # factor's access and domain), and the entry fields holding it only where the factor rule shows
 # the factor field: hidden by either rule, a copy is hidden everywhere.
 FACTOR_MIRRORS: dict[str, tuple[str, tuple[str, ...]]] = {
     "current_value": ("new_number", ("new_number", "previous_number", "new_value", "previous_value")),
     "current_confidence": ("confidence", ("confidence", "previous_confidence")),
+    "inference_status": ("inference_status", ("inference_status",)),
+    "last_updated": ("timestamp", ("timestamp",)),
 }
 
 

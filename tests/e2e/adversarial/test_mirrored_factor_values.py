@@ -5,8 +5,10 @@ A journal write sets the factor's ``current_value`` to the entry's ``new_number`
 value again. A policy hiding the factor's value but showing entry numbers showed it one field
 over (``currentEntry.newValue``, every ``journal`` entry); one hiding the entry numbers but
 showing the factor's value showed the newest hidden number in ``factor.value`` and in a
-``whyBlocked`` blocker's value. Now each copy shows only where the rules show every copy in the
-node's domain (``scope.FACTOR_MIRRORS``; docs/design.md §Policy module, "Derived fields").
+``whyBlocked`` blocker's value. The same held for the factor's ``inference_status`` and
+``last_updated`` (the newest entry's status and ``timestamp``). Now each copy shows only where
+the rules show every copy in the node's domain (``scope.FACTOR_MIRRORS``; docs/design.md
+§Policy module, "Derived fields").
 """
 
 from __future__ import annotations
@@ -79,3 +81,33 @@ def test_a_reader_of_both_sees_both(
     factor = data["factor"]
     assert factor["value"] is not None and factor["masked"] == []
     assert float(factor["currentEntry"]["newValue"]) == factor["value"]
+
+
+STATE = """query($id: ID!) { factor(id: $id) { inferenceStatus lastUpdated masked
+  currentEntry { timestamp inferenceStatus masked } }
+  journal(factorId: $id) { timestamp inferenceStatus masked } }"""
+
+
+def test_a_factors_hidden_time_and_status_are_not_shown_by_its_entries(
+    demo_factors: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    hidden = ("last_updated", "inference_status")
+    fields = {"Factor": _all_but("Factor", *hidden), "JournalEntry": _all_but("JournalEntry")}
+    data = _read(settings, tmp_path_factory, fields, STATE)
+    factor = data["factor"]
+    assert factor["lastUpdated"] is None and factor["inferenceStatus"] is None, factor
+    for entry in [factor["currentEntry"], *data["journal"]]:
+        assert entry["timestamp"] is None and entry["inferenceStatus"] is None, entry
+        assert {"timestamp", "inference_status"} <= set(entry["masked"])
+
+
+def test_hidden_entry_times_and_statuses_are_not_shown_as_the_factors(
+    demo_factors: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    fields = {
+        "Factor": _all_but("Factor"),
+        "JournalEntry": _all_but("JournalEntry", "timestamp", "inference_status"),
+    }
+    factor = _read(settings, tmp_path_factory, fields, STATE)["factor"]
+    assert factor["lastUpdated"] is None and factor["inferenceStatus"] is None, factor
+    assert {"last_updated", "inference_status"} <= set(factor["masked"])
