@@ -135,10 +135,12 @@ RETURN f.id AS id
 """
 
 # Visible assessed factors still marked unconfirmed, least confident first, each with how many
-# visible entries are about it and the newest one's time.
+# visible entries are about it and the newest one's time. Status and value are read only where the
+# caller sees them: the list must not tell a hidden status, or which factors hold a hidden value.
 UNCONFIRMED_FACTORS = f"""
 MATCH (f:Factor)
-WHERE f.inference_status = 'unconfirmed' AND f.current_value IS NOT NULL AND {_VISIBLE_F}
+WHERE {_VISIBLE_F} AND {shown_or("f", "inference_status", "null")} = 'unconfirmed'
+  AND {shown_or("f", "current_value", "null")} IS NOT NULL
 CALL (f) {{
   OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
   WHERE {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
