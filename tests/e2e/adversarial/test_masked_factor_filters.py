@@ -1,11 +1,12 @@
-"""The assessment lists "still unconfirmed" factors only by a status and a value the caller sees (leak).
+"""Factor reads pick factors and entries only by fields the caller sees (leak).
 
 The list of unconfirmed inferences (``assessment``: its continuity's "Still unconfirmed: …" and its
 evidence's ``unconfirmed_inferences``) picked factors by their stored ``inference_status`` and
 whether a ``current_value`` was stored, whatever the field rules showed: a role whose rules hide
 a factor's status read which factors were unconfirmed, and one hiding the value which were
 assessed. Now the list reads both only where the rules show them (``acl.shown_or``), as every
-order and filter over a maskable field does (docs/design.md §Policy module).
+order and filter over a maskable field does (docs/design.md §Policy module). Likewise a
+recalculation weighs only entries whose op the writer sees.
 """
 
 from __future__ import annotations
@@ -37,3 +38,17 @@ def test_unconfirmed_factors_are_chosen_by_shown_fields_only(
     masked = _assessment(settings, tmp_path_factory, hidden)
     assert masked["evidence"]["unconfirmed_inferences"] == [], masked["evidence"]
     assert "Still unconfirmed" not in masked["continuity"], masked["continuity"]
+
+
+RECALCULATE = 'mutation { recalculateFactor(factorId: "data_quality") { answer written } }'
+
+
+def test_recalculation_weighs_no_entry_by_a_hidden_op(
+    demo_factors: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # Recalculation takes as evidence the entries whose op is an update, a correction or a
+    # confirmation: picked by a hidden op, "From N entries" told how many of them had which op.
+    rule = [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["JournalEntry"] - {"op"})}]
+    with served_with(settings, tmp_path_factory, "writer", {"JournalEntry": rule}) as (client, registry):
+        answer = data_as(client, registry, "writer", RECALCULATE)["recalculateFactor"]
+    assert "no journalled evidence" in answer["answer"] and not answer["written"], answer
