@@ -104,8 +104,8 @@ RETURN f {{.id, .domain, .name, .category, .scale, .aliases}} AS factor,
        e {{.id, .new_number, .confidence, .inference_status, .timestamp}} AS entry
 """
 
-# The visible entries about $factor in [$since, $until] with an op in $ops (nulls: any), newest
-# first, at most $limit, one per row.
+# The visible entries about $factor in [$since, $until] with an op in $ops (nulls: any; an op or a
+# time matched only where the caller sees it), newest first, at most $limit, one per row.
 FACTOR_HISTORY = f"""
 MATCH (f:Factor {{id: $factor}})
 WHERE {_VISIBLE_F}
@@ -113,7 +113,7 @@ MATCH (e:JournalEntry)-[:ABOUT]->(f)
 WHERE {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}
   AND ($since IS NULL OR ({_AT_SHOWN} AND e.timestamp >= $since))
   AND ($until IS NULL OR ({_AT_SHOWN} AND e.timestamp <= $until))
-  AND ($ops IS NULL OR e.op IN $ops)
+  AND ($ops IS NULL OR ({field_shown("e", "op")} AND e.op IN $ops))
 WITH f, e ORDER BY {_NEWEST_FIRST}
 LIMIT $limit
 {_ENTRY_COLUMNS}
@@ -135,10 +135,12 @@ RETURN f.id AS id
 """
 
 # Visible assessed factors still marked unconfirmed, least confident first, each with how many
-# visible entries are about it and the newest one's time.
+# visible entries are about it and the newest one's time. Status and value are read only where the
+# caller sees them: the list must not tell a hidden status, or which factors hold a hidden value.
 UNCONFIRMED_FACTORS = f"""
 MATCH (f:Factor)
-WHERE f.inference_status = 'unconfirmed' AND f.current_value IS NOT NULL AND {_VISIBLE_F}
+WHERE {_VISIBLE_F} AND {shown_or("f", "inference_status", "null")} = 'unconfirmed'
+  AND {shown_or("f", "current_value", "null")} IS NOT NULL
 CALL (f) {{
   OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
   WHERE {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR}

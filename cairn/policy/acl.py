@@ -10,6 +10,7 @@ caller may not walk is never followed.
 from __future__ import annotations
 
 from cairn.policy.profiles import SENSITIVITY_RANK
+from cairn.policy.scope import FACTOR_ENTRY_MARK, FACTOR_MIRRORS
 from cairn.schema.catalog import RELATION_TYPES
 
 # The largest hop limit a profile may carry (RoleProfile.max_hops); quantified paths take
@@ -100,7 +101,26 @@ def field_shown(var: str, name: str) -> str:
     field"), so the order of what it returns never depends on what the caller may not see."""
     rule = f"""head([r IN $field_rules WHERE r.label IN labels({var})
   AND coalesce({var}.domain, '') =~ r.re | r.all OR '{name}' IN r.fields])"""
-    return f"($unrestricted OR coalesce({rule}, {'true' if name == 'id' else 'false'}))"
+    shown = f"coalesce({rule}, {'true' if name == 'id' else 'false'})"
+    # A factor's value and its entries' numbers are copies (scope.FACTOR_MIRRORS): each shows only
+    # where the other label's rule shows its copy too.
+    if name in FACTOR_MIRRORS:
+        source = _label_shows(var, "JournalEntry", FACTOR_MIRRORS[name][0])
+        shown += f" AND (NOT 'Factor' IN labels({var}) OR {source})"
+    for factor_field, (_, copies) in FACTOR_MIRRORS.items():
+        if name in copies:
+            shown += (
+                f" AND (NOT 'JournalEntry' IN labels({var}) OR {var}.{FACTOR_ENTRY_MARK} IS NULL"
+                f" OR {_label_shows(var, 'Factor', factor_field)})"
+            )
+    return f"($unrestricted OR ({shown}))"
+
+
+def _label_shows(var: str, label: str, name: str) -> str:
+    """Cypher predicate: the scope's rules for ``label`` show field ``name`` in ``var``'s domain."""
+    rule = f"""head([r IN $field_rules WHERE r.label = '{label}'
+  AND coalesce({var}.domain, '') =~ r.re | r.all OR '{name}' IN r.fields])"""
+    return f"coalesce({rule}, false)"
 
 
 def shown_or(var: str, name: str, default: str) -> str:

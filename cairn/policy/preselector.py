@@ -110,8 +110,9 @@ def _derived(
 ) -> tuple[str, ...] | None:
     """``allowed`` less the fields derived from a field the scope hides in the node's domain
     (``Scope.derived_hidden``: a dossier title built from masked fact text; a factor journal
-    entry's values, which it writes from its own numbers)."""
-    if label not in DERIVED_FIELDS:
+    entry's values, which it writes from its own numbers; a factor's value and its entries'
+    numbers, copies of one another)."""
+    if label not in DERIVED_FIELDS and label != "Factor":
         return allowed
     factor_entry = props.get(FACTOR_ENTRY_MARK) is not None
     hidden = scope.derived_hidden(label, str(props.get("domain") or ""), factor_entry=factor_entry)

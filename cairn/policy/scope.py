@@ -36,6 +36,19 @@ DERIVED_FIELDS: dict[str, tuple[tuple[str, ...], str, str]] = {
 # values from its own numbers, not from any fact: each is shown exactly where its number shows.
 FACTOR_ENTRY_MARK = "new_number"
 FACTOR_ENTRY_DERIVED: dict[str, str] = {"new_value": "new_number", "previous_value": "previous_number"}
+# A factor's value, confidence, status and time are copies of its newest entry's (a journal write
+# sets them from the entry's ``new_number``, ``confidence``, ``inference_status`` and ``timestamp``,
+# and the next entry stores the value and confidence again as its ``previous_number`` and
+# ``previous_confidence``): one datum under two labels' rules. A factor
+# field shows only where the entry rule shows its source in the same domain (an entry takes its
+# factor's access and domain), and the entry fields holding it only where the factor rule shows
+# the factor field: hidden by either rule, a copy is hidden everywhere.
+FACTOR_MIRRORS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "current_value": ("new_number", ("new_number", "previous_number", "new_value", "previous_value")),
+    "current_confidence": ("confidence", ("confidence", "previous_confidence")),
+    "inference_status": ("inference_status", ("inference_status",)),
+    "last_updated": ("timestamp", ("timestamp",)),
+}
 
 
 @dataclass(frozen=True)
@@ -218,15 +231,29 @@ class Scope:
         """Fields of a ``label`` node in ``domain`` hidden because the field they are derived
         from (``DERIVED_FIELDS``) is hidden there, whatever the label's own rule shows. A
         factor's journal entry (``factor_entry``) derives its values from its own numbers
-        (``FACTOR_ENTRY_DERIVED``), not from fact text."""
+        (``FACTOR_ENTRY_DERIVED``), not from fact text; it and its factor hide the copies of a
+        value either rule hides (``FACTOR_MIRRORS``)."""
+        if self.unrestricted:
+            return ()
+        if label == "Factor":
+            entry = self.visible_fields("JournalEntry", domain)
+            if entry is None:
+                return ()
+            return tuple(name for name, (source, _) in FACTOR_MIRRORS.items() if source not in entry)
         derived = DERIVED_FIELDS.get(label)
-        if derived is None or self.unrestricted:
+        if derived is None:
             return ()
         if factor_entry and label == "JournalEntry":
             own = self.visible_fields(label, domain)
-            if own is None:
-                return ()
-            return tuple(name for name, source in FACTOR_ENTRY_DERIVED.items() if source not in own)
+            factor = self.visible_fields("Factor", domain)
+            hidden = (
+                [] if own is None else [n for n, source in FACTOR_ENTRY_DERIVED.items() if source not in own]
+            )
+            if factor is not None:
+                hidden += [
+                    c for name, (_, copies) in FACTOR_MIRRORS.items() if name not in factor for c in copies
+                ]
+            return tuple(dict.fromkeys(hidden))
         names, source_label, source_field = derived
         shown = self.visible_fields(source_label, domain)
         return () if shown is None or source_field in shown else names

@@ -14,14 +14,16 @@ from typing import Any
 
 import pytest
 import yaml
+from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
+from cairn.ingest.factors import load_demo_factors
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
 from cairn.schema import unique_yaml
-from tests.e2e.conftest import ROLES, gql
+from tests.e2e.conftest import ROLES, gql, wipe
 
 # The narrowing headers of a writer kept below the demo's hidden content (confidential blocks,
 # medium and high letters): low sensitivity, the internal namespace only.
@@ -38,6 +40,15 @@ def client_options() -> dict[str, Any]:
 def client(settings: Settings, client_options: dict[str, Any]) -> Iterator[TestClient]:
     with TestClient(create_app(settings), **client_options) as c:
         yield c
+
+
+@pytest.fixture(scope="module")
+def demo_factors(driver: Driver) -> Iterator[Driver]:
+    """The demo's factors and journals, alone in the database for the module."""
+    wipe(driver)
+    load_demo_factors(driver)
+    yield driver
+    wipe(driver)
 
 
 def data_as(client: TestClient, registry: PolicyRegistry, role: str, query: str, **variables: Any) -> Any:

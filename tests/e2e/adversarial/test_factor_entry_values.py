@@ -12,17 +12,14 @@ demo's (acme/assessment).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 
-import pytest
 from neo4j import Driver
 
-from cairn.ingest.factors import load_demo_factors
 from cairn.policy.preselector import CandidateNode, preselect
 from cairn.policy.profiles import FieldRule, PolicyRegistry
 from cairn.policy.scope import Scope
-from tests.e2e.conftest import ROLES, wipe
+from tests.e2e.conftest import ROLES
 
 ENTRY = "je-dq-2"  # an update: it has a previous value and a new one
 ALL = (FieldRule(domains=("*",), fields=("*",)),)
@@ -42,27 +39,19 @@ def _entry(driver: Driver, scope: Scope) -> CandidateNode:
     return candidates.anchor
 
 
-@pytest.fixture(scope="module")
-def demo(driver: Driver) -> Iterator[Driver]:
-    wipe(driver)
-    load_demo_factors(driver)
-    yield driver
-    wipe(driver)
-
-
-def test_masked_fact_text_does_not_mask_a_factor_entrys_values(demo: Driver) -> None:
+def test_masked_fact_text_does_not_mask_a_factor_entrys_values(demo_factors: Driver) -> None:
     no_text = (FieldRule(domains=("*",), fields=("id", "fact_type")),)
-    shown = _entry(demo, _staff({"Fact": no_text, "JournalEntry": ALL}))
+    shown = _entry(demo_factors, _staff({"Fact": no_text, "JournalEntry": ALL}))
     assert shown.fields.get("new_value") and shown.fields.get("previous_value"), shown
     assert not {"new_value", "previous_value"} & set(shown.masked), shown.masked
 
 
-def test_masked_numbers_mask_a_factor_entrys_values(demo: Driver) -> None:
+def test_masked_numbers_mask_a_factor_entrys_values(demo_factors: Driver) -> None:
     rule = (FieldRule(domains=("*",), fields=ENTRY_FIELDS),)
-    hidden = _entry(demo, _staff({"Fact": ALL, "JournalEntry": rule}))
+    hidden = _entry(demo_factors, _staff({"Fact": ALL, "JournalEntry": rule}))
     assert "new_value" not in hidden.fields and "previous_value" not in hidden.fields, hidden.fields
     assert {"new_value", "previous_value", *NUMBERS} <= set(hidden.masked), hidden.masked
     # Only the value whose number is masked: previous_number shown, new_number not.
     half = (FieldRule(domains=("*",), fields=(*ENTRY_FIELDS, "previous_number")),)
-    one = _entry(demo, _staff({"Fact": ALL, "JournalEntry": half}))
+    one = _entry(demo_factors, _staff({"Fact": ALL, "JournalEntry": half}))
     assert "previous_value" in one.fields and "new_value" not in one.fields, one.fields
