@@ -408,7 +408,7 @@ CALL (f) {{
   OPTIONAL MATCH (e:JournalEntry)-[:ABOUT]->(f)
   WHERE e.timestamp < $since AND {_VISIBLE_E} AND {_ABOUT_FROM_FACTOR} AND {_AT_SHOWN}
   WITH e ORDER BY e.timestamp DESC, e.seq DESC, e.id DESC LIMIT 1
-  RETURN e.new_number AS before
+  RETURN {shown_or("e", "new_number", "null")} AS before
 }}
 RETURN f.id AS id, {shown_or("f", "name", "null")} AS name, {name_masked("f")} AS masked, before, entries
 """

@@ -19,7 +19,7 @@ from neo4j import Driver
 
 from cairn.errors import EXIT_NOT_VISIBLE, CairnError
 from cairn.policy.acl import acl_reason
-from cairn.policy.scope import DERIVED_FIELDS, FACTOR_ENTRY_MARK, Scope
+from cairn.policy.scope import FACTOR_ENTRY_MARK, MASKED_BY_OTHER_FIELDS, Scope
 from cairn.policy.walk import EXPAND_QUERIES, node_props
 from cairn.runtime.database import read
 from cairn.schema.nodes import DECLARED_FIELDS, INTERNAL_FIELDS
@@ -112,7 +112,7 @@ def _derived(
     (``Scope.derived_hidden``: a dossier title built from masked fact text; a factor journal
     entry's values, which it writes from its own numbers; a factor's value and its entries'
     numbers, copies of one another)."""
-    if label not in DERIVED_FIELDS and label != "Factor":
+    if label not in MASKED_BY_OTHER_FIELDS:
         return allowed
     factor_entry = props.get(FACTOR_ENTRY_MARK) is not None
     hidden = scope.derived_hidden(label, str(props.get("domain") or ""), factor_entry=factor_entry)
@@ -311,7 +311,7 @@ class _FieldRules:
         allowed = self.cache.get(key, _UNKNOWN)
         if allowed is _UNKNOWN:
             allowed = self.allowed(*key)
-        if label in DERIVED_FIELDS:
+        if label in MASKED_BY_OTHER_FIELDS:
             allowed = _derived(label, props, self.scope, allowed)
         fields, masked = _mask(label, props, self.scope, allowed)
         return _node(node_id, label, hop, fields, masked)

@@ -50,6 +50,9 @@ FACTOR_MIRRORS: dict[str, tuple[str, tuple[str, ...]]] = {
     "last_updated": ("timestamp", ("timestamp",)),
 }
 
+# Labels some of whose fields another field rule may hide (``Scope.derived_hidden``).
+MASKED_BY_OTHER_FIELDS = frozenset({*DERIVED_FIELDS, "Factor"})
+
 
 @dataclass(frozen=True)
 class Scope:

@@ -47,10 +47,11 @@ class _Request:
 
     __slots__ = ("future", "parts", "texts")
 
-    def __init__(self, texts: list[str], parts: list[list[int]] | None = None) -> None:
+    def __init__(self, texts: list[str], parts: list[list[tuple[int, int]]] | None = None) -> None:
         self.texts = texts
-        # Token positions per text whose mean vector is wanted too (``embed_with_part``): its
-        # result is the texts' vectors followed by one pooled vector per text.
+        # Character spans per text whose tokens' mean vector is wanted too (``embed_with_part``):
+        # its result is the texts' vectors followed by one pooled vector per text (zeros when no
+        # token lies in the spans). Tokenized on the model thread, the tokenizer's only user.
         self.parts = parts
         self.future: Future[NDArray[np.float32]] = Future()
 
@@ -102,16 +103,8 @@ class Embedder:
         vectors over the character ``spans`` (tokens wholly inside one; special tokens never):
         a part of a question without a second pass (docs/design.md §Fact search scores). None
         for the part when no token lies in the spans (e.g. all past the window)."""
-        offsets = self._model.tokenizer(
-            text, return_offsets_mapping=True, truncation=True, max_length=MAX_TOKENS
-        )["offset_mapping"]
-        positions = [
-            n for n, (a, b) in enumerate(offsets) if a < b and any(s <= a and b <= e for s, e in spans)
-        ]
-        if not positions:
-            return self.embed([text])[0], None
-        vectors = self._enqueue(_Request([text], [positions])).result()
-        return vectors[0], vectors[1]
+        vectors = self._enqueue(_Request([text], [list(spans)])).result()
+        return vectors[0], (vectors[1] if vectors[1].any() else None)
 
     def _submit(self, texts: list[str]) -> Future[NDArray[np.float32]]:
         return self._enqueue(_Request(texts))
@@ -165,6 +158,15 @@ class Embedder:
             for request, result in zip(taken, results, strict=True):
                 request.future.set_result(result)
 
+    def _positions(self, text: str, spans: Sequence[tuple[int, int]]) -> list[int]:
+        """The text's token positions wholly inside one of ``spans`` (special tokens never). On the
+        model thread only: tokenizing with other settings elsewhere would change the shared fast
+        tokenizer's padding under a pass (transformers sets it per call)."""
+        offsets = self._model.tokenizer(
+            text, return_offsets_mapping=True, truncation=True, max_length=MAX_TOKENS
+        )["offset_mapping"]
+        return [n for n, (a, b) in enumerate(offsets) if a < b and any(s <= a and b <= e for s, e in spans)]
+
     def _answer(self, requests: list[_Request]) -> list[NDArray[np.float32]]:
         """One forward pass over the requests' texts; each request's vectors (and pooled parts)."""
         texts = [t for r in requests for t in r.texts]
@@ -174,7 +176,10 @@ class Embedder:
         for r in requests:
             own = vectors[start : start + len(r.texts)]
             if r.parts is not None and token_vectors is not None:
-                pooled = [token_vectors[start + n][p].mean(axis=0) for n, p in enumerate(r.parts)]
+                pooled = [
+                    _pooled(token_vectors[start + n], self._positions(r.texts[n], spans))
+                    for n, spans in enumerate(r.parts)
+                ]
                 own = np.vstack([own, _normalised(np.asarray(pooled, dtype=np.float32))])
             out.append(own)
             start += len(r.texts)
@@ -228,6 +233,10 @@ class Embedder:
         if not items or len(items) > BATCH_SIZE:
             return await anyio.to_thread.run_sync(self.embed, items)
         return await asyncio.wrap_future(self._submit(items))
+
+
+def _pooled(tokens: NDArray[np.float32], positions: list[int]) -> NDArray[np.float32]:
+    return tokens[positions].mean(axis=0) if positions else np.zeros(tokens.shape[1], dtype=np.float32)
 
 
 def _normalised(rows: NDArray[np.float32]) -> NDArray[np.float32]:

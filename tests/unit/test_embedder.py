@@ -145,7 +145,7 @@ def test_a_part_is_pooled_from_the_texts_own_pass(model: Embedder) -> None:
     before = model.passes
     with model._ready:  # all three share the next pass
         plain = model._submit(others)
-        pooled = model._enqueue(_Request([text], [positions]))
+        pooled = model._enqueue(_Request([text], [spans]))
     got = pooled.result()
     assert model.passes - before == 1
     np.testing.assert_allclose(plain.result(), direct(model, others), atol=1e-5)

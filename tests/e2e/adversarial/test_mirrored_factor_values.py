@@ -111,3 +111,25 @@ def test_hidden_entry_times_and_statuses_are_not_shown_as_the_factors(
     factor = _read(settings, tmp_path_factory, fields, STATE)["factor"]
     assert factor["lastUpdated"] is None and factor["inferenceStatus"] is None, factor
     assert {"last_updated", "inference_status"} <= set(factor["masked"])
+
+
+NODE = "query($id: ID!) { node(id: $id) { fields masked } }"
+CHANGED = """query { whatChanged(since: "2024-10-16T12:00:00Z", factorIds: ["data_quality"]) {
+  entries evidence } }"""
+
+
+def test_hidden_entry_numbers_are_not_shown_by_a_node_read_or_a_change_window(
+    demo_factors: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Review of pass 11: `node` (and every walk: the Pre-Selector's own field rules) showed the
+    factor's value where `factor` hid it, and `whatChanged` gave the number before its window
+    from the newest earlier entry's hidden `new_number`."""
+    hidden = ("new_number", "previous_number", "confidence", "previous_confidence")
+    fields = {"Factor": _all_but("Factor"), "JournalEntry": _all_but("JournalEntry", *hidden)}
+    with served_with(settings, tmp_path_factory, "staff", fields) as (client, registry):
+        node = data_as(client, registry, "staff", NODE, id="data_quality")["node"]
+        changed = data_as(client, registry, "staff", CHANGED)["whatChanged"]
+    assert "current_value" not in node["fields"] and "current_confidence" not in node["fields"], node
+    assert {"current_value", "current_confidence"} <= set(node["masked"])
+    [change] = changed["evidence"]["changes"]
+    assert changed["entries"] >= 1 and change["before"] is None, change
