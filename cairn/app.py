@@ -17,17 +17,19 @@ import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from http import HTTPStatus
 from typing import Any, cast
 
 import anyio
-from cross_web import AsyncHTTPRequestAdapter
+from cross_web import AsyncHTTPRequestAdapter, StarletteRequestAdapter
 from cross_web import HTTPException as UnreadableRequest
 from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, HTTPConnection, Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -36,6 +38,7 @@ from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.http.parse_content_type import parse_content_type
 
+from cairn.errors import CairnError
 from cairn.memory import trace as bundles
 from cairn.memory.ask import AskService
 from cairn.memory.factors.intents import intent_classifier
@@ -113,14 +116,41 @@ class _BodyTooLarge(Exception):
     """Raised inside ``BodyLimit``'s receive once the bytes read pass the limit."""
 
 
-PAYLOAD_TOO_LARGE = {
-    "errors": [
-        {
-            "message": f"the request body is larger than {MAX_BODY_BYTES} bytes",
-            "extensions": {"code": "PAYLOAD_TOO_LARGE"},
-        }
-    ]
-}
+def error_response(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None, **extensions: Any
+) -> JSONResponse:
+    """The one shape of an HTTP refusal outside a GraphQL result (docs/design.md §Errors): a
+    GraphQL error list, ``{"errors": [{"message", "extensions": {"code", ...}}]}``, so a client
+    reads a refused bundle, an unknown route or an oversized body as it reads a GraphQL refusal."""
+    error = {"message": message, "extensions": {"code": code, **extensions}}
+    return JSONResponse({"errors": [error]}, status_code=status, headers=headers)
+
+
+def refusal_response(status: int, exc: CairnError) -> JSONResponse:
+    """A ``CairnError`` on a plain HTTP route: its public message and extensions, as GraphQL
+    (``CodedErrors``) shows them."""
+    extensions = exc.extensions()
+    return error_response(status, extensions.pop("code"), exc.public_message, **extensions)
+
+
+# Starlette's own refusals (an unknown route, a method a route does not take, a missing static
+# file) answer in plain text; here in the error shape, with the code of their status.
+HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
+
+
+def http_refusal(status: int, headers: dict[str, str] | None = None) -> JSONResponse:
+    code = HTTP_CODES.get(status, "BAD_REQUEST")
+    return error_response(status, code, HTTPStatus(status).phrase, headers)
+
+
+async def on_http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return http_refusal(exc.status_code, dict(exc.headers or {}))
+
+
+async def on_exception(request: Request, exc: Exception) -> Response:
+    """A bug: logged with its traceback by Starlette's ServerErrorMiddleware, answered without it."""
+    return error_response(500, "INTERNAL_SERVER_ERROR", "Unexpected error.")
 
 
 class BodyLimit:
@@ -166,7 +196,8 @@ class BodyLimit:
     @staticmethod
     async def _refuse(scope: Scope, receive: Receive, send: Send) -> None:
         # Connection: close, so the server does not read the rest of the body to reuse the connection.
-        response = JSONResponse(PAYLOAD_TOO_LARGE, status_code=413, headers={"connection": "close"})
+        message = f"the request body is larger than {MAX_BODY_BYTES} bytes"
+        response = error_response(413, "PAYLOAD_TOO_LARGE", message, headers={"connection": "close"})
         await response(scope, receive, send)
 
 
@@ -240,7 +271,7 @@ class LoopbackOnly:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not is_loopback_request(HTTPConnection(scope), self.also):
-            return await PlainTextResponse("Not Found", status_code=404)(scope, receive, send)
+            return await http_refusal(404)(scope, receive, send)
         if scope["type"] == "websocket" and not is_loopback_request(HTTPConnection(scope), self.also):
             return await send({"type": "websocket.close", "code": 1008})
         await self.app(scope, receive, send)
@@ -279,6 +310,16 @@ def _has_lone_surrogate(body: object) -> bool:
     return False
 
 
+class MediaTypeAdapter(StarletteRequestAdapter):
+    """The request as strawberry reads it, with its media type in lower case and without
+    parameters (``CairnGraphQL.parse_http_body`` checks them on the headers as sent)."""
+
+    @property
+    def content_type(self) -> str | None:
+        sent = super().content_type
+        return None if sent is None else parse_content_type(sent)[0].lower()
+
+
 class CairnGraphQL(GraphQL[RequestContext, None]):
     """No queries over GET, no multipart: POSTed JSON only (OWASP GraphQL guidance).
 
@@ -286,6 +327,8 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
     and with it a 400 for a request that was refused before execution (syntax, validation,
     variables), without a ``data`` entry. Others get ``application/json``, always 200.
     """
+
+    request_adapter_class = MediaTypeAdapter
 
     def __init__(self) -> None:
         super().__init__(schema, allow_queries_via_get=False, multipart_uploads_enabled=False)
@@ -329,11 +372,15 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
     ) -> GraphQLRequestData | list[GraphQLRequestData]:
         """strawberry reads a body as JSON when its media type merely *contains* application/json
         (``application/jsonx``, ``text/plain, application/json``), whatever charset it names: a
-        gateway that checks only application/json bodies would pass those unchecked. Here a POST's
-        media type is application/json, with no charset but UTF-8 (the body is read as UTF-8)."""
+        gateway that checks only application/json bodies would pass those unchecked. Here a POST
+        names one media type, application/json itself, with no charset but UTF-8 (the body is read
+        as UTF-8). Media types and charset names are case-insensitive (RFC 9110 §8.3.1):
+        ``Application/JSON; Charset=UTF-8`` is JSON too (``MediaTypeAdapter`` hands strawberry,
+        which compares case-sensitively, the type in lower case)."""
         if request.method == "POST":
-            media_type, params = parse_content_type(request.content_type or "")
-            if media_type != "application/json" or params.get("charset", "utf-8").lower() != "utf-8":
+            sent = cast(Headers, request.headers).getlist("content-type")
+            media_type, params = parse_content_type(sent[0] if len(sent) == 1 else "")
+            if media_type.lower() != "application/json" or params.get("charset", "utf-8").lower() != "utf-8":
                 raise UnreadableRequest(400, "Unsupported content type")
         return await super().parse_http_body(request)
 
@@ -353,9 +400,8 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         except UnreadableRequest as exc:
             refused_method = exc.status_code == 405  # PUT, DELETE, OPTIONS, ...: the route takes all
             code = "METHOD_NOT_ALLOWED" if refused_method else "BAD_REQUEST"
-            error = {"message": exc.reason, "extensions": {"code": code}}
             headers = {"allow": "GET, POST"} if refused_method else None
-            response = JSONResponse({"errors": [error]}, status_code=exc.status_code, headers=headers)
+            response = error_response(exc.status_code, code, exc.reason, headers)
         await response(scope, receive, send)
 
     async def get_context(self, request: Any, response: Any) -> RequestContext:
@@ -471,7 +517,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         try:
             caller = verify(request.headers, services.registry, services.settings.passport_secret)
         except PassportError as exc:
-            return JSONResponse({"error": str(exc), "code": exc.code, "header": exc.header}, status_code=401)
+            return refusal_response(401, exc)
         name = request.path_params["name"]
         request_id = request.path_params["request_id"]  # decoded, may hold "/": validated in trace
         try:
@@ -479,9 +525,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 lambda: bundles.bundle_zip(services.trace_root, caller, request_id, name, services.driver)
             )
         except bundles.BundleRefused as exc:
-            return JSONResponse({"error": "bundle refused", "reason": exc.reason}, status_code=403)
+            return refusal_response(403, exc)
         except FileNotFoundError:
-            return JSONResponse({"error": "no such trace"}, status_code=404)
+            return error_response(404, "NOT_FOUND", "no such trace")
         return Response(
             data,
             media_type="application/zip",
@@ -500,7 +546,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         try:
             return JSONResponse(headers_for(registry, role))
         except PassportError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
+            return refusal_response(400, exc)
 
     async def index(request: Request) -> Response:
         return RedirectResponse("/ui/")
@@ -522,7 +568,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
     if settings.passport_secret is None:  # unsigned passports: this machine's own clients only
         also = frozenset(h.strip().lower() for h in settings.allowed_hosts.split(",") if h.strip())
         middleware.append(Middleware(LoopbackOnly, also=also))
-    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
+    handlers = {HTTPException: on_http_exception, Exception: on_exception}
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware, exception_handlers=handlers)
     # Starlette redirects "/x/" to a route "/x" (307): "/dev/passport/" then told the route apart
     # from one that does not exist, whose "/x/" is a 404. No route answers a path it does not name.
     app.router.redirect_slashes = False

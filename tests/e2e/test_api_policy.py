@@ -202,7 +202,10 @@ def test_staff_ask_flow(client: TestClient, registry: PolicyRegistry) -> None:
     assert full["allowed"] is False and full["reason"]
     rid = meta["request"]["request_id"]
     refused = client.get(f"/bundles/{rid}/bundle_full", headers=headers)
-    assert refused.status_code == 403 and refused.json()["reason"] == "policy:bundle_full_not_permitted"
+    assert refused.status_code == 403 and refused.json()["errors"][0] == {
+        "message": "policy:bundle_full_not_permitted",
+        "extensions": {"code": "BUNDLE_REFUSED"},
+    }
     view = client.get(f"/bundles/{rid}/bundle_view", headers=headers)
     with zipfile.ZipFile(io.BytesIO(view.content)) as zf:
         assert {"_meta.json", "envelope.json", "evidence_canonical.json", "response.json"} <= set(

@@ -38,12 +38,14 @@ export async function gql(query, variables = {}) {
 export async function downloadBundle(href, fallbackName) {
   const resp = await fetch(href, { headers: requestHeaders() });
   if (!resp.ok) {
+    // Refusals carry the GraphQL error shape: {errors: [{message, extensions: {code, ...}}]}.
     const body = await resp.json().catch(() => ({}));
+    const first = (body.errors || [])[0] || {};
+    const code = (first.extensions || {}).code;
     if (resp.status === 403)
-      throw new ApiError(body.error || "bundle refused", "BUNDLE_REFUSED", { reason: body.reason });
+      throw new ApiError("bundle refused", code || "BUNDLE_REFUSED", { reason: first.message });
     if (resp.status === 404) throw new ApiError("this trace is not yours or no longer exists", "NOT_FOUND");
-    if (resp.status === 401)
-      throw new ApiError(body.error || "passport refused", body.code || "PASSPORT_REFUSED");
+    if (resp.status === 401) throw new ApiError(first.message || "passport refused", code || "PASSPORT_REFUSED");
     throw new ApiError(`download failed (HTTP ${resp.status})`, `HTTP_${resp.status}`);
   }
   const disposition = resp.headers.get("Content-Disposition") || "";

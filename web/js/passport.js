@@ -63,7 +63,9 @@ export async function switchRole(role) {
       );
     }
     if (!resp.ok)
-      throw new PassportUnavailable(body.error || `passport request failed (HTTP ${resp.status})`);
+      throw new PassportUnavailable(
+        (body.errors || [])[0]?.message || `passport request failed (HTTP ${resp.status})`,
+      );
     headers = body;
   } catch (err) {
     error =

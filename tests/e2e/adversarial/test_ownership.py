@@ -97,7 +97,9 @@ def test_the_same_user_id_under_another_role_is_another_owner(
     theirs = headers_for(registry, attacker, user_id="u-shared")
     assert_cannot_reach(client, theirs, rid, secrets(acme))
     full = client.get(f"/bundles/{rid}/bundle_full", headers=theirs)
-    assert full.status_code == 403 and full.json()["reason"] == "policy:bundle_full_not_permitted"
+    assert (
+        full.status_code == 403 and full.json()["errors"][0]["message"] == "policy:bundle_full_not_permitted"
+    )
     assert client.get(f"/bundles/{rid}/bundle_full", headers=mine).status_code == 200
 
 

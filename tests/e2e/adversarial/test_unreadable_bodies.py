@@ -94,6 +94,9 @@ def test_a_readable_body_still_runs(client: TestClient, registry: PolicyRegistry
         "application/json, text/plain",
         "application/json; charset=utf-16",
         "application/json; charset=latin-1",
+        "Application/JSONX",
+        "TEXT/PLAIN",
+        "Application/JSON; Charset=UTF-16",
     ],
 )
 def test_only_application_json_in_utf_8_is_read(
@@ -107,7 +110,15 @@ def test_only_application_json_in_utf_8_is_read(
 
 @pytest.mark.parametrize(
     "content_type",
-    ["application/json", "application/json; charset=utf-8", 'application/json;charset="UTF-8"'],
+    [
+        "application/json",
+        "application/json; charset=utf-8",
+        'application/json;charset="UTF-8"',
+        # Media types and charsets are case-insensitive (RFC 9110 §8.3.1; red-team pass 12).
+        "Application/JSON",
+        "APPLICATION/JSON; CHARSET=UTF-8",
+        "application/Json ; Charset=Utf-8",
+    ],
 )
 def test_application_json_is_read(content_type: str, client: TestClient, registry: PolicyRegistry) -> None:
     headers = {**passport(registry, "staff"), "Content-Type": content_type}
