@@ -137,6 +137,10 @@ def _conf_text(settings: Settings) -> str:
             # which answers only once the HTTP server has started, answers sooner
             # (docs/design.md §Embedded Neo4j start-up).
             "server.http_enabled_modules=BROWSER",
+            # Neo4j sends every HTTP answer with Access-Control-Allow-Origin set to this value,
+            # "*" by default: any page in this machine's browser could read the discovery
+            # document (version, Bolt address). Naming the Browser's own origin lets only it read.
+            f"dbms.security.http_access_control_allow_origin=http://127.0.0.1:{settings.http_port}",
             "server.https.enabled=false",
             "dbms.security.auth_enabled=true",
             f"server.memory.heap.initial_size={settings.neo4j_heap}",
