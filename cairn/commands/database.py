@@ -11,6 +11,7 @@ import typer
 from cairn.commands.common import console, open_driver
 from cairn.errors import EXIT_NEO4J_UNAVAILABLE
 from cairn.ingest.correspondence.sync import reembed
+from cairn.memory import trace as bundles
 from cairn.runtime import neo4j_server
 from cairn.runtime.backup import backup, restore
 from cairn.runtime.database import sync_driver
@@ -59,11 +60,14 @@ def db_migrate() -> None:
     with open_driver(check_schema=False) as driver:
         created = migrate(driver)
         reembedded = reembed(driver) if sections_to_reembed(driver) else 0
+    dropped = bundles.drop_stale_traces(get_settings().traces)
     console.print(f"schema v{SCHEMA_VERSION}: created {len(created)} item(s)")
     for name in created:
         console.print(f"  + {name}")
     if reembedded:
         console.print(f"re-embedded {reembedded} section(s)")
+    if dropped:
+        console.print(f"deleted {dropped} trace(s) written by an earlier version (never read)")
 
 
 def backup_command(path: Annotated[Path, typer.Argument(help="folder for neo4j.dump")]) -> None:

@@ -77,10 +77,18 @@ VIEW_FILES = (
 )
 FULL_FILES = (*VIEW_FILES, "_meta_audit.json", "evidence_pre.json", "evidence_post.json", "llm_raw.json")
 BUNDLES = ("bundle_view", "bundle_full")
-# One file per request: the whole trace as one compact, gzip'd JSON object.
-TRACE_FILE = "trace.json.gz"
-# The earlier, uncompressed one-file form: still read.
-PLAIN_TRACE_FILE = "trace.json"
+# One file per request: the whole trace as one compact, gzip'd JSON object, named with the
+# version of what a role is shown. A trace holds the text its reader was shown when it was written:
+# one written by an earlier version holds what that version's mask showed (a section's title and
+# body before the governance strip of schema 7: exec tags, decision lines, the access line; a
+# factor's mirrored fields before pass 11), which the same reader today may not be shown. So a
+# trace is read only in the form this version writes, an older one reads as missing, and
+# ``cairn db migrate`` deletes the older ones (``drop_stale_traces``). Bump TRACE_VERSION whenever
+# what the mask shows a role changes.
+TRACE_VERSION = 2
+TRACE_FILE = f"trace.v{TRACE_VERSION}.json.gz"
+# Every trace file name, this version's and the earlier ones ("trace.json", "trace.json.gz").
+TRACE_FILES = "trace*.json*"
 # Bundle files that are sections of the caller's meta: stored once, cut out when read.
 FROM_META = {
     "plan.json": "selection_metrics",
@@ -502,15 +510,20 @@ def submit_trace(root: Path, caller: Caller, files: Files) -> None:
 
 def _load(folder: Path) -> dict[str, Any]:
     _WRITER.wait((folder.parent.name, folder.name))  # _folder checked: (owner, request id)
-    packed, plain = folder / TRACE_FILE, folder / PLAIN_TRACE_FILE
-    if packed.is_file():
-        raw = gzip.decompress(packed.read_bytes())
-    elif plain.is_file():
-        raw = plain.read_bytes()
-    else:
+    packed = folder / TRACE_FILE
+    if not packed.is_file():
         raise FileNotFoundError("no such trace")
-    parts: dict[str, Any] = json.loads(raw)
+    parts: dict[str, Any] = json.loads(gzip.decompress(packed.read_bytes()))
     return parts
+
+
+def drop_stale_traces(root: Path) -> int:
+    """Delete every trace under ``root`` written in an earlier form (``TRACE_VERSION``), which is
+    never read; the number deleted."""
+    stale = [p for p in root.glob(f"*/*/{TRACE_FILES}") if p.name != TRACE_FILE and p.is_file()]
+    for path in stale:
+        path.unlink()
+    return len(stale)
 
 
 def _parts(folder: Path, caller: Caller, driver: Driver | None) -> dict[str, Any]:

@@ -200,12 +200,20 @@ def test_flush_writes_every_queued_trace(registry: PolicyRegistry, tmp_path: Pat
     assert len(files) == 20
 
 
-def test_a_trace_in_the_earlier_plain_form_is_still_read(registry: PolicyRegistry, tmp_path: Path) -> None:
+def test_a_trace_in_an_earlier_form_is_not_read(registry: PolicyRegistry, tmp_path: Path) -> None:
+    """An earlier version's trace holds what its mask showed (red-team pass 12): read as missing,
+    and deleted by ``drop_stale_traces`` (``cairn db migrate``), this version's trace kept."""
     caller = caller_for(registry, "staff")
     folder = trace.write_trace(tmp_path, caller, {"_meta.json": {"old": True}})
-    (folder / trace.TRACE_FILE).unlink()
-    (folder / trace.PLAIN_TRACE_FILE).write_text(json.dumps({"_meta.json": {"old": True}}), encoding="utf-8")
-    assert trace.read_trace_file(tmp_path, caller, caller.request_id, "_meta.json") == {"old": True}
+    (folder / trace.TRACE_FILE).rename(folder / "trace.json.gz")
+    (folder / "trace.json").write_text(json.dumps({"_meta.json": {"old": True}}), encoding="utf-8")
+    with pytest.raises(FileNotFoundError):
+        trace.read_trace_file(tmp_path, caller, caller.request_id, "_meta.json")
+    current = caller_for(registry, "staff")
+    trace.write_trace(tmp_path, current, {"_meta.json": {"new": True}})
+    assert trace.drop_stale_traces(tmp_path) == 2
+    assert [p.name for p in folder.iterdir()] == []
+    assert trace.read_trace_file(tmp_path, current, current.request_id, "_meta.json") == {"new": True}
 
 
 def test_canonical_json_is_independent_of_key_order_and_takes_any_value() -> None:

@@ -20,6 +20,7 @@ import pytest
 from neo4j import Driver
 
 from cairn.ingest.correspondence.sync import sync_bytes
+from cairn.memory import trace as trace_store
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
@@ -50,7 +51,7 @@ def test_a_trace_is_this_users_only(
     root = tmp_path_factory.mktemp("traces-at-rest")
     with serve(settings, root) as client:
         victim_asks(client, headers_for(registry, "exec"))
-    stored = list(root.rglob("trace.json*"))
+    stored = list(root.rglob(trace_store.TRACE_FILE))
     assert stored, "the ask left no trace to check"
     loot = secrets(acme)
     for trace in stored:
