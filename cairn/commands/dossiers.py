@@ -2,13 +2,16 @@
 `cairn ingest packets FILE` and `cairn ingest blocks FILE`.
 
 Reads run as the operator (everything, unmasked) unless ``--role`` names a role profile, in
-which case they see exactly what that role would see through GraphQL. Files are validated
+which case they see exactly what that role would see through GraphQL. ``--json`` prints the
+GraphQL answer's own projection (``Dossier``, ``MemoryHit``; field names in snake case), for the
+operator too: the CLI shows no field, score or id the API does not. Files are validated
 whole before anything is written; a bad record is reported with its line and nothing lands.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,6 +21,7 @@ from rich.table import Table
 
 from cairn.commands.common import RoleOption, console, fail, open_driver, print_json, progress, scope_for
 from cairn.memory.dossiers import blocks, curation, facts, files, gardener, governor, retriever
+from cairn.resolvers.dossiers import Dossier, MemoryHit
 
 dossier_app = typer.Typer(help="Search and curate dossiers.", no_args_is_help=True)
 
@@ -41,7 +45,7 @@ def search(
             driver, scope, query, top_k, threshold, include_archived=archived
         )
     if as_json:
-        print_json({"count": result.total, "dossiers": [d.as_json() for d in result.dossiers]})
+        print_json({"count": result.total, "dossiers": [asdict(Dossier.of(d)) for d in result.dossiers]})
         return
     table = Table(title=f"{result.total} dossier(s) match; top {len(result.dossiers)}")
     for col in ("score", "id", "title", "facts", "summary"):
@@ -67,7 +71,7 @@ def ask(
     with open_driver() as driver:
         result = facts.FactRetriever(driver).search(scope, question, top_k)
     if as_json:
-        print_json({"count": result.total, "hits": [h.as_json() for h in result.hits]})
+        print_json({"count": result.total, "hits": [asdict(MemoryHit.of(h)) for h in result.hits]})
         return
     if max_tokens is not None:
         print(facts.format_for_context(result.hits, max_tokens=max_tokens), end="")
@@ -99,7 +103,7 @@ def show(
     if view is None:
         raise fail("no such dossier")
     if as_json:
-        print_json(view.as_json())
+        print_json(asdict(Dossier.of(view)))
         return
     console.print(f"[bold]{escape(view.title)}[/] ({view.id}, {view.fields.get('status')})")
     console.print(f"Summary: {escape(view.summary)}")

@@ -871,8 +871,8 @@ def test_cli_dossier_ask(empty_db: Driver, embedder: Embedder) -> None:
     as_staff = runner.invoke(cli, ["dossier", "ask", "Oscar the puppy", "--role", "staff", "--json"])
     assert as_staff.exit_code == 0, as_staff.output
     body = json.loads(as_staff.output)
-    assert body["hits"][0]["fact"]["text"] == "Caroline named her new puppy Oscar"
-    assert body["hits"][0]["dossier"]["title"] == "Friends"
+    assert body["hits"][0]["text"] == "Caroline named her new puppy Oscar"
+    assert body["hits"][0]["dossier_title"] == "Friends"
     assert "secret agent" not in as_staff.output and body["count"] == len(RARE_FACTS)
     as_operator = runner.invoke(cli, ["dossier", "ask", "Oscar the puppy", "--top-k", "2"])
     assert as_operator.exit_code == 0, as_operator.output

@@ -188,15 +188,6 @@ class FactHit:
         value = self.fact.get("observed_at")
         return None if value is None else str(value)
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "fact": self.fact,
-            "dossier": {"id": self.dossier.id, "title": self.dossier.title, "summary": self.dossier.summary},
-            "score": round(self.score, 6),
-            "cosine": None if self.cosine is None else round(self.cosine, 4),
-            "matched": list(self.matched),
-        }
-
 
 @dataclass(frozen=True)
 class FactSearchResult:
