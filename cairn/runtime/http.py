@@ -1,5 +1,5 @@
 """uvicorn's HTTP/1.1 protocol with read deadlines for a request's head and body
-(docs/design.md §HTTP hardening).
+(docs/design.md §HTTP hardening), which answers a request it cannot read as a coded error.
 
 uvicorn bounds only the idle time between requests (``timeout_keep_alive``), and that timer stops
 at the first byte of the next request: a client that opens a connection and sends nothing, or
@@ -13,15 +13,34 @@ whose body has arrived.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import ClassVar, Literal
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from cairn.app import CSP, NO_STORE, SECURITY_HEADERS
+
 Waiting = Literal["head", "body"] | None
 
 HEAD_TIMEOUT_S = 10.0
 BODY_TIMEOUT_S = 30.0
+
+# What a request that is not HTTP/1.1 (a garbled request line, two Host headers, a head that stays
+# incomplete past h11's size limit) is answered, before the application sees it: uvicorn answered
+# it in plain text without the security headers; here in the error shape of every refusal
+# (docs/design.md §Errors).
+NOT_HTTP = json.dumps(
+    {"errors": [{"message": "the request is not valid HTTP/1.1", "extensions": {"code": "BAD_REQUEST"}}]}
+).encode()
+NOT_HTTP_HEADERS = [
+    (b"content-type", b"application/json"),
+    (b"content-length", str(len(NOT_HTTP)).encode()),
+    (b"connection", b"close"),
+    *SECURITY_HEADERS,
+    (b"content-security-policy", CSP.encode()),
+    NO_STORE,
+]
 
 
 class DeadlineH11Protocol(H11Protocol):
@@ -45,6 +64,16 @@ class DeadlineH11Protocol(H11Protocol):
     def on_response_complete(self) -> None:
         super().on_response_complete()  # may start the next request of the connection
         self._watch()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a request h11 cannot read (``msg``, logged by uvicorn), coded."""
+        for event in (
+            h11.Response(status_code=400, headers=NOT_HTTP_HEADERS, reason=b"Bad Request"),
+            h11.Data(data=NOT_HTTP),
+            h11.EndOfMessage(),
+        ):
+            self.transport.write(self.conn.send(event) or b"")
+        self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._arm(None)

@@ -197,3 +197,24 @@ def test_prompt_requests_on_one_connection_are_served(timed: LiveService) -> Non
             status, _, body = _answer(conn)
             assert status == 200 and json.loads(body)["data"] == {"__typename": "Query"}, body
             time.sleep(QuickDeadlines.head_timeout_s / 2)
+
+
+# -- requests that are not HTTP (red-team pass 12) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GARBAGE\r\n\r\n",
+        b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n\r\n",
+    ],
+    ids=["garbled", "two-hosts"],
+)
+def test_a_request_that_is_not_http_gets_the_coded_400(request_bytes: bytes, timed: LiveService) -> None:
+    """uvicorn answered these itself, in plain text without the security headers."""
+    with timed.connect() as conn:
+        conn.sendall(request_bytes)
+        status, headers, body = _answer(conn)
+    assert status == 400, (status, body[:200])
+    assert headers["content-type"] == "application/json" and headers["x-content-type-options"] == "nosniff"
+    assert [e["extensions"]["code"] for e in json.loads(body)["errors"]] == ["BAD_REQUEST"]
