@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.app import MAX_BODY_BYTES, create_app
@@ -73,7 +74,8 @@ class LiveService:
 
 
 @pytest.fixture(scope="module")
-def live(settings: Settings, neo4j_running: Settings) -> Iterator[LiveService]:
+def live(settings: Settings, driver: Driver) -> Iterator[LiveService]:
+    """Takes ``driver`` for its schema migration: ``/ready`` waits for the current schema."""
     with LiveService(settings) as service:
         yield service
 
@@ -148,7 +150,7 @@ class QuickDeadlines(DeadlineH11Protocol):
 
 
 @pytest.fixture(scope="module")
-def timed(settings: Settings, neo4j_running: Settings) -> Iterator[LiveService]:
+def timed(settings: Settings, driver: Driver) -> Iterator[LiveService]:
     with LiveService(settings, http=QuickDeadlines) as service:
         yield service
 
