@@ -58,6 +58,36 @@ def running_neo4j() -> Iterator[Any]:
             neo4j_server.stop(settings)
 
 
+def neo4j_pid(settings: Any) -> int | None:
+    """The embedded server's process id (None for an external server)."""
+    from cairn.runtime import neo4j_server
+
+    return neo4j_server.status(settings).pid if settings.embedded else None
+
+
+def jvm_cpu_s(pid: int | None) -> dict[str, float]:
+    """CPU seconds a JVM has used so far, split into its JIT compiler threads ("jit": C1/C2
+    compiling hot code) and everything else ("work": Bolt workers running statements, commits,
+    GC, index threads); empty when the process cannot be read (no pid, not Linux)."""
+    out = {"jit": 0.0, "work": 0.0}
+    if pid is None:
+        return {}
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return {}
+    for task in tasks:
+        try:
+            name = (task / "comm").read_text()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        seconds = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+        out["jit" if "CompilerThre" in name else "work"] += seconds
+    return out
+
+
 def scratch_dir(prefix: str) -> Path:
     """A fresh temporary folder, removed when the bench process exits."""
     path = Path(tempfile.mkdtemp(prefix=prefix))

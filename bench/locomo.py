@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 from rank_bm25 import BM25Okapi
 
-from bench.common import running_neo4j, use_bench_neo4j, wipe_graph, write_results
+from bench.common import jvm_cpu_s, neo4j_pid, running_neo4j, use_bench_neo4j, wipe_graph, write_results
 
 use_bench_neo4j("locomo", 17795, 17595)
 
@@ -187,6 +187,7 @@ def run_conversation(
     conv: dict[str, Any],
     scores: Scores,
     variants: dict[str, FusionConfig],
+    pid: int | None = None,
 ) -> dict[str, Any]:
     """Ingest one conversation into a clean graph and score every system on its questions; the
     recall of this conversation alone is kept too, so a parameter chosen on some conversations can
@@ -204,7 +205,9 @@ def run_conversation(
     # Raw embedding is timed just before and just after the ingest (mean of both), so a change in
     # the shared machine's load during the ingest counts the same for both sides.
     _, before_ms = timed(lambda: embedder.embed(texts))
+    cpu_before = jvm_cpu_s(pid)
     _, ingest_ms = timed(lambda: ingest_packets(driver, packets, embedder=embedder))
+    cpu_after = jvm_cpu_s(pid)
     print(f"{conv['sample_id']}: {len(facts)} facts ingested in {ingest_ms / 1000:.1f}s", flush=True)
     matrix, after_ms = timed(lambda: embedder.embed(texts))
     embed_ms = (before_ms + after_ms) / 2
@@ -236,6 +239,8 @@ def run_conversation(
         "questions": len(questions),
         "ingest_ms": ingest_ms,
         "embed_ms": embed_ms,
+        # Neo4j's CPU during the ingest (embedded server only): its JIT compiler threads and the rest
+        "ingest_neo4j_cpu_ms": {k: round((cpu_after[k] - v) * 1000) for k, v in cpu_before.items()},
         "dossiers": len(sizes),
         "dossier_sizes": sizes,
         "largest_dossier_share": round(sizes[0] / stored, 4) if stored else 0.0,
@@ -263,6 +268,19 @@ def dense_search(embedder: Embedder, matrix: NDArray[np.float32], question: str)
     """Exact cosine (the embedder's vectors are normalised) over every fact, best first."""
     q = embedder.embed([question])[0]
     return np.argsort(-(matrix @ q), kind="stable")
+
+
+def neo4j_cpu_note(data: dict[str, Any]) -> str:
+    """Neo4j's CPU per ingested fact, and the share of it its JIT compiler threads took."""
+    cpu = [c["ingest_neo4j_cpu_ms"] for c in data["per_conversation"] if c.get("ingest_neo4j_cpu_ms")]
+    if not cpu:
+        return ""
+    jit = sum(c["jit"] for c in cpu)
+    total = jit + sum(c["work"] for c in cpu)
+    return (
+        f" Neo4j CPU during the ingests: {total / data['facts']:.1f} ms per fact, "
+        f"{jit / total if total else 0.0:.0%} of it in its JIT compiler threads."
+    )
 
 
 def markdown(data: dict[str, Any]) -> list[str]:
@@ -309,7 +327,8 @@ def markdown(data: dict[str, Any]) -> list[str]:
         "",
         f"- Ingest (after a throw-away ingest and search of the first conversation, so steady state): "
         f"{data['ingest_facts_per_s']:.1f} facts/s vs raw embedding of the same texts "
-        f"{data['raw_embed_facts_per_s']:.1f} facts/s (ratio {data['ingest_vs_raw_embedding']:.2f}).",
+        f"{data['raw_embed_facts_per_s']:.1f} facts/s (ratio {data['ingest_vs_raw_embedding']:.2f})."
+        + neo4j_cpu_note(data),
         f"- Retrieval p50 (embedding the question included): cairn {data['cairn_p50_ms']:.1f} ms, "
         f"flat dense {data['dense_p50_ms']:.1f} ms (ratio {data['retrieval_p50_vs_dense']:.2f}).",
         f"- Dossiers per conversation: {', '.join(str(c['dossiers']) for c in data['per_conversation'])}; "
@@ -365,12 +384,13 @@ def main(argv: list[str] | None = None) -> None:
     per: list[dict[str, Any]] = []
     with running_neo4j() as settings, sync_driver(settings) as driver:
         migrate(driver)
+        pid = neo4j_pid(settings)
         scope = Scope.from_profile(PolicyRegistry.load(settings.policy_file).roles[ROLE])
         if conversations and not args.no_warm_up:
             warm_up(driver, embedder, scope, conversations[0])
         for conv in conversations:
             variants = {name: cfg for name, cfg in VARIANTS.items() if name in chosen}
-            per.append(run_conversation(driver, embedder, scope, conv, scores, variants))
+            per.append(run_conversation(driver, embedder, scope, conv, scores, variants, pid))
             print(f"{conv['sample_id']}: {json.dumps(scores.table()['cairn']['10'])}", flush=True)
         wipe_graph(driver)
     facts = sum(c["facts"] for c in per)
