@@ -46,6 +46,7 @@ from cairn.policy.passport import Caller, PassportError, headers_for, secret_pro
 from cairn.policy.profiles import PolicyRegistry
 from cairn.resolvers.context import RequestContext, Services
 from cairn.resolvers.schema import schema
+from cairn.runtime.collector import tune_collector
 from cairn.runtime.database import sync_driver
 from cairn.runtime.embedder import get_embedder
 from cairn.runtime.llm import LLMClient
@@ -480,6 +481,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         await embedder.aembed(["warm-up query"])
         count_tokens("warm-up query")
         await anyio.to_thread.run_sync(intent_classifier, embedder)
+        tune_collector(settings.gc_young)  # warm: what startup loaded is frozen (runtime/collector.py)
         state["services"] = services
         graphql.services = services
         try:

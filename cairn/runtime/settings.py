@@ -55,6 +55,8 @@ class Settings(BaseSettings):
     allowed_hosts: str = Field(default="", alias="CAIRN_ALLOWED_HOSTS")
     trace_dir: Path | None = Field(default=None, alias="CAIRN_TRACE_DIR")
     malloc_arenas: int = Field(default=2, alias="CAIRN_MALLOC_ARENAS")  # 0: glibc's default
+    # The collector's young threshold once the service is warm (runtime/collector.py); 0: Python's.
+    gc_young: int = Field(default=10_000, alias="CAIRN_GC_YOUNG")
 
     # The optional LLM (the embedding model is fixed: see runtime/embedder.py).
     llm_base_url: str | None = Field(default=None, alias="CAIRN_LLM_BASE_URL")

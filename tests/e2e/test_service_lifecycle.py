@@ -6,6 +6,7 @@ Every test runs the real command in its own process on a free loopback port and 
 
 from __future__ import annotations
 
+import gc
 import signal
 import socket
 import subprocess
@@ -299,3 +300,17 @@ def test_malloc_arenas_are_capped_where_glibc_allows_it() -> None:
     """`cairn serve` caps arenas first thing; glibc (this machine, the Dockerfile's Debian) accepts."""
     assert cap_malloc_arenas(2) is True
     assert cap_malloc_arenas(0) is False  # CAIRN_MALLOC_ARENAS=0 leaves glibc's default
+
+
+def test_a_started_service_tunes_the_collector_once_warm(settings: Settings) -> None:
+    """The lifespan, after its warm-up, raises the young threshold and freezes what startup
+    loaded (runtime/collector.py: an ask's containers then mostly die before any collection)."""
+    before = gc.get_threshold()
+    gc.unfreeze()
+    try:
+        with TestClient(create_app(settings.model_copy(update={"gc_young": 12_345}))):  # lifespan run
+            assert gc.get_threshold()[0] == 12_345
+            assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
