@@ -26,16 +26,23 @@ ALL_FIELDS = "*"
 # label built from its facts' text, its summary is made of their sentences (extractive), and a
 # dossier journal entry's new and previous values quote such titles and summaries, its details
 # the titles of the dossiers a packet voted for; a block not yet gardened holds its facts' texts
-# in ``pending_facts``. A ``created_at`` is the write's moment, which another field of the node
-# holds too: a fact's ``added_at`` (both set by the packet that adds it), a dossier's first
-# ``last_updated``, a journal entry's ``timestamp``; a session the journal opens starts at its
-# first entry's time (cairn/graph/factors.py CLAIM_SESSION).
+# in ``pending_facts``. A dossier's summary lists its central facts' sentences in the order they
+# were added (cairn/graph/dossiers.py SUMMARY_POOL_RANKED), and its ``last_updated`` and
+# ``created_at`` are the moments its newest and first facts were added: derived from the facts'
+# ``added_at`` too (and so the journal values quoting the summary). A ``created_at`` is the
+# write's moment, which another field of the node holds too: a fact's ``added_at`` (both set by
+# the packet that adds it), a journal entry's ``timestamp``; a session the journal opens starts at
+# its first entry's time (cairn/graph/factors.py CLAIM_SESSION).
 DERIVED_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, str], ...]] = {
     "Block": ((("pending_facts",), "Fact", "text"),),
-    "Dossier": ((("title", "summary"), "Fact", "text"), (("created_at",), "Dossier", "last_updated")),
+    "Dossier": (
+        (("title", "summary"), "Fact", "text"),
+        (("summary", "last_updated", "created_at"), "Fact", "added_at"),
+    ),
     "Fact": ((("created_at",), "Fact", "added_at"),),
     "JournalEntry": (
         (("new_value", "previous_value", "details"), "Fact", "text"),
+        (("new_value", "previous_value"), "Fact", "added_at"),
         (("created_at",), "JournalEntry", "timestamp"),
     ),
     "Session": ((("started_at", "created_at"), "JournalEntry", "timestamp"),),
@@ -293,7 +300,7 @@ class Scope:
                 mirror is not None and factor is not None and mirror not in factor
             ):
                 hidden += names
-        return tuple(hidden)
+        return tuple(dict.fromkeys(hidden))
 
     def visible_fields(self, label: str, domain: str) -> tuple[str, ...] | None:
         """Fields of a ``label`` node in ``domain`` the scope shows; None means all of them."""
