@@ -147,8 +147,9 @@ QUESTIONS = [
 ]
 
 # What docs/design.md discloses by design: the caller's own ask meta (withheld placeholders,
-# reasons, counts) and the note on them (in the answer and its bundle's envelope.json); which visible factor or option needs prerequisites
-# the caller cannot see (§Factor questions: "once per visible node that needs them").
+# reasons, counts) and the note on them (in the answer and its bundle's envelope.json); which
+# visible factor or option needs prerequisites the caller cannot see (§Factor questions: "once
+# per visible node that needs them").
 DISCLOSED = re.compile(
     r"policy_trace|payload_excluded_ids|ts_utc|permissionsNote|permissions_note|hidden_required_by"
     r"|has_hidden_prerequisites"
