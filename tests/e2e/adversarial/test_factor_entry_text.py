@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,13 +24,12 @@ import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.app import create_app
 from cairn.ingest.factors import load_demo_factors
 from cairn.memory.factors.journal import confirm_factor, recalculate_factor, update_factor
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.runtime.settings import Settings
-from tests.e2e.adversarial.conftest import demo_roles_with
+from tests.e2e.adversarial.conftest import served_with
 from tests.e2e.adversarial.test_masked_factor_fields import (
     ENTRY_EXTRA,
     READS,
@@ -75,42 +75,30 @@ def written(driver: Driver) -> Iterator[dict[str, str]]:
     wipe(driver)
 
 
-def _served(
-    settings: Settings, tmp_path_factory: pytest.TempPathFactory, fields: dict[str, list[dict[str, Any]]]
-) -> Iterator[tuple[TestClient, PolicyRegistry]]:
-    path = demo_roles_with(tmp_path_factory, "staff", fields)
-    with TestClient(create_app(settings.model_copy(update={"policy_file": path}))) as client:
-        yield client, PolicyRegistry.load(path)
+# What staff's rules hide of an entry and of its factor, per probe: the numbers (showing the
+# rationale and details), or the time (showing created_at and the sessions' fields).
+HIDDEN = {"numbers": (NUMBERS, HIDDEN_FACTOR), "times": ({"timestamp"}, {"last_updated"})}
 
 
 @pytest.fixture(scope="module")
-def numbers_hidden(
+def probes(
     written: dict[str, str], settings: Settings, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[TestClient, PolicyRegistry]]:
-    """Staff's rules show an entry's rationale and details, and hide its numbers."""
-    yield from _served(
-        settings,
-        tmp_path_factory,
-        {
-            "JournalEntry": _rules("JournalEntry", NUMBERS, ENTRY_EXTRA),
-            "Factor": _rules("Factor", HIDDEN_FACTOR),
-        },
-    )
-
-
-@pytest.fixture(scope="module")
-def times_hidden(
-    written: dict[str, str], settings: Settings, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[TestClient, PolicyRegistry]]:
-    """Staff's rules show an entry's created_at and sessions' fields, and hide the entry's time."""
-    yield from _served(
-        settings,
-        tmp_path_factory,
-        {
-            "JournalEntry": _rules("JournalEntry", {"timestamp"}, ENTRY_EXTRA),
-            "Factor": _rules("Factor", {"last_updated"}),
-        },
-    )
+) -> Iterator[dict[str, tuple[TestClient, PolicyRegistry]]]:
+    with ExitStack() as stack:
+        yield {
+            name: stack.enter_context(
+                served_with(
+                    settings,
+                    tmp_path_factory,
+                    "staff",
+                    {
+                        "JournalEntry": _rules("JournalEntry", entry, ENTRY_EXTRA),
+                        "Factor": _rules("Factor", factor),
+                    },
+                )
+            )
+            for name, (entry, factor) in HIDDEN.items()
+        }
 
 
 def _reads(probe: tuple[TestClient, PolicyRegistry], role: str, ids: dict[str, str]) -> dict[str, Any]:
@@ -126,9 +114,9 @@ def _reads(probe: tuple[TestClient, PolicyRegistry], role: str, ids: dict[str, s
 
 
 def test_the_journals_own_text_is_masked_with_the_numbers_it_copies(
-    numbers_hidden: tuple[TestClient, PolicyRegistry], written: dict[str, str]
+    probes: dict[str, tuple[TestClient, PolicyRegistry]], written: dict[str, str]
 ) -> None:
-    staff = _reads(numbers_hidden, "staff", written)
+    staff = _reads(probes["numbers"], "staff", written)
     assert_nowhere(staff, ("73.25", "corrected from", "Recalculated from", "contradiction(s)", "weights"))
     confirmed = re.search(r"User confirmed \d", json.dumps(staff))  # the confirmed value
     assert confirmed is None, confirmed
@@ -142,23 +130,23 @@ def test_the_journals_own_text_is_masked_with_the_numbers_it_copies(
 
 
 def test_a_reader_of_the_numbers_still_reads_the_text(
-    numbers_hidden: tuple[TestClient, PolicyRegistry], written: dict[str, str]
+    probes: dict[str, tuple[TestClient, PolicyRegistry]], written: dict[str, str]
 ) -> None:
-    exec_ = json.dumps(_reads(numbers_hidden, "exec", written))
+    exec_ = json.dumps(_reads(probes["numbers"], "exec", written))
     for copy in ("corrected from 20 to 73.25", "Recalculated from", "weights"):
         assert copy in exec_, copy
     assert re.search(r"User confirmed \d", exec_)
 
 
 def test_an_entrys_created_at_and_session_are_masked_with_its_time(
-    times_hidden: tuple[TestClient, PolicyRegistry], written: dict[str, str]
+    probes: dict[str, tuple[TestClient, PolicyRegistry]], written: dict[str, str]
 ) -> None:
-    staff = _reads(times_hidden, "staff", written)
+    staff = _reads(probes["times"], "staff", written)
     assert_nowhere(staff, ("2031-07-09", "20310709"))
     assert "created_at" in staff["node/confirm"]["node"]["masked"]
     assert "created_at" in staff["node/timed"]["node"]["masked"]
     assert {"started_at", "created_at"} <= set(staff["node/session"]["node"]["masked"])
     # The operator's timed write is what staff cannot see: exec reads it in both.
-    exec_ = _reads(times_hidden, "exec", written)
+    exec_ = _reads(probes["times"], "exec", written)
     for kind in ("timed", "session"):
         assert "2031-07-09" in json.dumps(exec_[f"node/{kind}"]), kind
