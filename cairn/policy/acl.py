@@ -10,8 +10,9 @@ caller may not walk is never followed.
 from __future__ import annotations
 
 from cairn.policy.profiles import SENSITIVITY_RANK
-from cairn.policy.scope import FACTOR_ENTRY_MARK, FACTOR_MIRRORS
+from cairn.policy.scope import FACTOR_ENTRY_DERIVED, FACTOR_ENTRY_MARK, FACTOR_MIRRORS
 from cairn.schema.catalog import RELATION_TYPES
+from cairn.schema.nodes import SEARCH_TEXT_FIELDS
 
 # The largest hop limit a profile may carry (RoleProfile.max_hops); quantified paths take
 # literal bounds, so walks are built once per possible limit.
@@ -87,7 +88,13 @@ def search_fields_shown(var: str, label: str) -> str:
     (part of ``Scope.cypher_params()``); ``$searchable_everywhere`` skips the per-node rule.
     """
     rule = f"[r IN $vector_rules WHERE r.label = '{label}' AND coalesce({var}.domain, '') =~ r.re | r.use]"
-    return f"""($unrestricted OR '{label}' IN $searchable_everywhere OR head({rule}) = 'full')"""
+    shown = f"""($unrestricted OR '{label}' IN $searchable_everywhere OR head({rule}) = 'full')"""
+    if label != "JournalEntry":
+        return shown
+    # A factor entry's rationale is written from its numbers (scope.FACTOR_ENTRY_DERIVED): its
+    # vector ranks only where they show too.
+    derived = [n for n in SEARCH_TEXT_FIELDS[label][0] if n in FACTOR_ENTRY_DERIVED]
+    return " AND ".join([shown, *(field_shown(var, n) for n in derived)])
 
 
 def field_shown(var: str, name: str) -> str:
@@ -113,6 +120,13 @@ def field_shown(var: str, name: str) -> str:
                 f" AND (NOT 'JournalEntry' IN labels({var}) OR {var}.{FACTOR_ENTRY_MARK} IS NULL"
                 f" OR {_label_shows(var, 'Factor', factor_field)})"
             )
+    # A factor entry's field written from its numbers or time (scope.FACTOR_ENTRY_DERIVED) shows
+    # only where they all do.
+    if name in FACTOR_ENTRY_DERIVED:
+        sources = " AND ".join(field_shown(var, s) for s in FACTOR_ENTRY_DERIVED[name])
+        shown += (
+            f" AND (NOT 'JournalEntry' IN labels({var}) OR {var}.{FACTOR_ENTRY_MARK} IS NULL OR ({sources}))"
+        )
     return f"($unrestricted OR ({shown}))"
 
 

@@ -21,21 +21,50 @@ from cairn.schema.catalog import RELATION_TYPES
 from cairn.schema.nodes import SEARCH_TEXT_FIELDS
 
 ALL_FIELDS = "*"
-# Fields written from another label's field, shown only where their source field shows in the
-# same domain (docs/design.md §Policy module, "Derived fields"): a dossier's title is the
-# gardener's label built from its facts' text, its summary is made of their sentences
-# (extractive), and a dossier journal entry's new and previous values quote such titles and
-# summaries, its details the titles of the dossiers a packet voted for; a block not yet gardened
-# holds its facts' texts in ``pending_facts``.
-DERIVED_FIELDS: dict[str, tuple[tuple[str, ...], str, str]] = {
-    "Block": (("pending_facts",), "Fact", "text"),
-    "Dossier": (("title", "summary"), "Fact", "text"),
-    "JournalEntry": (("new_value", "previous_value", "details"), "Fact", "text"),
+# Fields written from another field, shown only where their source field shows in the same
+# domain (docs/design.md §Policy module, "Derived fields"): a dossier's title is the gardener's
+# label built from its facts' text, its summary is made of their sentences (extractive), and a
+# dossier journal entry's new and previous values quote such titles and summaries, its details
+# the titles of the dossiers a packet voted for; a block not yet gardened holds its facts' texts
+# in ``pending_facts``. A dossier's summary lists its central facts' sentences in the order they
+# were added (cairn/graph/dossiers.py SUMMARY_POOL_RANKED), and its ``last_updated`` and
+# ``created_at`` are the moments its newest and first facts were added: derived from the facts'
+# ``added_at`` too (and so the journal values quoting the summary). A ``created_at`` is the
+# write's moment, which another field of the node holds too: a fact's ``added_at`` (both set by
+# the packet that adds it), a journal entry's ``timestamp``; a session the journal opens starts at
+# its first entry's time (cairn/graph/factors.py CLAIM_SESSION).
+DERIVED_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, str], ...]] = {
+    "Block": ((("pending_facts",), "Fact", "text"),),
+    "Dossier": (
+        (("title", "summary"), "Fact", "text"),
+        (("summary", "last_updated", "created_at"), "Fact", "added_at"),
+    ),
+    "Fact": ((("created_at",), "Fact", "added_at"),),
+    "JournalEntry": (
+        (("new_value", "previous_value", "details"), "Fact", "text"),
+        (("new_value", "previous_value"), "Fact", "added_at"),
+        (("created_at",), "JournalEntry", "timestamp"),
+    ),
+    "Session": ((("started_at", "created_at"), "JournalEntry", "timestamp"),),
 }
 # A factor's journal entry (the one kind that stores ``new_number``) writes its new and previous
 # values from its own numbers, not from any fact: each is shown exactly where its number shows.
+# Its ``rationale`` and ``details`` are written from them too where the journal writes them itself
+# (cairn/memory/factors/journal.py: "User corrected from 25 to 20", "User confirmed 20"; a
+# recalculation's count of weighed entries and contradictions, and details holding every weighed
+# entry's value, confidence, time and excerpt), and its ``created_at`` is the moment its
+# ``timestamp`` defaults to: each is shown only where all its sources show. A rule decides, not
+# the stored ``op``: masked on some entries only, a rationale would tell which ones the journal
+# wrote (docs/design.md §Policy module, "Derived fields").
 FACTOR_ENTRY_MARK = "new_number"
-FACTOR_ENTRY_DERIVED: dict[str, str] = {"new_value": "new_number", "previous_value": "previous_number"}
+_NUMBERS = ("new_number", "previous_number")
+FACTOR_ENTRY_DERIVED: dict[str, tuple[str, ...]] = {
+    "new_value": ("new_number",),
+    "previous_value": ("previous_number",),
+    "rationale": _NUMBERS,
+    "details": (*_NUMBERS, "confidence", "previous_confidence", "timestamp", "excerpt"),
+    "created_at": ("timestamp",),
+}
 # A factor's value, confidence, status and time are copies of its newest entry's (a journal write
 # sets them from the entry's ``new_number``, ``confidence``, ``inference_status`` and ``timestamp``,
 # and the next entry stores the value and confidence again as its ``previous_number`` and
@@ -233,8 +262,9 @@ class Scope:
     def derived_hidden(self, label: str, domain: str, *, factor_entry: bool = False) -> tuple[str, ...]:
         """Fields of a ``label`` node in ``domain`` hidden because the field they are derived
         from (``DERIVED_FIELDS``) is hidden there, whatever the label's own rule shows. A
-        factor's journal entry (``factor_entry``) derives its values from its own numbers
-        (``FACTOR_ENTRY_DERIVED``), not from fact text; it and its factor hide the copies of a
+        factor's journal entry (``factor_entry``) derives its values, rationale, details and
+        ``created_at`` from its own numbers and time (``FACTOR_ENTRY_DERIVED``), not from fact
+        text; it and its factor hide the copies of a
         value either rule hides (``FACTOR_MIRRORS``)."""
         if self.unrestricted:
             return ()
@@ -250,16 +280,27 @@ class Scope:
             own = self.visible_fields(label, domain)
             factor = self.visible_fields("Factor", domain)
             hidden = (
-                [] if own is None else [n for n, source in FACTOR_ENTRY_DERIVED.items() if source not in own]
+                []
+                if factor is None
+                else [c for name, (_, copies) in FACTOR_MIRRORS.items() if name not in factor for c in copies]
             )
-            if factor is not None:
-                hidden += [
-                    c for name, (_, copies) in FACTOR_MIRRORS.items() if name not in factor for c in copies
-                ]
+            hidden += [
+                name
+                for name, sources in FACTOR_ENTRY_DERIVED.items()
+                if any(s in hidden or (own is not None and s not in own) for s in sources)
+            ]
             return tuple(dict.fromkeys(hidden))
-        names, source_label, source_field = derived
-        shown = self.visible_fields(source_label, domain)
-        return () if shown is None or source_field in shown else names
+        hidden = []
+        for names, source_label, source_field in derived:
+            shown = self.visible_fields(source_label, domain)
+            # a session's time is its first factor entry's, which the factor's rule may hide too
+            mirror = next((f for f, (_, copies) in FACTOR_MIRRORS.items() if source_field in copies), None)
+            factor = self.visible_fields("Factor", domain) if label == "Session" else None
+            if (shown is not None and source_field not in shown) or (
+                mirror is not None and factor is not None and mirror not in factor
+            ):
+                hidden += names
+        return tuple(dict.fromkeys(hidden))
 
     def visible_fields(self, label: str, domain: str) -> tuple[str, ...] | None:
         """Fields of a ``label`` node in ``domain`` the scope shows; None means all of them."""

@@ -440,7 +440,6 @@ def update_factor(
         session_id,
     )
     when = aware(timestamp, "timestamp") if timestamp is not None else None
-    stamp = when or datetime.now(UTC)
     write = _Write(
         factor_id=factor_id,
         op=op,
@@ -450,7 +449,9 @@ def update_factor(
         excerpt=excerpt,
         status=status,
         influenced_by=tuple(dict.fromkeys(influenced_by)),
-        session_id=session_id or f"session-{stamp:%Y%m%d%H%M%S}-{uuid.uuid4().hex[:6]}",
+        # Not named after the time: a session's id is shown wherever the session is, the entry's
+        # time only where its rule shows it.
+        session_id=session_id or f"session-{uuid.uuid4().hex[:16]}",
         session_title=session_title or "ad-hoc update",
         timestamp=when,
         details=details or {},

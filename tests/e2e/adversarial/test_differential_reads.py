@@ -6,8 +6,9 @@ role can ask about every stored id (and ids that never existed), then delete eve
 role may not see and ask again. Apart from what docs/design.md discloses by design (the ask
 meta's own withheld placeholders and the note on them, and factor answers that say which
 visible node needs prerequisites the caller cannot see), the two runs must answer byte for
-byte alike: data, errors, prose, numbering, totals, scores (to float noise), ordering and,
-for a role allowed the LLM, every prompt sent to it.
+byte alike: data, errors, prose, numbering, totals, scores (to float noise), ordering, every
+ask's trace bundle (its zip's entries and what each holds) and, for a role allowed the LLM,
+every prompt sent to it.
 
 Run by hand against `cairn serve --demo` (every stored id, 3,355 requests per view) it found no
 difference beyond those disclosures for staff, manager and a director narrowed to low
@@ -20,9 +21,12 @@ with equal access fields).
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
+import uuid
+import zipfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -50,7 +54,17 @@ BY_ID: dict[str, list[str]] = {
     "Dossier": ["node", "dossier", "related"],
     "Block": ["node"],
     "JournalEntry": ["node"],
-    "Factor": ["node", "factor", "factorAsOf", "journal", "whyBlocked", "whyValue", "whatIf", "whatIfLower"],
+    "Factor": [
+        "node",
+        "factor",
+        "factorAsOf",
+        "journal",
+        "journalSince",
+        "whyBlocked",
+        "whyValue",
+        "whatIf",
+        "whatIfLower",
+    ],
     "Option": ["node", "whyBlocked", "whatIf"],
     "Session": ["node"],
     "Section": ["node"],
@@ -70,13 +84,17 @@ QUERIES = {
     + ENVELOPE
     + " response } }",
     "dossier": "query($i: ID!) { dossier(id: $i) { id title summary status lastUpdated mergedInto factCount"
-    " facts { id text addedAt } history { id op previousValue newValue excerpt rationale } } }",
+    " masked facts { id text factType confidence addedAt sourceBlockId turnIndex } history { id op timestamp"
+    " previousValue newValue excerpt rationale details } } }",
     "related": "query($i: ID!) { relatedDossiers(id: $i, topK: 10) }",
     "factor": "query($i: ID!) { factor(id: $i) { id name value confidence lastUpdated currentEntry"
     " { id newValue influencedBy hasHiddenInfluences } } }",
     "factorAsOf": 'query($i: ID!) { factor(id: $i, asOf: "2024-10-10T00:00:00Z") { value asOf } }',
     "journal": "query($i: ID!) { journal(factorId: $i, limit: 50) { id op previousValue newValue"
     " rationale excerpt influencedBy hasHiddenInfluences } }",
+    "journalSince": 'query($i: ID!) { journal(factorId: $i, limit: 3, since: "2024-10-01T00:00:00Z") { id'
+    " factorId op timestamp previousValue newValue rationale excerpt confidence sessionId inferenceStatus"
+    " influencedBy hasHiddenInfluences masked } }",
     "whyBlocked": "query($i: ID!) { whyBlocked(id: $i) { subject { id name } status blockers"
     " { factor { id } value threshold requiredBy { id } lastSet } hasHiddenPrerequisites answer evidence } }",
     "whyValue": "query($i: ID!) { whyValue(id: $i) { factor { id value } history { id newValue influencedBy"
@@ -129,10 +147,12 @@ QUESTIONS = [
 ]
 
 # What docs/design.md discloses by design: the caller's own ask meta (withheld placeholders,
-# reasons, counts) and the note on them; which visible factor or option needs prerequisites
-# the caller cannot see (§Factor questions: "once per visible node that needs them").
+# reasons, counts) and the note on them (in the answer and its bundle's envelope.json); which
+# visible factor or option needs prerequisites the caller cannot see (§Factor questions: "once
+# per visible node that needs them").
 DISCLOSED = re.compile(
-    r"policy_trace|payload_excluded_ids|ts_utc|permissionsNote|hidden_required_by|has_hidden_prerequisites"
+    r"policy_trace|payload_excluded_ids|ts_utc|permissionsNote|permissions_note|hidden_required_by"
+    r"|has_hidden_prerequisites"
     r"|hasHiddenPrerequisites|has_hidden_dependencies"
 )
 DISCLOSED_LINES = re.compile(
@@ -229,15 +249,29 @@ def answers(
     def one(job: tuple[str, str, dict[str, Any]]) -> tuple[str, Any]:
         name, query, variables = job
         used = {k: v for k, v in variables.items() if f"${k}" in query}
-        resp = client.post("/graphql", json={"query": query, "variables": used}, headers=sent)
+        # One request id per request, as a gateway sends: an ask's trace is filed under it.
+        mine = {**sent, "X-Request-Id": f"req-{uuid.uuid4().hex[:16]}"}
+        resp = client.post("/graphql", json={"query": query, "variables": used}, headers=mine)
         assert resp.status_code == 200, resp.text
         body = resp.json()
         # Aliased fields resolve concurrently: their errors come in either order.
         body["errors"] = sorted(body.get("errors") or [], key=lambda e: json.dumps(e.get("path")))
+        ask = (body.get("data") or {}).get("ask") or {}
+        if "meta" in ask:  # the ask's trace too: the bundle a caller downloads, file by file
+            body["bundle"] = bundle(client, mine, ask["meta"]["request"]["request_id"])
         return name, normalised(body)
 
     with ThreadPoolExecutor(max_workers=IN_FLIGHT) as pool:
         return dict(pool.map(one, jobs))
+
+
+def bundle(client: TestClient, sent: dict[str, str], request_id: str) -> dict[str, Any]:
+    """The ask's ``bundle_view`` zip as its entries' names and parsed contents (a zip's sizes are
+    its contents', deflated: the same contents, the same sizes)."""
+    resp = client.get(f"/bundles/{request_id}/bundle_view", headers=sent)
+    assert resp.status_code == 200, resp.text
+    with zipfile.ZipFile(io.BytesIO(resp.content)) as zf:
+        return {"names": zf.namelist(), "files": {n: json.loads(zf.read(n)) for n in zf.namelist()}}
 
 
 # Per request, not per store: request and trace ids (and bundle links made of them), latencies.
