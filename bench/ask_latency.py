@@ -31,6 +31,7 @@ import shutil
 import sys
 import threading
 import time
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from typing import Any
 
@@ -50,7 +51,7 @@ from cairn.memory.ask import AskService
 from cairn.policy.passport import headers_for, verify
 from cairn.policy.preselector import AnchorNotVisible
 from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime.collector import tune_collector
+from cairn.runtime.collector import tuned_collector
 from cairn.runtime.database import read, sync_driver
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.logging import configure_logging
@@ -167,7 +168,7 @@ def time_paired(
     root = scratch_dir("cairn-bench-traces-")
     raw: list[float] = []
     asks: list[float] = []
-    with sync_driver(settings) as driver:
+    with sync_driver(settings) as driver, ExitStack() as warm:
         asker = AskService(driver, LLMClient(settings), root)
         for i, anchor in enumerate(anchors):
             caller = verify({**headers_for(registry, role), "X-Max-Hops": hops}, registry, None)
@@ -177,7 +178,7 @@ def time_paired(
             t = time.perf_counter()
             asker.ask(caller, anchor)
             if i == WARMUP - 1:
-                tune_collector(settings.gc_young)  # warm, as `cairn serve` once started (cairn/app.py)
+                warm.enter_context(tuned_collector(settings.gc_young))  # as `cairn serve` (cairn/app.py)
             if i >= WARMUP:
                 raw.append(raw_ms)
                 asks.append((time.perf_counter() - t) * 1000)

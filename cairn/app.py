@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from email.message import Message as MimeHeader
 from http import HTTPStatus
 from typing import Any, cast
 
@@ -46,7 +47,7 @@ from cairn.policy.passport import Caller, PassportError, headers_for, secret_pro
 from cairn.policy.profiles import PolicyRegistry
 from cairn.resolvers.context import RequestContext, Services
 from cairn.resolvers.schema import schema
-from cairn.runtime.collector import tune_collector
+from cairn.runtime.collector import tuned_collector
 from cairn.runtime.database import sync_driver
 from cairn.runtime.embedder import get_embedder
 from cairn.runtime.llm import LLMClient
@@ -88,6 +89,25 @@ NO_STORE = (b"cache-control", b"no-store")
 STATIC_PREFIX = "/ui/"
 
 
+class WholeFiles(StaticFiles):
+    """The UI's files, always whole: Starlette answers a bad or unsatisfiable ``Range`` itself, in
+    plain text (400, 416), outside the one error shape; the files are small, so no range is read."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(name, value) for name, value in scope["headers"] if name not in (b"range", b"if-range")]
+        await super().__call__({**scope, "headers": headers}, receive, send)
+
+
+def response_headers(path: str) -> list[tuple[bytes, bytes]]:
+    """What every HTTP answer to ``path`` carries: SECURITY_HEADERS, its Content-Security-Policy
+    and, but for the UI's static files, ``Cache-Control: no-store``."""
+    csp = GRAPHIQL_CSP if path == "/graphql" else CSP
+    added = [*SECURITY_HEADERS, (b"content-security-policy", csp.encode())]
+    if not path.startswith(STATIC_PREFIX):
+        added.append(NO_STORE)
+    return added
+
+
 class SecurityHeaders:
     """Adds SECURITY_HEADERS and a Content-Security-Policy to every HTTP response, and
     ``Cache-Control: no-store`` to every one but the UI's static files."""
@@ -98,10 +118,7 @@ class SecurityHeaders:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        csp = GRAPHIQL_CSP if scope["path"] == "/graphql" else CSP
-        added = [*SECURITY_HEADERS, (b"content-security-policy", csp.encode())]
-        if not scope["path"].startswith(STATIC_PREFIX):
-            added.append(NO_STORE)
+        added = response_headers(scope["path"])
         replaced = {name for name, _ in added}
 
         async def send_with_headers(message: Message) -> None:
@@ -118,25 +135,44 @@ class _BodyTooLarge(Exception):
 
 
 def error_response(
-    status: int, code: str, message: str, headers: dict[str, str] | None = None, **extensions: Any
+    status: int,
+    code: str,
+    message: str,
+    headers: dict[str, str] | None = None,
+    extensions: dict[str, Any] | None = None,
 ) -> JSONResponse:
     """The one shape of an HTTP refusal outside a GraphQL result (docs/design.md §Errors): a
     GraphQL error list, ``{"errors": [{"message", "extensions": {"code", ...}}]}``, so a client
     reads a refused bundle, an unknown route or an oversized body as it reads a GraphQL refusal."""
-    error = {"message": message, "extensions": {"code": code, **extensions}}
+    error = {"message": message, "extensions": {"code": code, **(extensions or {})}}
     return JSONResponse({"errors": [error]}, status_code=status, headers=headers)
+
+
+def is_json_utf8(content_type: str) -> bool:
+    """``application/json`` with no charset or one ``charset=utf-8`` (any case, quoted or not).
+    A second ``charset`` (one parser reads the first, another the last) or an RFC 2231
+    ``charset*=`` (read as a tuple, not a name) is not UTF-8 JSON."""
+    email = MimeHeader()
+    email["content-type"] = content_type
+    params = email.get_params() or [("", "")]
+    charsets = [value for name, value in params[1:] if name.lower().rstrip("*") == "charset"]
+    return (
+        params[0][0].lower() == "application/json"
+        and len(charsets) <= 1
+        and all(isinstance(value, str) and value.lower() == "utf-8" for value in charsets)
+    )
 
 
 def refusal_response(status: int, exc: CairnError) -> JSONResponse:
     """A ``CairnError`` on a plain HTTP route: its public message and extensions, as GraphQL
     (``CodedErrors``) shows them."""
     extensions = exc.extensions()
-    return error_response(status, extensions.pop("code"), exc.public_message, **extensions)
+    return error_response(status, extensions.pop("code"), exc.public_message, extensions=extensions)
 
 
 # Starlette's own refusals (an unknown route, a method a route does not take, a missing static
 # file) answer in plain text; here in the error shape, with the code of their status.
-HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
+HTTP_CODES = {401: "UNAUTHORIZED", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
 
 
 def http_refusal(status: int, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -150,8 +186,10 @@ async def on_http_exception(request: Request, exc: Exception) -> Response:
 
 
 async def on_exception(request: Request, exc: Exception) -> Response:
-    """A bug: logged with its traceback by Starlette's ServerErrorMiddleware, answered without it."""
-    return error_response(500, "INTERNAL_SERVER_ERROR", "Unexpected error.")
+    """A bug: logged with its traceback by Starlette's ServerErrorMiddleware, answered without it.
+    That middleware sits outside ``SecurityHeaders``, so the answer carries their headers here."""
+    headers = {name.decode(): value.decode() for name, value in response_headers(request.url.path)}
+    return error_response(500, "INTERNAL_SERVER_ERROR", "Unexpected error.", headers)
 
 
 class BodyLimit:
@@ -380,8 +418,7 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         which compares case-sensitively, the type in lower case)."""
         if request.method == "POST":
             sent = cast(Headers, request.headers).getlist("content-type")
-            media_type, params = parse_content_type(sent[0] if len(sent) == 1 else "")
-            if media_type.lower() != "application/json" or params.get("charset", "utf-8").lower() != "utf-8":
+            if len(sent) != 1 or not is_json_utf8(sent[0]):
                 raise UnreadableRequest(400, "Unsupported content type")
         return await super().parse_http_body(request)
 
@@ -481,14 +518,14 @@ def create_app(settings: Settings | None = None) -> Starlette:
         await embedder.aembed(["warm-up query"])
         count_tokens("warm-up query")
         await anyio.to_thread.run_sync(intent_classifier, embedder)
-        tune_collector(settings.gc_young)  # warm: what startup loaded is frozen (runtime/collector.py)
         state["services"] = services
         graphql.services = services
-        try:
-            yield
-        finally:
-            await anyio.to_thread.run_sync(bundles.flush)  # every queued trace is written before stop
-            driver.close()
+        with tuned_collector(settings.gc_young):  # warm: what startup loaded is frozen (runtime/collector.py)
+            try:
+                yield
+            finally:
+                await anyio.to_thread.run_sync(bundles.flush)  # every queued trace is written before stop
+                driver.close()
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -565,7 +602,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Route("/graphql", BodyLimit(graphql, MAX_BODY_BYTES), methods=HTTP_METHODS),
     ]
     if WEB_DIR.is_dir():
-        routes.append(Mount("/ui", StaticFiles(directory=WEB_DIR, html=True)))
+        routes.append(Mount("/ui", WholeFiles(directory=WEB_DIR, html=True)))
     middleware = [Middleware(SecurityHeaders)]
     if settings.passport_secret is None:  # unsigned passports: this machine's own clients only
         also = frozenset(h.strip().lower() for h in settings.allowed_hosts.split(",") if h.strip())

@@ -42,6 +42,7 @@ import hashlib
 import io
 import json
 import queue
+import re
 import threading
 import zipfile
 from collections.abc import Callable, Sequence
@@ -87,8 +88,9 @@ BUNDLES = ("bundle_view", "bundle_full")
 # what the mask shows a role changes.
 TRACE_VERSION = 2
 TRACE_FILE = f"trace.v{TRACE_VERSION}.json.gz"
-# Every trace file name, this version's and the earlier ones ("trace.json", "trace.json.gz").
-TRACE_FILES = "trace*.json*"
+# Trace file names of earlier versions: "trace.json", "trace.json.gz", "trace.v<n>.json.gz" with n
+# below TRACE_VERSION (a later version's, left by a downgrade, is not this version's to delete).
+_EARLIER_TRACE = re.compile(r"trace\.json(\.gz)?|trace\.v(\d+)\.json\.gz")
 # Bundle files that are sections of the caller's meta: stored once, cut out when read.
 FROM_META = {
     "plan.json": "selection_metrics",
@@ -517,10 +519,15 @@ def _load(folder: Path) -> dict[str, Any]:
     return parts
 
 
+def _is_earlier_trace(name: str) -> bool:
+    match = _EARLIER_TRACE.fullmatch(name)
+    return match is not None and (match[2] is None or int(match[2]) < TRACE_VERSION)
+
+
 def drop_stale_traces(root: Path) -> int:
     """Delete every trace under ``root`` written in an earlier form (``TRACE_VERSION``), which is
     never read; the number deleted."""
-    stale = [p for p in root.glob(f"*/*/{TRACE_FILES}") if p.name != TRACE_FILE and p.is_file()]
+    stale = [p for p in root.glob("*/*/trace*.json*") if _is_earlier_trace(p.name) and p.is_file()]
     for path in stale:
         path.unlink()
     return len(stale)

@@ -95,6 +95,11 @@ class Scope:
     x_extra: tuple[str, ...] = ()
     policy_key: str = ""
     unrestricted: bool = False
+    # derived_hidden's answers, per (label, domain, factor_entry): decided by the rules alone, and
+    # asked once per masked node (a fact's mask asks it on every hit).
+    _derived_hidden: dict[tuple[str, str, bool], tuple[str, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def from_profile(
@@ -268,6 +273,13 @@ class Scope:
         value either rule hides (``FACTOR_MIRRORS``)."""
         if self.unrestricted:
             return ()
+        key = (label, domain, factor_entry)
+        known = self._derived_hidden.get(key)
+        if known is None:
+            known = self._derived_hidden[key] = self._decide_derived_hidden(label, domain, factor_entry)
+        return known
+
+    def _decide_derived_hidden(self, label: str, domain: str, factor_entry: bool) -> tuple[str, ...]:
         if label == "Factor":
             entry = self.visible_fields("JournalEntry", domain)
             if entry is None:

@@ -15,16 +15,27 @@ mostly die (by reference count) before any collection sees them.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
-def tune_collector(young: int) -> bool:
-    """After warm-up: move every object alive now out of the collector's reach (``gc.freeze``:
-    what startup loaded stays for the life of the process) and collect the young generation every
-    ``young`` new containers. False, and nothing changed, when ``young`` is 0 (Python's default)."""
+@contextmanager
+def tuned_collector(young: int) -> Iterator[bool]:
+    """While the warm service runs: every object alive now moved out of the collector's reach
+    (``gc.freeze``: what startup loaded stays while the service does) and the young generation
+    collected every ``young`` new containers. On leaving (the service stops) both are undone:
+    a process that starts several services one after another (the tests, a host embedding the
+    app) would otherwise keep every stopped one's objects for good. Yields False, and changes
+    nothing, when ``young`` is 0 (Python's default)."""
     if young <= 0:
-        return False
+        yield False
+        return
+    before = gc.get_threshold()
     gc.collect()  # what startup left as garbage goes now, not frozen with the rest
     gc.freeze()
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(young, middle, old)
-    return True
+    gc.set_threshold(young, *before[1:])
+    try:
+        yield True
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

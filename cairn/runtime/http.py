@@ -19,7 +19,7 @@ from typing import ClassVar, Literal
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from cairn.app import CSP, NO_STORE, SECURITY_HEADERS
+from cairn.app import response_headers
 
 Waiting = Literal["head", "body"] | None
 
@@ -37,9 +37,7 @@ NOT_HTTP_HEADERS = [
     (b"content-type", b"application/json"),
     (b"content-length", str(len(NOT_HTTP)).encode()),
     (b"connection", b"close"),
-    *SECURITY_HEADERS,
-    (b"content-security-policy", CSP.encode()),
-    NO_STORE,
+    *response_headers("/"),
 ]
 
 

@@ -9,7 +9,9 @@ A merge key (``<<``) may still override what it merges: that is what it is for.
 
 The text is scanned and parsed by libyaml (``yaml.CSafeLoader``, seven times faster than PyYAML's
 own parser on the policy file, which every app and registry loads) when PyYAML was built with it;
-the constructing, where repeats are found, is the same Python either way.
+the constructing, where repeats are found, is the same Python either way. libyaml's errors name the
+file, line and column as PyYAML's do (a control character by its byte position instead), without
+PyYAML's quoted source line and caret, and some say less (an undefined alias is not named).
 """
 
 from __future__ import annotations

@@ -304,13 +304,16 @@ def test_malloc_arenas_are_capped_where_glibc_allows_it() -> None:
 
 def test_a_started_service_tunes_the_collector_once_warm(settings: Settings) -> None:
     """The lifespan, after its warm-up, raises the young threshold and freezes what startup
-    loaded (runtime/collector.py: an ask's containers then mostly die before any collection)."""
+    loaded (runtime/collector.py: an ask's containers then mostly die before any collection),
+    and undoes both when the service stops."""
     before = gc.get_threshold()
     gc.unfreeze()
     try:
         with TestClient(create_app(settings.model_copy(update={"gc_young": 12_345}))):  # lifespan run
             assert gc.get_threshold()[0] == 12_345
             assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == before  # stopped: undone, the app's objects collectable again
+        assert gc.get_freeze_count() == 0
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)

@@ -209,10 +209,13 @@ def test_a_trace_in_an_earlier_form_is_not_read(registry: PolicyRegistry, tmp_pa
     (folder / "trace.json").write_text(json.dumps({"_meta.json": {"old": True}}), encoding="utf-8")
     with pytest.raises(FileNotFoundError):
         trace.read_trace_file(tmp_path, caller, caller.request_id, "_meta.json")
+    (folder / "trace.v1.json.gz").write_bytes(b"")  # an earlier numbered form
+    later = f"trace.v{trace.TRACE_VERSION + 1}.json.gz"  # a later version's, left by a downgrade
+    (folder / later).write_bytes(b"")
     current = caller_for(registry, "staff")
     trace.write_trace(tmp_path, current, {"_meta.json": {"new": True}})
-    assert trace.drop_stale_traces(tmp_path) == 2
-    assert [p.name for p in folder.iterdir()] == []
+    assert trace.drop_stale_traces(tmp_path) == 3
+    assert [p.name for p in folder.iterdir()] == [later]
     assert trace.read_trace_file(tmp_path, current, current.request_id, "_meta.json") == {"new": True}
 
 

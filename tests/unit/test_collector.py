@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cairn.runtime.collector import tune_collector
+from cairn.runtime.collector import tuned_collector
 
 
 @pytest.fixture
@@ -24,16 +24,21 @@ def restored() -> Iterator[None]:
 def test_a_warm_service_collects_young_objects_less_often_and_freezes_what_startup_loaded() -> None:
     gc.unfreeze()
     loaded = [[i] for i in range(100)]  # containers alive at warm-up (models, policies, caches)
-    middle, old = gc.get_threshold()[1:]
-    assert tune_collector(12_345) is True
-    assert gc.get_threshold() == (12_345, middle, old)
-    assert gc.get_freeze_count() >= len(loaded)  # out of every later collection's walk
+    before = gc.get_threshold()
+    with tuned_collector(12_345) as tuned:
+        assert tuned is True
+        assert gc.get_threshold() == (12_345, *before[1:])
+        assert gc.get_freeze_count() >= len(loaded)  # out of every later collection's walk
+    # stopped: nothing stays frozen, so a later service's start does not keep this one's objects
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
 
 
 @pytest.mark.usefixtures("restored")
 def test_zero_leaves_pythons_collector_alone() -> None:
     gc.unfreeze()
     before = gc.get_threshold()
-    assert tune_collector(0) is False
-    assert gc.get_threshold() == before
+    with tuned_collector(0) as tuned:
+        assert tuned is False
+        assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0

@@ -64,17 +64,6 @@ class DossierView:
     def summary(self) -> str:
         return str(self.fields.get("summary") or "")
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "fields": self.fields,
-            "masked": list(self.masked),
-            "score": None if self.score is None else round(self.score, 4),
-            "facts": self.facts,
-            "fact_count": self.fact_count,
-            "history": self.history,
-        }
-
 
 @dataclass(frozen=True)
 class SearchResult:

@@ -107,6 +107,18 @@ def test_a_bug_on_a_plain_route_is_a_coded_500(
     response = failing_client.get("/bundles/req-abc/bundle_view", headers=staff)
     assert_coded(response, 500, "INTERNAL_SERVER_ERROR")
     assert "secret path" not in response.text
+    # answered outside SecurityHeaders (ServerErrorMiddleware), with its headers all the same
+    assert response.headers["cache-control"] == "no-store"
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+
+
+@pytest.mark.parametrize("byte_range", ["bytes=abc", "bytes=999999-", "bytes=0-1,5-2"])
+def test_a_ui_file_is_whole_whatever_range_is_asked(byte_range: str, client: TestClient) -> None:
+    """Starlette answered a bad Range 400 and an unsatisfiable one 416, in plain text."""
+    response = client.get("/ui/index.html", headers={**LOOPBACK, "Range": byte_range})
+    assert response.status_code == 200, response.text
+    assert response.content == client.get("/ui/index.html", headers=LOOPBACK).content
 
 
 @pytest.mark.parametrize("order", [("text/plain", "application/json"), ("application/json", "text/plain")])

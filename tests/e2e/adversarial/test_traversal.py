@@ -10,6 +10,7 @@ caller's own folder of the trace root only.
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 from structlog.testing import capture_logs
 
+from cairn.memory.trace import TRACE_FILE
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.logging import configure_logging
@@ -57,9 +59,11 @@ def trace_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         for name in ("_meta.json", "envelope.json"):
             (folder / name).write_text(json.dumps({"canary": CANARY}), encoding="utf-8")
-        # The one-file trace form, as an ask writes it.
-        canary_trace = {"_meta.json": {"canary": CANARY}, "envelope.json": {"canary": CANARY}}
-        (folder / "trace.json").write_text(json.dumps(canary_trace), encoding="utf-8")
+        # The one-file trace form, as an ask writes it now (a traversal that reached it would read
+        # it) and as an earlier version did.
+        canary_trace = json.dumps({"_meta.json": {"canary": CANARY}, "envelope.json": {"canary": CANARY}})
+        (folder / TRACE_FILE).write_bytes(gzip.compress(canary_trace.encode()))
+        (folder / "trace.json").write_text(canary_trace, encoding="utf-8")
     return root
 
 
