@@ -50,6 +50,7 @@ from cairn.resolvers.schema import schema
 from cairn.runtime.collector import tuned_collector
 from cairn.runtime.database import sync_driver
 from cairn.runtime.embedder import get_embedder
+from cairn.runtime.http import response_headers
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.logging import configure_logging
 from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
@@ -65,30 +66,6 @@ READY_TIMEOUT_S = 3.0
 MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
-# Sent with every HTTP answer (docs/design.md §HTTP hardening). GraphiQL's page needs an inline
-# script and eval (its bundle compiles with `new Function`); every other page gets neither.
-SECURITY_HEADERS = [
-    (b"x-content-type-options", b"nosniff"),
-    (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"cross-origin-opener-policy", b"same-origin"),
-    (b"cross-origin-resource-policy", b"same-origin"),
-]
-CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-    "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
-    "form-action 'none'; frame-ancestors 'none'"
-)
-GRAPHIQL_CSP = CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inline' 'unsafe-eval'")
-
-
-# Every answer but the UI's static files may hold a caller's data or a passport, and a passport
-# travels in X-* headers, not Authorization: a shared cache would store a GET answer by its URL
-# alone and hand it to the next caller (a bundle zip, /dev/passport). None may be stored.
-NO_STORE = (b"cache-control", b"no-store")
-STATIC_PREFIX = "/ui/"
-
-
 class WholeFiles(StaticFiles):
     """The UI's files, always whole: Starlette answers a bad or unsatisfiable ``Range`` itself, in
     plain text (400, 416), outside the one error shape; the files are small, so no range is read."""
@@ -96,16 +73,6 @@ class WholeFiles(StaticFiles):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [(name, value) for name, value in scope["headers"] if name not in (b"range", b"if-range")]
         await super().__call__({**scope, "headers": headers}, receive, send)
-
-
-def response_headers(path: str) -> list[tuple[bytes, bytes]]:
-    """What every HTTP answer to ``path`` carries: SECURITY_HEADERS, its Content-Security-Policy
-    and, but for the UI's static files, ``Cache-Control: no-store``."""
-    csp = GRAPHIQL_CSP if path == "/graphql" else CSP
-    added = [*SECURITY_HEADERS, (b"content-security-policy", csp.encode())]
-    if not path.startswith(STATIC_PREFIX):
-        added.append(NO_STORE)
-    return added
 
 
 class SecurityHeaders:

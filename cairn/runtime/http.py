@@ -8,6 +8,9 @@ without end. Here a request's head must be complete within ``head_timeout_s`` of
 opening (or of the previous response), and its body within ``body_timeout_s`` of the head;
 otherwise the connection is closed. Nothing is timed while the application works on a request
 whose body has arrived.
+
+It also holds the headers every HTTP answer carries (``response_headers``), which the app's
+middleware adds and this protocol's own refusals carry.
 """
 
 from __future__ import annotations
@@ -19,7 +22,39 @@ from typing import ClassVar, Literal
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from cairn.app import response_headers
+# Sent with every HTTP answer (docs/design.md §HTTP hardening). GraphiQL's page needs an inline
+# script and eval (its bundle compiles with `new Function`); every other page gets neither.
+SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'"
+)
+GRAPHIQL_CSP = CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inline' 'unsafe-eval'")
+
+
+# Every answer but the UI's static files may hold a caller's data or a passport, and a passport
+# travels in X-* headers, not Authorization: a shared cache would store a GET answer by its URL
+# alone and hand it to the next caller (a bundle zip, /dev/passport). None may be stored.
+NO_STORE = (b"cache-control", b"no-store")
+STATIC_PREFIX = "/ui/"
+
+
+def response_headers(path: str) -> list[tuple[bytes, bytes]]:
+    """What every HTTP answer to ``path`` carries: SECURITY_HEADERS, its Content-Security-Policy
+    and, but for the UI's static files, ``Cache-Control: no-store``."""
+    csp = GRAPHIQL_CSP if path == "/graphql" else CSP
+    added = [*SECURITY_HEADERS, (b"content-security-policy", csp.encode())]
+    if not path.startswith(STATIC_PREFIX):
+        added.append(NO_STORE)
+    return added
+
 
 Waiting = Literal["head", "body"] | None
 
