@@ -10,7 +10,13 @@ caller may not walk is never followed.
 from __future__ import annotations
 
 from cairn.policy.profiles import SENSITIVITY_RANK
-from cairn.policy.scope import FACTOR_ENTRY_DERIVED, FACTOR_ENTRY_MARK, FACTOR_MIRRORS
+from cairn.policy.scope import (
+    DERIVED_FIELDS,
+    FACTOR_ENTRY_DERIVED,
+    FACTOR_ENTRY_MARK,
+    FACTOR_MIRRORS,
+    derivation_sources,
+)
 from cairn.schema.catalog import RELATION_TYPES
 from cairn.schema.nodes import SEARCH_TEXT_FIELDS
 
@@ -127,6 +133,19 @@ def field_shown(var: str, name: str) -> str:
         shown += (
             f" AND (NOT 'JournalEntry' IN labels({var}) OR {var}.{FACTOR_ENTRY_MARK} IS NULL OR ({sources}))"
         )
+    # A field written from another label's field (scope.DERIVED_FIELDS: a session's title, a
+    # dossier entry's time) shows only where that field does, as Scope.derived_hidden decides; a
+    # factor entry's own derivations are the ones above.
+    for label, derivations in DERIVED_FIELDS.items():
+        for names, source_label, source_field in derivations:
+            if name not in names:
+                continue
+            sources = " AND ".join(
+                _label_shows(var, s_label, s_field)
+                for s_label, s_field in derivation_sources(label, source_label, source_field)
+            )
+            own = f" OR {var}.{FACTOR_ENTRY_MARK} IS NOT NULL" if label == "JournalEntry" else ""
+            shown += f" AND (NOT '{label}' IN labels({var}){own} OR ({sources}))"
     return f"($unrestricted OR ({shown}))"
 
 

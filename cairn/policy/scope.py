@@ -32,7 +32,8 @@ ALL_FIELDS = "*"
 # ``added_at`` too (and so the journal values quoting the summary). A ``created_at`` is the
 # write's moment, which another field of the node holds too: a fact's ``added_at`` (both set by
 # the packet that adds it), a journal entry's ``timestamp``; a session the journal opens starts at
-# its first entry's time (cairn/graph/factors.py CLAIM_SESSION).
+# its first entry's time (cairn/graph/factors.py CLAIM_SESSION). A dossier journal entry's
+# ``timestamp`` is its unit of work's moment: a packet's, the ``added_at`` of the facts it adds.
 DERIVED_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, str], ...]] = {
     "Block": ((("pending_facts",), "Fact", "text"),),
     "Dossier": (
@@ -42,11 +43,12 @@ DERIVED_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, str], ...]] = {
     "Fact": ((("created_at",), "Fact", "added_at"),),
     "JournalEntry": (
         (("new_value", "previous_value", "details"), "Fact", "text"),
-        (("new_value", "previous_value"), "Fact", "added_at"),
+        (("new_value", "previous_value", "timestamp", "created_at"), "Fact", "added_at"),
         (("created_at",), "JournalEntry", "timestamp"),
     ),
     "Session": ((("started_at", "created_at"), "JournalEntry", "timestamp"),),
 }
+
 # A factor's journal entry (the one kind that stores ``new_number``) writes its new and previous
 # values from its own numbers, not from any fact: each is shown exactly where its number shows.
 # Its ``rationale`` and ``details`` are written from them too where the journal writes them itself
@@ -78,6 +80,18 @@ FACTOR_MIRRORS: dict[str, tuple[str, tuple[str, ...]]] = {
     "inference_status": ("inference_status", ("inference_status",)),
     "last_updated": ("timestamp", ("timestamp",)),
 }
+
+
+def derivation_sources(label: str, source_label: str, source_field: str) -> tuple[tuple[str, str], ...]:
+    """The (label, field) pairs a ``DERIVED_FIELDS`` derivation of a ``label`` field shows only
+    where all show: its source, and for a session's time, the factor field mirroring its first
+    entry's (``FACTOR_MIRRORS``), which the factor's rule may hide too. Read by
+    ``Scope.derived_hidden`` and by the Cypher of ``cairn.policy.acl.field_shown`` alike."""
+    sources = [(source_label, source_field)]
+    if label == "Session":
+        sources += [("Factor", f) for f, (_, copies) in FACTOR_MIRRORS.items() if source_field in copies]
+    return tuple(sources)
+
 
 # Labels some of whose fields another field rule may hide (``Scope.derived_hidden``).
 MASKED_BY_OTHER_FIELDS = frozenset({*DERIVED_FIELDS, "Factor"})
@@ -304,14 +318,10 @@ class Scope:
             return tuple(dict.fromkeys(hidden))
         hidden = []
         for names, source_label, source_field in derived:
-            shown = self.visible_fields(source_label, domain)
-            # a session's time is its first factor entry's, which the factor's rule may hide too
-            mirror = next((f for f, (_, copies) in FACTOR_MIRRORS.items() if source_field in copies), None)
-            factor = self.visible_fields("Factor", domain) if label == "Session" else None
-            if (shown is not None and source_field not in shown) or (
-                mirror is not None and factor is not None and mirror not in factor
-            ):
-                hidden += names
+            for name, source in derivation_sources(label, source_label, source_field):
+                shown = self.visible_fields(name, domain)
+                if shown is not None and source not in shown:
+                    hidden += names
         return tuple(dict.fromkeys(hidden))
 
     def visible_fields(self, label: str, domain: str) -> tuple[str, ...] | None:

@@ -207,7 +207,7 @@ def test_no_read_orders_or_windows_by_a_time_it_does_not_check(where: tuple[str,
         return
     for match in RAW_TIME.finditer(text):
         name = match["o"] or match["m"] or match["w"]
-        checked = text[max(0, match.start() - 300) : match.start()]
+        checked = text[max(0, match.start() - 1500) : match.start()]
         if match["w"]:  # a window's guard may follow it in the same WHERE
             clause_end = CLAUSE_END.search(text, match.end())
             checked += text[match.end() : clause_end.start() if clause_end else len(text)]

@@ -3,9 +3,10 @@
 A fact's ``created_at`` is set with its ``added_at`` by the packet that adds it; a dossier's
 ``last_updated`` and ``created_at`` are the moments its newest and first facts were added, and its
 summary lists its central facts' sentences in the order they were added (so do the journal
-values quoting it). A policy hiding ``added_at`` but showing these showed when each fact came
-and in what order. They are derived fields of the facts' ``added_at`` now
-(``scope.DERIVED_FIELDS``): masked, and named in ``masked``, wherever it is.
+values quoting it), and a dossier journal entry's ``timestamp`` (and ``created_at``) is its
+packet's moment, the ``added_at`` of the facts it adds. A policy hiding ``added_at`` but showing
+these showed when each fact came and in what order. They are derived fields of the facts'
+``added_at`` now (``scope.DERIVED_FIELDS``): masked, and named in ``masked``, wherever it is.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from tests.e2e.adversarial.test_masked_text_search import FACT, MEMORY
 from tests.e2e.conftest import demo_dossiers, gql, passport
 
 DOSSIER = """query($i: ID!) { dossier(id: $i) { title summary lastUpdated masked facts { id text addedAt }
-  history { op newValue previousValue } } }"""
+  history { id op timestamp newValue previousValue } } }"""
 NODE = "query($i: ID!) { node(id: $i) { fields masked } }"
 Probe = Any
 
@@ -68,5 +69,9 @@ def test_nothing_written_from_a_facts_added_at_shows_where_it_is_masked(probe: P
     assert dossier["title"] and dossier["summary"] is None, dossier  # the title reads no time
     assert {"summary", "last_updated", "created_at"} <= set(dossier["masked"]), dossier
     assert all(e["newValue"] is None and e["previousValue"] is None for e in dossier["history"]), dossier
+    assert dossier["history"] and all(e["timestamp"] is None for e in dossier["history"]), dossier
+    entry = _ask(probe, "staff", NODE, i=dossier["history"][-1]["id"])["node"]
+    assert {"timestamp", "created_at"} <= set(entry["masked"]), entry
+    assert stored["lastUpdated"][:19] not in json.dumps(entry), entry
     assert {"added_at", "created_at"} <= set(staff["factNode"]["node"]["masked"]), staff["factNode"]
     assert all(h["dossierSummary"] is None for h in staff["memorySearch"]["memorySearch"]["hits"]), text
