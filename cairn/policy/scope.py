@@ -32,8 +32,9 @@ ALL_FIELDS = "*"
 # ``added_at`` too (and so the journal values quoting the summary). A ``created_at`` is the
 # write's moment, which another field of the node holds too: a fact's ``added_at`` (both set by
 # the packet that adds it), a journal entry's ``timestamp``; a session the journal opens starts at
-# its first entry's time (cairn/graph/factors.py CLAIM_SESSION). A dossier journal entry's
-# ``timestamp`` is its unit of work's moment: a packet's, the ``added_at`` of the facts it adds.
+# its first entry's time (cairn/graph/factors.py CLAIM_SESSION), and is titled by the op that
+# opened it ("ad-hoc update", "recalculation"). A dossier journal entry's ``timestamp`` is its
+# unit of work's moment: a packet's, the ``added_at`` of the facts it adds.
 DERIVED_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, str], ...]] = {
     "Block": ((("pending_facts",), "Fact", "text"),),
     "Dossier": (
@@ -46,7 +47,10 @@ DERIVED_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, str], ...]] = {
         (("new_value", "previous_value", "timestamp", "created_at"), "Fact", "added_at"),
         (("created_at",), "JournalEntry", "timestamp"),
     ),
-    "Session": ((("started_at", "created_at"), "JournalEntry", "timestamp"),),
+    "Session": (
+        (("started_at", "created_at"), "JournalEntry", "timestamp"),
+        (("title",), "JournalEntry", "op"),
+    ),
 }
 
 # A factor's journal entry (the one kind that stores ``new_number``) writes its new and previous
@@ -60,11 +64,15 @@ DERIVED_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, str], ...]] = {
 # wrote (docs/design.md §Policy module, "Derived fields").
 FACTOR_ENTRY_MARK = "new_number"
 _NUMBERS = ("new_number", "previous_number")
+# What the journal writes is also chosen by the op: "User confirmed …", "Recalculated from …", a
+# recalculation's details, a confirmation's or correction's default excerpt ("User confirmed the
+# inferred value"), so each shows only where ``op`` shows too.
 FACTOR_ENTRY_DERIVED: dict[str, tuple[str, ...]] = {
     "new_value": ("new_number",),
     "previous_value": ("previous_number",),
-    "rationale": _NUMBERS,
-    "details": (*_NUMBERS, "confidence", "previous_confidence", "timestamp", "excerpt"),
+    "rationale": (*_NUMBERS, "op"),
+    "details": (*_NUMBERS, "confidence", "previous_confidence", "timestamp", "excerpt", "op"),
+    "excerpt": ("op",),
     "created_at": ("timestamp",),
 }
 # A factor's value, confidence, status and time are copies of its newest entry's (a journal write

@@ -4,11 +4,12 @@ A confirmation, a correction and a recalculation write their ``rationale`` ("Use
 20 to 73.25", "User confirmed 61.4", "Recalculated from 4 journal entries; 1 contradiction(s)")
 and a recalculation its ``details`` (every weighed entry's value, confidence, time and excerpt)
 from the entry's numbers; an entry's ``created_at`` is the moment its ``timestamp`` defaults to,
-and a session the journal opens for it was named after that time and starts at it. A policy
+and a session the journal opens for it was named after that time and starts at it, and is titled
+by its op ("recalculation", "ad-hoc update"). A policy
 showing those but hiding the numbers (or the times) showed them through the copies, in every
 read: ``journal``, ``factor``, ``whyValue``, ``whatChanged``, the questions, the assessment's
-"where were we", ``node`` and walks. Now they are derived fields of the entry's numbers and time
-(``scope.FACTOR_ENTRY_DERIVED``, ``scope.DERIVED_FIELDS``), masked wherever any of these is.
+"where were we", ``node`` and walks. Now they are derived fields of the entry's numbers, time and
+op (``scope.FACTOR_ENTRY_DERIVED``, ``scope.DERIVED_FIELDS``), masked wherever any of these is.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def written(driver: Driver) -> Iterator[dict[str, str]]:
     recalculated = recalculate_factor(driver, system, FACTOR)
     assert recalculated.entry is not None, recalculated.answer
     ids["recalculate"] = recalculated.entry.id
+    ids["recalculation session"] = str(recalculated.entry.session_id)
     ids["confirm"] = confirm_factor(driver, system, FACTOR).id
     timed = update_factor(
         driver, system, "data_governance", 50, rationale="set by hand", confidence=0.5, timestamp=WHEN
@@ -150,3 +152,33 @@ def test_an_entrys_created_at_and_session_are_masked_with_its_time(
     exec_ = _reads(probes["times"], "exec", written)
     for kind in ("timed", "session"):
         assert "2031-07-09" in json.dumps(exec_[f"node/{kind}"]), kind
+
+
+def test_a_session_the_journal_opens_is_titled_only_where_its_entries_op_shows(
+    written: dict[str, str], settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The journal titles a session it opens by the op that opened it, and writes an entry's
+    rationale, details and default excerpt by its op ("Recalculated from …", "User confirmed the
+    inferred value"): where a rule hides entries' ``op``, these are masked (on every session and
+    entry alike, as the rule decides), in every read: ``node``, walks, ``journal`` and the
+    assessment's "where were we" ("Last time (…, "recalculation") …")."""
+    rules = {"JournalEntry": _rules("JournalEntry", {"op"}, ENTRY_EXTRA)}
+    with served_with(settings, tmp_path_factory, "staff", rules) as probe:
+        staff = _reads(probe, "staff", written)
+        exec_ = _reads(probe, "exec", written)
+    copies = (
+        "recalculation",
+        "ad-hoc update",
+        "Recalculated from",
+        "User confirmed",
+        "corrected from",
+        "weights",
+    )
+    assert_nowhere(staff, copies)
+    for kind in ("session", "recalculation session"):
+        assert "title" in staff[f"node/{kind}"]["node"]["masked"], staff[f"node/{kind}"]
+    for kind in ("correct", "confirm", "recalculate", "timed"):
+        assert {"rationale", "details", "excerpt"} <= set(staff[f"node/{kind}"]["node"]["masked"]), kind
+    assert "recalculation" in json.dumps(exec_["node/recalculation session"])
+    assert "ad-hoc update" in json.dumps(exec_["assessment"])
+    assert all(copy in json.dumps(exec_) for copy in copies), exec_
