@@ -14,10 +14,11 @@ from neomodel import db as neomodel_db
 
 from cairn.schema.nodes import EMBEDDING_DIMENSIONS, MACHINERY_CLASSES, NODE_CLASSES, vector_index_name
 
-SCHEMA_VERSION = 7  # 2: uniqueness constraints on the lock and version nodes; 3: Fact.text full-text;
+SCHEMA_VERSION = 8  # 2: uniqueness constraints on the lock and version nodes; 3: Fact.text full-text;
 # 4: the Section vector index without quantization (SECTION_INDEX_CONFIG); 5: the Fact one too;
 # 6: Section.source indexed (every correspondence write reads its source under one lock);
-# 7: sections embedded without knowledge and section references (section_text.embeddable_text)
+# 7: sections embedded without knowledge and section references (section_text.embeddable_text);
+# 8: journal sessions no longer named after their time (RENAME_TIME_NAMED_SESSIONS)
 
 # Sections embedded before schema 7 were embedded from text a role's mask may strip: marked as
 # embedded by no model, so `cairn correspondence reembed` (which `cairn db migrate` runs when any
@@ -29,6 +30,22 @@ MARK_SECTIONS_STALE = """
 MATCH (s:Section) WHERE s.embedding_model IS NOT NULL SET s.embedding_model = null REMOVE s.embedding
 """
 COUNT_UNEMBEDDED_SECTIONS = "MATCH (s:Section) WHERE s.embedding_model IS NULL RETURN count(s) AS n"
+
+# Before schema 8 the factor journal named a session it opened after its first entry's time
+# (``session-YYYYmmddHHMMSS-xxxxxx``), and a session's id shows wherever the session does, the
+# entry's time only where its rule shows it. Such sessions are renamed at random, as the journal
+# names them now (cairn/memory/factors/journal.py), and so is each entry's copy of the id.
+TIME_NAMED_SESSIONS_BEFORE = 8
+RENAME_TIME_NAMED_SESSIONS = """
+MATCH (s:Session) WHERE s.id =~ 'session-[0-9]{14}-[0-9a-f]{6}'
+WITH s, s.id AS old, 'session-' + substring(replace(randomUUID(), '-', ''), 0, 16) AS new
+SET s.id = new
+WITH old, new
+CALL (old, new) {
+  MATCH (e:JournalEntry {session_id: old})
+  SET e.session_id = new
+}
+"""
 
 SHOW_CONSTRAINTS = "SHOW CONSTRAINTS YIELD name RETURN name"
 SHOW_INDEXES = "SHOW INDEXES YIELD name RETURN name"
@@ -94,7 +111,8 @@ def _schema_names(driver: Driver) -> set[str]:
 
 def migrate(driver: Driver) -> list[str]:
     """Install every missing constraint and index; return the names that were created. Sections
-    of a database older than SECTION_TEXT_VERSION are marked for re-embedding."""
+    of a database older than SECTION_TEXT_VERSION are marked for re-embedding, and sessions named
+    after their time (older than TIME_NAMED_SESSIONS_BEFORE) renamed."""
     previous = schema_version(driver)
     before = _schema_names(driver)
     for name, read, drop, create in FULL_FLOAT_INDEXES:
@@ -108,6 +126,8 @@ def migrate(driver: Driver) -> list[str]:
         neomodel_db.install_labels(cls, quiet=True, stdout=sink)
     if previous is not None and previous < SECTION_TEXT_VERSION:
         driver.execute_query(MARK_SECTIONS_STALE)
+    if previous is not None and previous < TIME_NAMED_SESSIONS_BEFORE:
+        driver.execute_query(RENAME_TIME_NAMED_SESSIONS)
     driver.execute_query(RECORD_VERSION, version=SCHEMA_VERSION)
     driver.execute_query(AWAIT_INDEXES)
     return sorted(_schema_names(driver) - before)
