@@ -25,7 +25,9 @@ ALL_FIELDS = "*"
 # domain (docs/design.md §Policy module, "Derived fields"): a dossier's title is the gardener's
 # label built from its facts' text, its summary is made of their sentences (extractive), and a
 # dossier journal entry's new and previous values quote such titles and summaries, its details
-# the titles of the dossiers a packet voted for; a block not yet gardened holds its facts' texts
+# the titles of the dossiers a packet voted for, its excerpt a skipped fact's text and its
+# rationale the vote's cosines and coherences (read off the facts' text vectors) or an operator's
+# words, on every dossier entry alike; a block not yet gardened holds its facts' texts
 # in ``pending_facts``. A dossier's summary lists its central facts' sentences in the order they
 # were added (cairn/graph/dossiers.py SUMMARY_POOL_RANKED), and its ``last_updated`` and
 # ``created_at`` are the moments its newest and first facts were added: derived from the facts'
@@ -43,7 +45,7 @@ DERIVED_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, str], ...]] = {
     ),
     "Fact": ((("created_at",), "Fact", "added_at"),),
     "JournalEntry": (
-        (("new_value", "previous_value", "details"), "Fact", "text"),
+        (("new_value", "previous_value", "details", "excerpt", "rationale"), "Fact", "text"),
         (("new_value", "previous_value", "timestamp", "created_at"), "Fact", "added_at"),
         (("created_at",), "JournalEntry", "timestamp"),
     ),
