@@ -138,6 +138,20 @@ def scale_for_write(state: FactorState) -> Scale:
     return state.scale
 
 
+def readable_for_write(state: FactorState, names: Sequence[str], what: str) -> None:
+    """A write that reads the factor's ``names`` (its value, its confidence) to decide what it
+    writes over them: read through a scope that hides them (null), it would overwrite a field the
+    writer cannot read, so it is refused, naming the field, whatever the factor holds
+    (docs/design.md §Policy module)."""
+    for name in names:
+        if name in state.masked:
+            raise FactorError(
+                "INVALID_INPUT",
+                f"this role may not read a factor's {name}, so it may not {what} it",
+                "value" if name == "current_value" else "factor_id",
+            )
+
+
 def get_entry(driver: Driver, scope: Scope, entry_id: str) -> JournalEntryView | None:
     records, _, _ = driver.execute_query(queries.ENTRY_BY_ID, {**scope.cypher_params(), "entry": entry_id})
     found = entries_from_rows(records, scope)
@@ -477,6 +491,10 @@ def confirm_factor(
     and the as-of view must be able to replay that.
     """
     state = factor_state(driver, scope, factor_id)
+    # A confirmation raises the stored confidence, a correction quotes the stored value, and which
+    # one it is depends on that value.
+    needed = ("current_value",) if value is not None else ("current_value", "current_confidence")
+    readable_for_write(state, needed, "confirm or correct")
     if value is not None and value != state.value:
         return update_factor(
             driver,
@@ -552,6 +570,8 @@ def recalculate_factor(
     contradictions found are reported either way (and stored in the entry's details).
     """
     state = factor_state(driver, scope, factor_id)
+    # It compares the result with the stored value and confidence, and writes over both.
+    readable_for_write(state, ("current_value", "current_confidence"), "recalculate")
     entries = history(driver, scope, factor_id, limit=10_000, ops=EVIDENCE_OPS)
     evidence = [
         Evidence(
