@@ -61,3 +61,19 @@ class CairnError(Exception):
         if self.problem_texts is not None:
             ext["problems"] = self.problem_texts
         return ext
+
+
+class ArgumentRefused(CairnError):
+    """A count or bound argument outside its range, refused before any query (the CLI's options
+    refuse the same values); ``where`` names the argument (extension ``argument``)."""
+
+    where_key = "argument"
+
+
+def in_range(argument: str, value: int, low: int, high: int | None = None) -> int:
+    """``value`` if it lies in ``low..high`` (no upper bound when ``high`` is None), else a
+    refusal naming ``argument``: a silent clamp would answer ``limit: -1`` with nothing."""
+    if value < low or (high is not None and value > high):
+        bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise ArgumentRefused("INVALID_INPUT", f"{argument} must be {bounds}", argument)
+    return value

@@ -26,6 +26,7 @@ from cairn.memory.factors.assessment import assessment_summary
 from cairn.memory.factors.evaluation import evaluate
 from cairn.memory.factors.intents import load_labelled
 from cairn.memory.factors.journal import (
+    MAX_HISTORY,
     confirm_factor,
     factor_state,
     history,
@@ -72,7 +73,12 @@ def show(factor_id: str, as_of: Moment = None, role: RoleOption = None, as_json:
 
 
 @factor_app.command("history")
-def show_history(factor_id: str, limit: int = 20, role: RoleOption = None, as_json: AsJson = False) -> None:
+def show_history(
+    factor_id: str,
+    limit: Annotated[int, typer.Option(min=1, max=MAX_HISTORY)] = 20,
+    role: RoleOption = None,
+    as_json: AsJson = False,
+) -> None:
     """A factor's journal, newest first."""
     with open_driver() as driver:
         entries = history(driver, scope_for(role), factor_id, limit=limit)

@@ -15,6 +15,7 @@ from strawberry.permission import BasePermission
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
+from cairn.errors import in_range
 from cairn.memory.dossiers import blocks, curation, facts, gardener, governor, retriever
 from cairn.memory.dossiers.facts import FactHit
 from cairn.memory.dossiers.retriever import DossierView
@@ -246,7 +247,7 @@ class DossierQuery:
     ) -> DossierSearch:
         caller = caller_of(info)
         driver = info.context.services.driver
-        k = max(0, min(top_k, MAX_TOP_K))
+        k = in_range("topK", top_k, 1, MAX_TOP_K)
         result = await run_domain(
             lambda: retriever.retrieve_relevant_dossiers(
                 driver, caller.scope, query, k, threshold, include_archived=include_archived
@@ -267,7 +268,9 @@ class DossierQuery:
     ) -> MemorySearch:
         caller = caller_of(info)
         driver = info.context.services.driver
-        top_k = max(0, min(k, MAX_TOP_K))
+        top_k = in_range("k", k, 1, MAX_TOP_K)
+        if max_tokens is not None:
+            in_range("maxTokens", max_tokens, 1)
         result = await run_domain(lambda: facts.FactRetriever(driver).search(caller.scope, query, top_k))
         return MemorySearch(
             count=result.total,
@@ -288,7 +291,7 @@ class DossierQuery:
     async def related_dossiers(self, info: Ctx, id: strawberry.ID, top_k: int = 5) -> JSON:
         caller = caller_of(info)
         driver = info.context.services.driver
-        k = max(0, min(top_k, MAX_TOP_K))
+        k = in_range("topK", top_k, 1, MAX_TOP_K)
         related = await run_domain(lambda: curation.related_dossiers(driver, caller.scope, str(id), k))
         return cast(JSON, related)
 

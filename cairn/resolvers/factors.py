@@ -15,10 +15,12 @@ from strawberry.permission import BasePermission
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
+from cairn.errors import in_range
 from cairn.memory.factors import questions
 from cairn.memory.factors.ask import answer_question
 from cairn.memory.factors.assessment import Assessment, assessment_summary
 from cairn.memory.factors.journal import (
+    MAX_HISTORY,
     Recalculation,
     confirm_factor,
     factor_state,
@@ -309,9 +311,8 @@ class FactorQuery:
         self, info: Ctx, factor_id: strawberry.ID, limit: int = 20, since: datetime | None = None
     ) -> list[FactorJournalEntry]:
         driver, scope = info.context.services.driver, caller_of(info).scope
-        entries = await run_domain(
-            lambda: history(driver, scope, str(factor_id), limit=max(0, min(limit, 500)), since=since),
-        )
+        n = in_range("limit", limit, 1, MAX_HISTORY)
+        entries = await run_domain(lambda: history(driver, scope, str(factor_id), limit=n, since=since))
         return [FactorJournalEntry.of(e) for e in entries]
 
     @strawberry.field(permission_classes=READ, description="Completeness, confidence, tier and capabilities.")

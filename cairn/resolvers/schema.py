@@ -50,7 +50,7 @@ from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext, Info
 
-from cairn.errors import CairnError
+from cairn.errors import CairnError, in_range
 from cairn.ingest.org_memory import ingest_payload
 from cairn.memory import trace as bundles
 from cairn.memory.budget import Budget
@@ -94,7 +94,11 @@ class OrgQuery:
         token_budget: int | None = None,
     ) -> AskPayload:
         caller = caller_of(info)
-        budget = Budget() if token_budget is None else Budget(context_window=max(token_budget, 0) + 448)
+        budget = (
+            Budget()
+            if token_budget is None
+            else Budget(context_window=in_range("tokenBudget", token_budget, 0) + 448)
+        )
         # An anchor that is absent or hidden raises AnchorNotVisible: one NOT_FOUND for both.
         asker = info.context.services.asker
         result = await run_domain(lambda: asker.ask(caller, str(anchor_id), intent, mode.value, budget))
@@ -119,7 +123,8 @@ class OrgQuery:
     @strawberry.field(permission_classes=READ, description="The k-hop neighbourhood the caller may walk.")
     async def neighbourhood(self, info: Ctx, id: strawberry.ID, hops: int = 1) -> Neighbourhood:
         driver, scope = info.context.services.driver, caller_of(info).scope
-        cs, _ = await run_domain(lambda: preselect(driver, scope, str(id), hops=max(0, hops)))
+        depth = in_range("hops", hops, 0)
+        cs, _ = await run_domain(lambda: preselect(driver, scope, str(id), hops=depth))
         return Neighbourhood(
             anchor=Node.of(cs.anchor),
             nodes=[Node.of(n) for n in cs.nodes],
@@ -134,10 +139,9 @@ class OrgQuery:
         self, info: Ctx, query: str, k: int = 10, labels: list[str] | None = None, threshold: float = 0.3
     ) -> SearchPayload:
         caller = caller_of(info)
-        if not query.strip() or not 1 <= k <= 100:
-            raise GraphQLError(
-                "query must be non-empty and k in 1..100", extensions={"code": "INVALID_INPUT"}
-            )
+        in_range("k", k, 1, 100)
+        if not query.strip():
+            raise GraphQLError("query must be non-empty", extensions={"code": "INVALID_INPUT"})
         driver = info.context.services.driver
         vector = [float(x) for x in (await get_embedder().aembed([query]))[0]]
         chosen = tuple(labels) if labels else SEARCHABLE_LABELS

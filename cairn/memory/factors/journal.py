@@ -53,6 +53,7 @@ SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$")
 CONFIRM_BOOST = 0.1
 CORRECTION_CONFIDENCE = 0.95
 EXCERPT_MAX = 2000
+MAX_HISTORY = 500  # entries one history read returns (GraphQL's `journal` and the CLI refuse more)
 
 
 # Kept beside the field rules: what entries are ordered by, never shown (``order_at`` is already

@@ -406,6 +406,33 @@ def test_every_int_argument_at_its_extremes_fails_closed(
     assert body.get("data") is not None or codes(body), body
 
 
+# Counts and bounds outside their range are refused naming the argument, as the CLI's options
+# refuse them, not clamped: `journal(limit: -1)` answered an empty journal (red-team pass 13).
+OUT_OF_RANGE = {
+    "search.k": (0, 101),
+    "neighbourhood.hops": (-1, None),
+    "ask.tokenBudget": (-1, None),
+    "dossierSearch.topK": (0, 51),
+    "memorySearch.k": (0, 51),
+    "memorySearch.maxTokens": (0, None),
+    "relatedDossiers.topK": (0, 51),
+    "journal.limit": (0, 501),
+}
+
+
+@pytest.mark.parametrize("argument", sorted(OUT_OF_RANGE))
+def test_an_int_argument_out_of_range_is_refused_by_name(
+    client: TestClient, registry: PolicyRegistry, argument: str
+) -> None:
+    name = argument.split(".")[1]
+    for value in (v for v in OUT_OF_RANGE[argument] if v is not None):
+        body = assert_clean(
+            post(client, registry, "manager", f"query($v: Int!) {{ {INT_ARGUMENTS[argument]} }}", v=value)
+        )
+        assert codes(body) == ["INVALID_INPUT"], (value, body)
+        assert body["errors"][0]["extensions"]["argument"] == name, body
+
+
 @pytest.mark.parametrize(
     "variables",
     ['{"v": "\\ud800"}', '{"v": "acme-\\uDFFF"}', '{"v": "\\ud83d"}', '{"\\udc00": "x", "v": "x"}'],
