@@ -164,8 +164,10 @@ CENTROID_SUM_FROM_FACTS = """
 # cannot change where a packet goes (docs/design.md §Policy module). When the index's ``$fetch``
 # candidates are all above the threshold but too few of them have the packet's access, the hits
 # come from an exact scan of that access's facts instead. Texts only for hits at duplicate
-# distance. Per packet and dossier hit, the dossier's centroid sum (the stored one, else summed
-# from its facts) and its fact count (a degree lookup).
+# distance. One row per dossier hit: per packet, its hits there, and once for all the packets
+# (a transaction's packets reach the same dossiers: 598 (packet, dossier) pairs but 75 dossiers in
+# LoCoMo's conv-41), the dossier's centroid sum (the stored one, else summed from its facts) and
+# its fact count (a degree lookup).
 _SAME_ACCESS = """d.status = 'active'
     AND d.domain = access.domain AND d.sensitivity = access.sensitivity
     AND d.namespaces = access.namespaces AND d.roles_allowed = access.roles_allowed"""
@@ -203,13 +205,14 @@ CALL (q) {{
   RETURN d, f.id AS fact_id, score, CASE WHEN score >= $dup_score THEN f.text END AS text
 }}
 WITH q.p AS p, d, collect({{i: q.i, fact_id: fact_id, score: score, text: text}}) AS hits
+WITH d, collect({{p: p, hits: hits}}) AS packets
 OPTIONAL CALL (d) {{
   WITH d WHERE d.centroid_sum IS NULL
   {CENTROID_SUM_FROM_FACTS}
 }}
-RETURN p, d.id AS dossier_id, d.title AS title, hits, coalesce(d.centroid_sum, centroid_sum) AS centroid,
+RETURN d.id AS dossier_id, d.title AS title, packets, coalesce(d.centroid_sum, centroid_sum) AS centroid,
        COUNT {{ (d)-[:HAS_FACT]->() }} AS size
-ORDER BY p, dossier_id
+ORDER BY dossier_id
 """
 
 # --- packet writes (docs/design.md §Routing) -----------------------------------------------------

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from neo4j import Driver
 from neo4j.exceptions import ConstraintError
 
+from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.adjudicator import LLMAdjudicator, parse_adjudication
 from cairn.memory.dossiers.governor import (
     DEDUP_COSINE,
@@ -30,7 +31,17 @@ from cairn.memory.dossiers.journal import entry_id
 from cairn.memory.dossiers.models import FactPacket, InputError, parse_packet
 from cairn.memory.dossiers.retriever import get_dossier_history
 from cairn.memory.dossiers.summary import summary_of
-from cairn.memory.dossiers.voting import Candidate, Decision, Hit, decide, run_vote, tally
+from cairn.memory.dossiers.voting import (
+    Candidate,
+    Decision,
+    Hit,
+    Vote,
+    decide,
+    run_vote,
+    run_votes,
+    tally,
+    vote_params,
+)
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.llm import LLMClient
@@ -193,6 +204,31 @@ def test_a_dossier_without_a_stored_centroid_is_summed_from_its_facts(
     centroid, vectors = stored_vectors(empty_db, dossier_id)
     assert len(vectors) == 3
     assert centroid == pytest.approx(np.sum(vectors, axis=0).tolist(), abs=1e-9)
+
+
+def test_one_vote_for_several_packets_ships_each_dossier_once(empty_db: Driver, embedder: Embedder) -> None:
+    """The packets of an ingest transaction reach the same dossiers: their one vote returns a
+    dossier's centroid sum once, not once per packet (docs/design.md §Dossier queries), and each
+    packet's vote is the one it gets alone."""
+    dossier_id = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder).dossier_id
+    texts = ["User prefers plant-based proteins", "User avoids all animal products"]
+    packets = [parse_packet(packet("Diet", [t], f"block_{n:03d}")) for n, t in enumerate(texts)]
+    batch = [(embedder.embed([f.text for f in p.facts]), p.access) for p in packets]
+    with empty_db.session() as session:
+        rows = session.execute_read(lambda tx: list(tx.run(cypher.VOTE_FOR_DOSSIERS, vote_params(batch))))
+        together = session.execute_read(run_votes, batch)
+        alone = [session.execute_read(run_vote, vectors, access) for vectors, access in batch]
+    assert [r["dossier_id"] for r in rows] == [dossier_id]
+
+    def shape(vote: Vote) -> Any:
+        states = {
+            d: (s.size, None if s.centroid_sum is None else s.centroid_sum.tolist())
+            for d, s in vote.dossiers.items()
+        }
+        return vote.hits, vote.titles, states
+
+    assert [shape(v) for v in together] == [shape(v) for v in alone]
+    assert all(v.dossiers[dossier_id].size == 2 and v.hits for v in together)
 
 
 # --- one transaction per packet, idempotency, duplicates -----------------------------------------

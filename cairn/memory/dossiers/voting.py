@@ -4,10 +4,10 @@ All query vectors go to Neo4j in ONE round trip (``UNWIND $queries ... CALL (q) 
 ingest, the vectors of every packet of a transaction, ``run_votes``): per
 fact, the top 10 stored facts from the fact vector index with cosine >= 0.4 (the index's
 full-float score, see ``OVERFETCH``), each hit a vote for the dossier holding that fact. The same round trip
-returns, once per dossier hit, its centroid sum and fact count, and the text of every hit
-close enough to be a duplicate (see ``dedup``), so routing and the duplicate check need no
-second read. ``tally`` ranks dossiers by hits, then by score sum, then by id (the packet-level
-view the adjudicator and the journal see).
+returns, once per dossier hit (however many packets reached it), its centroid sum and fact
+count, and the text of every hit close enough to be a duplicate (see ``dedup``), so routing and
+the duplicate check need no second read. ``tally`` ranks dossiers by hits, then by score sum,
+then by id (the packet-level view the adjudicator and the journal see).
 
 Routing (``plan_routes``). Counting hits lets a large dossier win by size: once it holds
 hundreds of facts, every fact of a mixed packet has a neighbour in it. So a packet's facts
@@ -157,16 +157,18 @@ def run_votes(tx: ManagedTransaction, packets: Sequence[tuple[NDArray[np.float32
     votes = [Vote([], {}, {}) for _ in packets]
     if not packets:
         return votes
-    for r in tx.run(cypher.VOTE_FOR_DOSSIERS, vote_params(packets)):
-        vote = votes[int(r["p"])]
+    for r in tx.run(cypher.VOTE_FOR_DOSSIERS, vote_params(packets)):  # by dossier id
         did = str(r["dossier_id"])
-        vote.titles[did] = r["title"] or ""
         centroid = None if r["centroid"] is None else np.asarray(r["centroid"], dtype=np.float64)
-        vote.dossiers[did] = DossierState(centroid, int(r["size"]))
-        vote.hits.extend(
-            Hit(int(h["i"]), did, str(h["fact_id"]), plain_cosine(float(h["score"])), h["text"])
-            for h in r["hits"]
-        )
+        state = DossierState(centroid, int(r["size"]))
+        for pk in r["packets"]:
+            vote = votes[int(pk["p"])]
+            vote.titles[did] = r["title"] or ""
+            vote.dossiers[did] = state
+            vote.hits.extend(
+                Hit(int(h["i"]), did, str(h["fact_id"]), plain_cosine(float(h["score"])), h["text"])
+                for h in pk["hits"]
+            )
     for vote in votes:
         vote.hits.sort(key=lambda h: (h.fact_index, -h.score, h.fact_id))
     return votes
