@@ -11,8 +11,10 @@ recall(q, k) = |evidence ids covered by the dia_ids of the first k facts| / |evi
 Baselines in the same run, over the conversation's observation facts: exact cosine with the
 same embedding model object (numpy) and BM25Okapi over lower-cased word tokens. Also timed:
 ingest facts/s against raw embedding of the same texts, retrieval p50 against the dense
-search's (both include embedding the question), and dossier sizes. Fusion variants named in
-``VARIANTS`` run over the same ingested data, so the table shows what each choice is worth.
+search's (both include embedding the question; both timed under the collector tuning of the warm
+service, ``cairn.runtime.collector``, as bench/ask_latency.py does), and dossier sizes. Fusion
+variants named in ``VARIANTS`` run over the same ingested data, so the table shows what each choice
+is worth.
 
     python -m bench.locomo --data ../shared/data/locomo/locomo-dev.json
 """
@@ -43,6 +45,7 @@ from cairn.memory.dossiers.governor import ingest_packets
 from cairn.memory.dossiers.models import FactPacket
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
+from cairn.runtime.collector import tuned_collector
 from cairn.runtime.database import sync_driver
 from cairn.runtime.embedder import Embedder, get_embedder
 from cairn.schema.migrate import migrate
@@ -188,6 +191,7 @@ def run_conversation(
     scores: Scores,
     variants: dict[str, FusionConfig],
     pid: int | None = None,
+    gc_young: int = 0,
 ) -> dict[str, Any]:
     """Ingest one conversation into a clean graph and score every system on its questions; the
     recall of this conversation alone is kept too, so a parameter chosen on some conversations can
@@ -214,21 +218,22 @@ def run_conversation(
     bm25 = BM25Okapi([WORD.findall(t.lower()) for t in texts])
     latency: dict[str, list[float]] = {"dense": [], "cairn": []}
     retrievers = {name: FactRetriever(driver, embedder, cfg) for name, cfg in variants.items()}
-    for q in questions:
-        order, ms = timed(lambda q=q: dense_search(embedder, matrix, q.text))
-        latency["dense"].append(ms)
-        add("dense", q, [facts[i].dia_ids for i in order])
-        lexical = np.argsort(-bm25.get_scores(WORD.findall(q.text.lower())), kind="stable")
-        add("bm25", q, [facts[i].dia_ids for i in lexical])
-        # the other variants reuse the question's vector (embedded once, only if one runs)
-        vector = embedder.embed([q.text])[0] if len(retrievers) > 1 else None
-        for name, retriever in retrievers.items():
-            if name == "cairn":  # timed like the dense search: embedding the question included
-                result, ms = timed(lambda r=retriever, q=q: r.search(scope, q.text, top_k=max(KS)))
-                latency["cairn"].append(ms)
-            else:
-                result = retriever.search(scope, q.text, top_k=max(KS), query_vector=vector)
-            add(name, q, [dia_ids(h.fact.get("source_turn_ids") or []) for h in result.hits])
+    with tuned_collector(gc_young):  # the questions as `cairn serve` answers them (cairn/app.py)
+        for q in questions:
+            order, ms = timed(lambda q=q: dense_search(embedder, matrix, q.text))
+            latency["dense"].append(ms)
+            add("dense", q, [facts[i].dia_ids for i in order])
+            lexical = np.argsort(-bm25.get_scores(WORD.findall(q.text.lower())), kind="stable")
+            add("bm25", q, [facts[i].dia_ids for i in lexical])
+            # the other variants reuse the question's vector (embedded once, only if one runs)
+            vector = embedder.embed([q.text])[0] if len(retrievers) > 1 else None
+            for name, retriever in retrievers.items():
+                if name == "cairn":  # timed like the dense search: embedding the question included
+                    result, ms = timed(lambda r=retriever, q=q: r.search(scope, q.text, top_k=max(KS)))
+                    latency["cairn"].append(ms)
+                else:
+                    result = retriever.search(scope, q.text, top_k=max(KS), query_vector=vector)
+                add(name, q, [dia_ids(h.fact.get("source_turn_ids") or []) for h in result.hits])
     records, _, _ = driver.execute_query(DOSSIERS)
     sizes = sorted((int(r["facts"]) for r in records), reverse=True)
     stored = sum(sizes)
@@ -390,7 +395,9 @@ def main(argv: list[str] | None = None) -> None:
             warm_up(driver, embedder, scope, conversations[0])
         for conv in conversations:
             variants = {name: cfg for name, cfg in VARIANTS.items() if name in chosen}
-            per.append(run_conversation(driver, embedder, scope, conv, scores, variants, pid))
+            per.append(
+                run_conversation(driver, embedder, scope, conv, scores, variants, pid, settings.gc_young)
+            )
             print(f"{conv['sample_id']}: {json.dumps(scores.table()['cairn']['10'])}", flush=True)
         wipe_graph(driver)
     facts = sum(c["facts"] for c in per)

@@ -642,12 +642,11 @@ _FACT_CANDIDATE = "{f: f, dossier_id: d.id, score: score}"
 
 # The dense list is the first ``$depth`` of the ``$dense_pool`` best visible candidates (cosine
 # order); the named list those of them whose text holds one of the question's names as a whole
-# word (``$names``, letters, digits, apostrophes and hyphens only: ``facts.query_names``; quoted
-# with \Q…\E all the same), at most ``$depth``. Only candidates the caller may see and read reach
-# either list, so a hidden fact that names someone never takes a named slot.
-_NAME_AS_WORD = "'(?sU).*\\\\b\\\\Q' + n + '\\\\E\\\\b.*'"
-_DENSE_AND_NAMED = f"""size(visible) AS dense_count, visible[..$depth] AS dense,
-  [h IN visible WHERE any(n IN $names WHERE h.f.text =~ ({_NAME_AS_WORD}))][..$depth] AS named"""
+# word (``$name_pattern``: one regular expression for all of them, ``facts.name_pattern``; null
+# when the question names no one), at most ``$depth``. Only candidates the caller may see and read
+# reach either list, so a hidden fact that names someone never takes a named slot.
+_DENSE_AND_NAMED = """size(visible) AS dense_count, visible[..$depth] AS dense,
+  [h IN visible WHERE h.f.text =~ $name_pattern][..$depth] AS named"""
 
 # The dense list from the vector index, as a subquery body. The index keeps full floats (schema 5,
 # ``cairn.schema.migrate.FACT_INDEX``), so its score is the exact cosine on the same (1 + cos) / 2

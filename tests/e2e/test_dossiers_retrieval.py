@@ -35,6 +35,7 @@ from cairn.memory.dossiers.facts import (
     FactRetriever,
     FusionConfig,
     content_words,
+    name_pattern,
     query_names,
     query_terms,
 )
@@ -645,6 +646,31 @@ def test_query_names_are_whom_the_question_asks_about() -> None:
     assert query_names("What do Jon and Gina both have in common? Jon's?") == ["Jon", "Gina"]
     assert query_names("Caroline") == []  # the first word may be capitalised for grammar only
     assert query_names("what is cooking?") == []
+
+
+def test_the_name_pattern_holds_a_name_as_a_whole_word(driver: Driver) -> None:
+    """One Java regular expression for all the question's names (``name_pattern``): a text matches
+    when it holds one of them as a whole word, case-sensitive, on any line; no names, no match."""
+    pattern = name_pattern(["Jo", "Ann-Marie", "O'Neil"])
+    cases = {
+        "Jo went home": True,
+        "Later that day\nJo went home.": True,
+        "Joan went home": False,
+        "jo went home": False,
+        "Ann-Marie's cat": True,
+        "Ann met Marie": False,
+        "The O'Neil family": True,
+        "ÉJo and Joé": False,
+        "Caroline met Jo": True,
+    }
+    records, _, _ = driver.execute_query(
+        "UNWIND $texts AS t RETURN t AS text, t =~ $pattern AS named, t =~ $none AS unnamed",
+        texts=list(cases),
+        pattern=pattern,
+        none=name_pattern([]),
+    )
+    assert {r["text"]: r["named"] for r in records} == cases
+    assert [r["unnamed"] for r in records] == [None] * len(cases)
 
 
 INSTRUMENT_FACTS = [

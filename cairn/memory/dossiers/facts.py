@@ -103,9 +103,19 @@ def query_names(text: str) -> list[str]:
     """Whom the question is about: its names (capitalised words after the first, of two letters
     or more, not a question or function word such as a second sentence's first word), distinct,
     in order: "What books has Melanie read?" -> ["Melanie"] (see ``FusionConfig.name_weight``).
-    A fact names one when it holds it as a whole word (``cypher.FACT_SEARCH``)."""
+    A fact names one when it holds it as a whole word (``name_pattern``)."""
     names = (w for w, name, _ in _words(text) if name and len(w) > 1 and w.lower() not in _NOT_CONTENT)
     return list(dict.fromkeys(names))[:MAX_QUERY_WORDS]
+
+
+def name_pattern(names: Sequence[str]) -> str | None:
+    """A Java regular expression matching a whole text that holds one of ``names`` as a whole word
+    (``cypher.FACT_SEARCH``'s named list; None: no names, no match). One pattern for all names, so
+    Neo4j compiles it once per search, not once per candidate and name. Each name is quoted
+    (``\\Q…\\E``); a name holds letters, digits, apostrophes and hyphens only (``query_names``)."""
+    if not names:
+        return None
+    return "(?sU).*\\b(?:" + "|".join(f"\\Q{n}\\E" for n in names) + ")\\b.*"
 
 
 # What splits a fact's text into words when its term frequencies are counted (``cypher.FACT_FULLTEXT``).
@@ -236,7 +246,7 @@ class FactRetriever:
             **scope.cypher_params(),
             "vec": vec,
             "terms": query_terms(query, QUESTION_WORDS if cfg.drop_question_words else frozenset()),
-            "names": names,
+            "name_pattern": name_pattern(names),
             "name_weight": cfg.name_weight,
             "distinct_sources": cfg.distinct_sources,
             "separators": TEXT_SEPARATORS,
