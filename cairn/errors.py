@@ -75,5 +75,5 @@ def in_range(argument: str, value: int, low: int, high: int | None = None) -> in
     refusal naming ``argument``: a silent clamp would answer ``limit: -1`` with nothing."""
     if value < low or (high is not None and value > high):
         bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
-        raise ArgumentRefused("INVALID_INPUT", f"{argument} must be {bounds}", argument)
+        raise ArgumentRefused("INVALID_ARGUMENT", f"{argument} must be {bounds}", argument)
     return value

@@ -35,7 +35,7 @@ from typing import Any
 
 from neo4j import Driver, RoutingControl
 
-from cairn.errors import CairnError
+from cairn.errors import CairnError, in_range
 from cairn.graph.correspondence import (
     BLOCK_MEMBERS,
     DIVERGENCE_QUERY,
@@ -249,11 +249,6 @@ def _check_filter_fields(reader: Reader, filters: Filters) -> None:
         )
 
 
-def _check_range(name: str, value: int, top: int) -> None:
-    if not 1 <= value <= top:
-        raise CorrespondenceRefused("INVALID_ARGUMENT", f"{name} must be between 1 and {top}")
-
-
 def _vector(query: str | Sequence[float], embedder: Embedder | None) -> list[float]:
     if isinstance(query, str):
         if not query.strip():
@@ -273,7 +268,7 @@ def semantic_search(
     """The k visible sections nearest ``query`` (text, or an already embedded vector)."""
     _require_search(reader)
     filters = filters or Filters()
-    _check_range("k", k, MAX_K)
+    in_range("k", k, 1, MAX_K)
     _check_filter_fields(reader, filters)
     params = {**reader.scope.cypher_params(), **filters.params(), "k": k}
     params["vector"] = _vector(query, embedder)
@@ -427,7 +422,7 @@ def linear_tail(
     driver: Driver, reader: Reader, n: int = 30, from_section: int | None = None
 ) -> list[SectionView]:
     """The last ``n`` visible sections (or ``n`` from the caller's number ``from_section``), oldest first."""
-    _check_range("n", n, MAX_TAIL)
+    in_range("n", n, 1, MAX_TAIL)
     if from_section is not None and from_section < 1:
         raise CorrespondenceRefused("INVALID_ARGUMENT", "from_section must be a positive section number")
     if from_section is not None:
@@ -452,7 +447,7 @@ def being_divergence(
 ) -> dict[str, list[SectionView]]:
     """Per named author (in the order given), their ``k`` visible sections nearest the question."""
     _require_search(reader)
-    _check_range("k", k, MAX_K)
+    in_range("k", k, 1, MAX_K)
     names = list(dict.fromkeys(b.strip() for b in beings if b.strip()))
     if not names or len(names) > MAX_BEINGS:
         raise CorrespondenceRefused("INVALID_ARGUMENT", f"name between 1 and {MAX_BEINGS} authors")

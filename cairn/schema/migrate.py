@@ -34,10 +34,18 @@ COUNT_UNEMBEDDED_SECTIONS = "MATCH (s:Section) WHERE s.embedding_model IS NULL R
 # Before schema 8 the factor journal named a session it opened after its first entry's time
 # (``session-YYYYmmddHHMMSS-xxxxxx``), and a session's id shows wherever the session does, the
 # entry's time only where its rule shows it. Such sessions are renamed at random, as the journal
-# names them now (cairn/memory/factors/journal.py), and so is each entry's copy of the id.
+# names them now (cairn/memory/factors/journal.py), and so is each entry's copy of the id. A
+# session is the journal's when its id's digits are its own start within two seconds (the id was
+# stamped just before the write took its lock); an id a client chose in that form, for another
+# moment, stays the client's, whose later writes name it.
 TIME_NAMED_SESSIONS_BEFORE = 8
 RENAME_TIME_NAMED_SESSIONS = """
-MATCH (s:Session) WHERE s.id =~ 'session-[0-9]{14}-[0-9a-f]{6}'
+MATCH (s:Session) WHERE s.id =~ 'session-[0-9]{14}-[0-9a-f]{6}' AND s.started_at IS NOT NULL
+WITH s, [d IN range(-2, 2) | s.started_at + duration({seconds: d})] AS near
+WHERE any(c IN near WHERE substring(s.id, 8, 14) = toString(c.year)
+  + right('0' + toString(c.month), 2) + right('0' + toString(c.day), 2)
+  + right('0' + toString(c.hour), 2) + right('0' + toString(c.minute), 2)
+  + right('0' + toString(c.second), 2))
 WITH s, s.id AS old, 'session-' + substring(replace(randomUUID(), '-', ''), 0, 16) AS new
 SET s.id = new
 WITH old, new

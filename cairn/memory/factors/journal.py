@@ -494,8 +494,9 @@ def confirm_factor(
     state = factor_state(driver, scope, factor_id)
     # A confirmation raises the stored confidence, a correction quotes the stored value, and which
     # one it is depends on that value.
-    needed = ("current_value",) if value is not None else ("current_value", "current_confidence")
-    readable_for_write(state, needed, "confirm or correct")
+    readable_for_write(state, ("current_value",), "confirm or correct")
+    if value is None or value == state.value:  # a confirmation: the value is readable by now
+        readable_for_write(state, ("current_confidence",), "confirm or correct")
     if value is not None and value != state.value:
         return update_factor(
             driver,

@@ -410,6 +410,9 @@ def test_every_int_argument_at_its_extremes_fails_closed(
 # refuse them, not clamped: `journal(limit: -1)` answered an empty journal (red-team pass 13).
 OUT_OF_RANGE = {
     "search.k": (0, 101),
+    "correspondenceSearch.k": (0, 101),
+    "correspondenceTail.n": (0, 501),
+    "beingDivergence.k": (0, 101),
     "neighbourhood.hops": (-1, None),
     "ask.tokenBudget": (-1, None),
     "dossierSearch.topK": (0, 51),
@@ -429,7 +432,7 @@ def test_an_int_argument_out_of_range_is_refused_by_name(
         body = assert_clean(
             post(client, registry, "manager", f"query($v: Int!) {{ {INT_ARGUMENTS[argument]} }}", v=value)
         )
-        assert codes(body) == ["INVALID_INPUT"], (value, body)
+        assert codes(body) == ["INVALID_ARGUMENT"], (value, body)
         assert body["errors"][0]["extensions"]["argument"] == name, body
 
 

@@ -29,6 +29,7 @@ from tests.e2e.conftest import gql, passport, wipe
 
 WHEN = datetime(2031, 7, 9, 13, 14, 15, tzinfo=UTC)
 OLD_ID = f"session-{WHEN:%Y%m%d%H%M%S}-a1b2c3"  # as the journal named it before schema 8
+CLIENT_ID = "session-20240101120000-abcdef"  # chosen by a client, not the journal's stamp
 TIME_NAMED = re.compile(r"session-\d{14}-")
 SESSION_OF = """
 MATCH (e:JournalEntry {id: $id})-[:PART_OF]->(s:Session)
@@ -53,6 +54,16 @@ def old_database(driver: Driver) -> Iterator[str]:
         timestamp=WHEN,
         session_id=OLD_ID,
     )
+    update_factor(  # a client's own id in that form, for another moment: the client's to keep
+        driver,
+        Scope.system(),
+        "data_governance",
+        51,
+        rationale="set",
+        confidence=0.5,
+        timestamp=WHEN,
+        session_id=CLIENT_ID,
+    )
     driver.execute_query(RECORD_VERSION, version=7)  # the last schema that named sessions so
     yield entry.id
     driver.execute_query(RECORD_VERSION, version=SCHEMA_VERSION)
@@ -68,7 +79,7 @@ def test_migrate_renames_sessions_named_after_their_time(
     assert renamed["session"] == renamed["copy"] and renamed["title"] == "ad-hoc update", renamed
     assert not TIME_NAMED.match(renamed["session"]), renamed
     records, _, _ = driver.execute_query("MATCH (s:Session) WHERE s.id STARTS WITH 'session-2' RETURN s.id")
-    assert not records, records
+    assert [r["s.id"] for r in records] == [CLIENT_ID], records
     # A role that may not see the entries' times reads nothing of this one anywhere.
     hidden = {
         "JournalEntry": [{"domains": ["*"], "fields": _all_but("JournalEntry", {"timestamp"}, ENTRY_EXTRA)}],

@@ -25,7 +25,13 @@ STATE = """MATCH (f:Factor {id: 'data_quality'}) RETURN f.current_value AS value
 
 
 @pytest.mark.parametrize(
-    ("hidden", "value"), [("current_confidence", None), ("current_value", None), ("current_value", 42.0)]
+    ("hidden", "value"),
+    [
+        ("current_confidence", None),
+        ("current_confidence", 20.0),
+        ("current_value", None),
+        ("current_value", 42.0),
+    ],
 )
 def test_a_writer_that_cannot_read_the_state_may_not_confirm_it(
     demo_factors: Driver,
