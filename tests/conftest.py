@@ -37,10 +37,6 @@ else:
     # The suite starts the server five times: the starts after the first clean stop map the
     # class-data archive it wrote (docs/design.md §Embedded Neo4j start-up).
     os.environ["CAIRN_NEO4J_CLASS_ARCHIVE"] = os.path.join(os.environ["CAIRN_DATA_DIR"], "neo4j-classes.jsa")
-    # The server compiles with C1 only (no C2; the code cache stays 240 MB): most of its CPU in
-    # the suite is planning statements for the first time, and C2 compiling the planner took
-    # two-fifths of it (docs/design.md §Embedded Neo4j start-up).
-    os.environ["CAIRN_NEO4J_JVM_FLAGS"] = "-XX:TieredStopAtLevel=1"
     # neo4j-admin (the backup test's dump and load) compiles with C1 only: the same dump and
     # load took 40% less time (docs/design.md §Embedded Neo4j start-up).
     os.environ["CAIRN_NEO4J_ADMIN_JVM_FLAGS"] = "-XX:TieredStopAtLevel=1"
