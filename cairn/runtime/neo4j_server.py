@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -158,12 +159,21 @@ def _conf_text(settings: Settings) -> str:
     )
 
 
+# C1-only compilation (tiers 1-3: no C2), and the flag that sizes the code cache.
+_C1_ONLY = re.compile(r"-XX:TieredStopAtLevel=[1-3]")
+_CODE_CACHE = "-XX:ReservedCodeCacheSize="
+
+
 def server_jvm_flags(settings: Settings) -> list[str]:
     """The server's extra JVM flags (not the admin tool's): CAIRN_NEO4J_JVM_FLAGS, and with
     CAIRN_NEO4J_CLASS_ARCHIVE the class-data archive, mapped when it exists and otherwise
     written when this JVM exits cleanly (Java 17's dynamic AppCDS; a JVM that cannot use an
     archive warns in the console log and starts without it)."""
     flags = settings.neo4j_jvm_flags.split()
+    if any(_C1_ONLY.fullmatch(f) for f in flags) and not any(f.startswith(_CODE_CACHE) for f in flags):
+        # Without C2 the JVM reserves a 48 MB code cache instead of the tiered 240 MB: it filled
+        # mid-suite, a Cypher compile failed and that query's plan-cache entry never completed.
+        flags.append(f"{_CODE_CACHE}240m")
     archive = settings.neo4j_class_archive
     if archive is not None:
         if archive.exists() and not _maps(settings, archive):

@@ -19,6 +19,20 @@ def test_extra_flags_are_split_and_no_archive_is_the_default(tmp_path: Path) -> 
     assert server_jvm_flags(settings) == ["-XX:+UseSerialGC", "-Xss2m"]
 
 
+def test_c1_only_keeps_the_tiered_code_cache() -> None:
+    """Without C2 the JVM would reserve 48 MB of code cache, which filled mid-suite and hung a
+    query whose compile failed (docs/design.md §Embedded Neo4j start-up): 240 MB, as tiered."""
+    c1 = Settings(CAIRN_NEO4J_JVM_FLAGS="-XX:TieredStopAtLevel=1", CAIRN_NEO4J_CLASS_ARCHIVE=None)
+    assert server_jvm_flags(c1) == ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
+    sized = Settings(
+        CAIRN_NEO4J_JVM_FLAGS="-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=128m",
+        CAIRN_NEO4J_CLASS_ARCHIVE=None,
+    )
+    assert server_jvm_flags(sized) == ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=128m"]
+    tiered = Settings(CAIRN_NEO4J_JVM_FLAGS="-XX:TieredStopAtLevel=4", CAIRN_NEO4J_CLASS_ARCHIVE=None)
+    assert server_jvm_flags(tiered) == ["-XX:TieredStopAtLevel=4"]
+
+
 def test_admin_flags_go_to_neo4j_admin_only() -> None:
     settings = Settings(
         CAIRN_NEO4J_JVM_FLAGS="-Xss2m",
