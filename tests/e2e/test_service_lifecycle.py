@@ -71,12 +71,15 @@ class Served:
 
     def wait_ready(self, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, f"cairn serve exited:\n{self.output()}"
-            with suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/ready", timeout=5).status_code == 200:
-                    return
-            time.sleep(0.2)
+        # One client for the whole wait: each httpx.get builds a client and its SSL context (reading
+        # the CA bundle), which took more of the test process's CPU than the polls themselves.
+        with httpx.Client(timeout=5) as http:
+            while time.monotonic() < deadline:
+                assert self.proc.poll() is None, f"cairn serve exited:\n{self.output()}"
+                with suppress(httpx.HTTPError):
+                    if http.get(f"{self.url}/ready").status_code == 200:
+                        return
+                time.sleep(0.2)
         raise AssertionError(f"not ready after {timeout} s:\n{self.output()}")
 
     def exit_code(self, timeout: float = 120) -> int:
