@@ -7,6 +7,7 @@ read in tests/conftest.py) and stop it at the end, so a developer's demo databas
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
@@ -151,6 +152,10 @@ def started(request: pytest.FixtureRequest) -> Iterator[None]:
         request.getfixturevalue("neo4j_running")
     finally:
         model.join()
+    # What is loaded now (torch, the model, the driver) lives for the session: out of every later
+    # collection's walk, so the collections the tests' garbage sets off walk only that garbage.
+    gc.collect()
+    gc.freeze()
     yield
     while _EARLY_CLI:  # launched but never used (the tests that would were deselected or failed)
         _EARLY_CLI.pop().close()
