@@ -273,10 +273,13 @@ def acme(driver: Driver) -> Driver:
 
 @pytest.fixture(scope="module")
 def letters(driver: Driver, settings: Settings, embedder: Embedder) -> Driver:
-    """The demo correspondence, loaded once for the module (embedded by the session's model)."""
-    wipe(driver)
-    load_demo_correspondence(driver, settings, embedder)
-    return driver
+    """The demo correspondence, as a sync of the letters into an empty store writes it (embedded
+    by the session's model): synced once per session, written back after (tests/e2e/snapshot.py)."""
+
+    def load(drv: Driver) -> None:
+        load_demo_correspondence(drv, settings, embedder)
+
+    return snapshot.loaded(driver, "letters", load, wipe)
 
 
 @pytest.fixture(scope="module")
