@@ -19,6 +19,7 @@ from cairn.policy.acl import (
     field_shown,
     search_fields_shown,
     shown_or,
+    status_in_view,
 )
 from cairn.schema.nodes import fulltext_index_name, vector_index_name
 
@@ -473,7 +474,7 @@ WHERE {acl_visible("d")} AND {acl_visible("src")} AND src.embedding IS NOT NULL
   AND {edge_allowed("HAS_FACT", "d", "src", "out")} AND {search_fields_shown("src", "Fact")}
 WITH collect(src.embedding) AS vecs
 MATCH (o:Dossier)-[:HAS_FACT]->(f:Fact)
-WHERE o.id <> $id AND o.status = 'active' AND f.embedding IS NOT NULL
+WHERE o.id <> $id AND {status_in_view("o")} AND f.embedding IS NOT NULL
   AND {acl_visible("o")} AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "o", "f", "out")}
   AND {search_fields_shown("f", "Fact")}
 UNWIND vecs AS v
@@ -503,7 +504,7 @@ ORDER BY o.id
 DOSSIER_RANK_VISIBLE = f"""
   WHERE score >= $min_score
   MATCH (d:Dossier)-[:HAS_FACT]->(f)
-  WHERE d.status IN $statuses
+  WHERE {status_in_view("d")}
     AND {acl_visible("d")} AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
     AND {search_fields_shown("f", "Fact")}
   WITH d, max(score) AS best
@@ -626,7 +627,7 @@ ORDER BY {shown_or("j", "timestamp", "null")}, j.seq, j.id
 
 # A fact is a candidate only if it, its dossier and the edge between them are visible, and the
 # caller may read its text (what its vector and its full-text entry are made of).
-_FACT_CANDIDATE_VISIBLE = f"""d.status IN $statuses AND {acl_visible("d")} AND {acl_visible("f")}
+_FACT_CANDIDATE_VISIBLE = f"""{status_in_view("d")} AND {acl_visible("d")} AND {acl_visible("f")}
     AND {edge_allowed_between_visible("HAS_FACT", "d", "f", "out")} AND {search_fields_shown("f", "Fact")}"""
 
 # What a caller may be shown of a fact hit (before masking); never the 384-float vector. A fact
