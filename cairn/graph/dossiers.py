@@ -764,14 +764,17 @@ FACT_FUSE = f"""
   RETURN collect({{id: id, score: score}}) AS fused
 """
 # The visible facts told within ``$window`` turns of a seed (one of the top ``$seeds`` fused
-# facts) in its block (session); null window: the whole block.
+# facts) in its block (session); null window: the whole block. Matched by the block and turn only
+# where the scope shows them on both facts: a hidden one never lifts a score nor says "block".
 FACT_BLOCK_NEIGHBOURS = f"""
   UNWIND fused[..$seeds] AS top
   MATCH (s:Fact {{id: top.id}})
+  WHERE {field_shown("s", "source_block_id")}
   MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact {{source_block_id: s.source_block_id}})
-  WHERE f <> s AND {_FACT_CANDIDATE_VISIBLE}
+  WHERE f <> s AND {_FACT_CANDIDATE_VISIBLE} AND {field_shown("f", "source_block_id")}
   WITH top, f, d, 0.0 AS score,
-       CASE WHEN s.turn_index IS NULL OR f.turn_index IS NULL THEN null
+       CASE WHEN s.turn_index IS NULL OR f.turn_index IS NULL
+              OR NOT ({field_shown("s", "turn_index")} AND {field_shown("f", "turn_index")}) THEN null
             ELSE abs(s.turn_index - f.turn_index) END AS distance
   WHERE $window IS NULL OR distance <= $window
   RETURN collect({{f: f, dossier_id: d.id, boost: $neighbour_weight * top.score}}) AS neighbours
