@@ -605,7 +605,8 @@ WHERE {acl_visible("d")}
 RETURN d {{.*, centroid_sum: null}} AS props
 """
 
-# A merged dossier's history continues in the dossier it was merged into.
+# A merged dossier's history continues in the dossier it was merged into, where the scope shows
+# the merged one's ``merged_into`` (else its entries there would tell what that field holds).
 DOSSIER_HISTORY = f"""
 MATCH (d:Dossier {{id: $id}})
 WHERE {acl_visible("d")}
@@ -614,7 +615,7 @@ CALL (d) {{
   RETURN j
   UNION
   MATCH (x:Dossier {{merged_into: d.id}})<-[:ABOUT]-(j:JournalEntry)
-  WHERE {acl_visible("x")}
+  WHERE {acl_visible("x")} AND {field_shown("x", "merged_into")}
   RETURN j
 }}
 WITH d, j
