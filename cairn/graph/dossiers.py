@@ -486,9 +486,11 @@ LIMIT $top_k
 RETURN o.id AS id, o {{.*, centroid_sum: null, summary_pool: null}} AS props, hits, score_sum
 """
 
+# Explicit links: entries of op "linked", counted only where the scope shows an entry's ``op``.
 LINKED_DOSSIERS = f"""
 MATCH (d:Dossier {{id: $id}})<-[:ABOUT]-(j:JournalEntry {{op: 'linked'}})-[:ABOUT]->(o:Dossier)
 WHERE o.id <> $id AND {acl_visible("d")} AND {acl_visible("j")} AND {acl_visible("o")}
+  AND {field_shown("j", "op")}
   AND {edge_allowed("ABOUT", "j", "d", "in")} AND {edge_allowed("ABOUT", "j", "o", "out")}
 WITH DISTINCT o, j ORDER BY o.id, j.id
 WITH o, collect(j)[0] AS j
