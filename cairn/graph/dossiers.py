@@ -19,6 +19,7 @@ from cairn.policy.acl import (
     field_shown,
     search_fields_shown,
     shown_or,
+    status_in_view,
 )
 from cairn.schema.nodes import fulltext_index_name, vector_index_name
 
@@ -473,7 +474,7 @@ WHERE {acl_visible("d")} AND {acl_visible("src")} AND src.embedding IS NOT NULL
   AND {edge_allowed("HAS_FACT", "d", "src", "out")} AND {search_fields_shown("src", "Fact")}
 WITH collect(src.embedding) AS vecs
 MATCH (o:Dossier)-[:HAS_FACT]->(f:Fact)
-WHERE o.id <> $id AND o.status = 'active' AND f.embedding IS NOT NULL
+WHERE o.id <> $id AND {status_in_view("o")} AND f.embedding IS NOT NULL
   AND {acl_visible("o")} AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "o", "f", "out")}
   AND {search_fields_shown("f", "Fact")}
 UNWIND vecs AS v
@@ -485,9 +486,11 @@ LIMIT $top_k
 RETURN o.id AS id, o {{.*, centroid_sum: null, summary_pool: null}} AS props, hits, score_sum
 """
 
+# Explicit links: entries of op "linked", counted only where the scope shows an entry's ``op``.
 LINKED_DOSSIERS = f"""
 MATCH (d:Dossier {{id: $id}})<-[:ABOUT]-(j:JournalEntry {{op: 'linked'}})-[:ABOUT]->(o:Dossier)
 WHERE o.id <> $id AND {acl_visible("d")} AND {acl_visible("j")} AND {acl_visible("o")}
+  AND {field_shown("j", "op")}
   AND {edge_allowed("ABOUT", "j", "d", "in")} AND {edge_allowed("ABOUT", "j", "o", "out")}
 WITH DISTINCT o, j ORDER BY o.id, j.id
 WITH o, collect(j)[0] AS j
@@ -503,7 +506,7 @@ ORDER BY o.id
 DOSSIER_RANK_VISIBLE = f"""
   WHERE score >= $min_score
   MATCH (d:Dossier)-[:HAS_FACT]->(f)
-  WHERE d.status IN $statuses
+  WHERE {status_in_view("d")}
     AND {acl_visible("d")} AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
     AND {search_fields_shown("f", "Fact")}
   WITH d, max(score) AS best
@@ -604,7 +607,8 @@ WHERE {acl_visible("d")}
 RETURN d {{.*, centroid_sum: null}} AS props
 """
 
-# A merged dossier's history continues in the dossier it was merged into.
+# A merged dossier's history continues in the dossier it was merged into, where the scope shows
+# the merged one's ``merged_into`` (else its entries there would tell what that field holds).
 DOSSIER_HISTORY = f"""
 MATCH (d:Dossier {{id: $id}})
 WHERE {acl_visible("d")}
@@ -613,7 +617,7 @@ CALL (d) {{
   RETURN j
   UNION
   MATCH (x:Dossier {{merged_into: d.id}})<-[:ABOUT]-(j:JournalEntry)
-  WHERE {acl_visible("x")}
+  WHERE {acl_visible("x")} AND {field_shown("x", "merged_into")}
   RETURN j
 }}
 WITH d, j
@@ -626,7 +630,7 @@ ORDER BY {shown_or("j", "timestamp", "null")}, j.seq, j.id
 
 # A fact is a candidate only if it, its dossier and the edge between them are visible, and the
 # caller may read its text (what its vector and its full-text entry are made of).
-_FACT_CANDIDATE_VISIBLE = f"""d.status IN $statuses AND {acl_visible("d")} AND {acl_visible("f")}
+_FACT_CANDIDATE_VISIBLE = f"""{status_in_view("d")} AND {acl_visible("d")} AND {acl_visible("f")}
     AND {edge_allowed_between_visible("HAS_FACT", "d", "f", "out")} AND {search_fields_shown("f", "Fact")}"""
 
 # What a caller may be shown of a fact hit (before masking); never the 384-float vector. A fact
@@ -763,14 +767,17 @@ FACT_FUSE = f"""
   RETURN collect({{id: id, score: score}}) AS fused
 """
 # The visible facts told within ``$window`` turns of a seed (one of the top ``$seeds`` fused
-# facts) in its block (session); null window: the whole block.
+# facts) in its block (session); null window: the whole block. Matched by the block and turn only
+# where the scope shows them on both facts: a hidden one never lifts a score nor says "block".
 FACT_BLOCK_NEIGHBOURS = f"""
   UNWIND fused[..$seeds] AS top
   MATCH (s:Fact {{id: top.id}})
+  WHERE {field_shown("s", "source_block_id")}
   MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact {{source_block_id: s.source_block_id}})
-  WHERE f <> s AND {_FACT_CANDIDATE_VISIBLE}
+  WHERE f <> s AND {_FACT_CANDIDATE_VISIBLE} AND {field_shown("f", "source_block_id")}
   WITH top, f, d, 0.0 AS score,
-       CASE WHEN s.turn_index IS NULL OR f.turn_index IS NULL THEN null
+       CASE WHEN s.turn_index IS NULL OR f.turn_index IS NULL
+              OR NOT ({field_shown("s", "turn_index")} AND {field_shown("f", "turn_index")}) THEN null
             ELSE abs(s.turn_index - f.turn_index) END AS distance
   WHERE $window IS NULL OR distance <= $window
   RETURN collect({{f: f, dossier_id: d.id, boost: $neighbour_weight * top.score}}) AS neighbours

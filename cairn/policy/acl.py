@@ -149,6 +149,16 @@ def field_shown(var: str, name: str) -> str:
     return f"($unrestricted OR ({shown}))"
 
 
+def status_in_view(var: str) -> str:
+    """Cypher predicate: dossier ``var`` is in the caller's view by its status (``$statuses``, the
+    active ones unless archived are asked for), decided by its ``status`` only where the scope
+    shows that field: where the rules hide it, every dossier is in view, or whether one turned up
+    in a search or a relation would tell the hidden status (a merged dossier holds no facts, so it
+    ranks nowhere anyway; docs/design.md §Policy module, "Filters read only what the caller
+    sees")."""
+    return f"({var}.status IN $statuses OR NOT {field_shown(var, 'status')})"
+
+
 def _label_shows(var: str, label: str, name: str) -> str:
     """Cypher predicate: the scope's rules for ``label`` show field ``name`` in ``var``'s domain."""
     rule = f"""head([r IN $field_rules WHERE r.label = '{label}'

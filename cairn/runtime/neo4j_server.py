@@ -144,6 +144,11 @@ def _conf_text(settings: Settings) -> str:
             f"dbms.security.http_access_control_allow_origin=http://127.0.0.1:{settings.http_port}",
             "server.https.enabled=false",
             "dbms.security.auth_enabled=true",
+            # Bolt takes a WebSocket from a page of any origin (the Browser talks Bolt that way;
+            # Neo4j checks no Origin there): after 3 failed logins (Neo4j's default) such a page
+            # would lock user neo4j out for 5 s, Cairn's own logins included. The password is 48
+            # random hex characters, so failed logins lock nothing.
+            "dbms.security.auth_max_failed_attempts=0",
             f"server.memory.heap.initial_size={settings.neo4j_heap}",
             f"server.memory.heap.max_size={settings.neo4j_heap}",
             f"server.memory.pagecache.size={settings.neo4j_pagecache}",

@@ -258,7 +258,8 @@ def related_dossiers(
     params = {**scope.cypher_params(), "id": dossier_id}
     linked, _, _ = driver.execute_query(cypher.LINKED_DOSSIERS, params)
     voted, _, _ = driver.execute_query(
-        cypher.RELATED_BY_FACTS, {**params, "min_score": index_score(threshold), "top_k": top_k}
+        cypher.RELATED_BY_FACTS,
+        {**params, "min_score": index_score(threshold), "top_k": top_k, "statuses": ["active"]},
     )
     out: list[dict[str, Any]] = [
         {

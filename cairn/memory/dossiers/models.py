@@ -118,7 +118,8 @@ class Access(_Strict):
         """Raise ``AccessRefused`` when ``writer`` may not create data with these access fields,
         or store ``edges`` (edge types) between such nodes that it could not walk back, or, for
         a write that ``routes`` facts, when it may not read the stored facts' ``text`` there
-        that the vote ranks by and compares with: where its facts went would tell what it says."""
+        that the vote ranks by and compares with, nor the ``status`` of the dossiers it votes
+        among (the active ones): where its facts went would tell what they hold."""
         if writer is None:
             return
         problems = self.problems_for(writer, where) + [
@@ -127,7 +128,8 @@ class Access(_Strict):
         if routes:
             problems += [
                 Problem(f"{where}.domain", p.message)
-                for p in unreadable_set_problems(writer, "Fact", self.domain, ("text",), "route by")
+                for label, field in (("Fact", "text"), ("Dossier", "status"))
+                for p in unreadable_set_problems(writer, label, self.domain, (field,), "route by")
             ]
         if problems:
             raise AccessRefused(what, problems)

@@ -139,6 +139,11 @@ def scale_for_write(state: FactorState) -> Scale:
     return state.scale
 
 
+# The factor's fields a journal write sets (queries.WRITE_ENTRY), each from the writer's input or
+# from the stored state: none of them may be hidden from the writer.
+STATE_WRITTEN = ("current_value", "current_confidence", "inference_status", "last_updated", "journal_seq")
+
+
 def readable_for_write(state: FactorState, names: Sequence[str], what: str) -> None:
     """A write that reads the factor's ``names`` (its value, its confidence) to decide what it
     writes over them: read through a scope that hides them (null), it would overwrite a field the
@@ -268,6 +273,8 @@ def _check_inputs(
     Raises FactorError naming the field; the factor itself is looked up under the caller's scope.
     """
     state = factor_state(driver, scope, factor_id)
+    # The entry becomes the factor's current state (queries.WRITE_ENTRY sets these fields).
+    readable_for_write(state, STATE_WRITTEN, "update")
     scale = scale_for_write(state)
     if not scale.contains(value):
         raise FactorError(

@@ -6,9 +6,16 @@ hiding the factor's confidence (or value) it read none (null) and wrote 0.1 over
 confidence, or a correction "from n/a", over a field the writer cannot read; ``recalculateFactor``
 compared its result with them (null: "changed") and wrote a value and confidence over both. Now
 each is refused, naming the field, the same whatever the factor holds, and nothing is written.
+
+``updateFactor`` (red-team pass 14) set the factor's value, confidence, inference status, time and
+journal sequence whatever the writer's rules showed of them: a writer that may not read the value
+replaced it (and filed the old one in its entry's ``previous_value``). It too is refused now,
+naming the hidden field it would set, and writes nothing.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 from neo4j import Driver
@@ -20,8 +27,25 @@ from tests.e2e.conftest import codes, gql, passport
 
 CONFIRM = """mutation($v: Float) { confirmFactor(factorId: "data_quality", value: $v) { id } }"""
 RECALCULATE = 'mutation { recalculateFactor(factorId: "data_quality") { written } }'
+UPDATE = """mutation { updateFactor(input: {factorId: "data_quality", value: 3, confidence: 0.5,
+  rationale: "a probe"}) { id } }"""
 STATE = """MATCH (f:Factor {id: 'data_quality'}) RETURN f.current_value AS value,
-  f.current_confidence AS confidence, f.journal_seq AS seq"""
+  f.current_confidence AS confidence, f.inference_status AS status, f.last_updated AS at,
+  f.journal_seq AS seq, COUNT { (f)<-[:ABOUT]-(:JournalEntry) } AS entries"""
+
+
+def assert_refused_and_unwritten(
+    driver: Driver, settings: Settings, tmp: pytest.TempPathFactory, hidden: str, query: str, **variables: Any
+) -> None:
+    """``query`` asked by a writer whose rules hide the factor's ``hidden`` field is refused,
+    naming that field, and writes nothing."""
+    before = driver.execute_query(STATE)[0][0].data()
+    rule = [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Factor"] - {hidden})}]
+    with served_with(settings, tmp, "writer", {"Factor": rule}) as (client, registry):
+        body = gql(client, query, passport(registry, "writer"), **variables)
+    assert codes(body) == ["INVALID_INPUT"], body
+    assert hidden in body["errors"][0]["message"], body
+    assert driver.execute_query(STATE)[0][0].data() == before  # nothing written
 
 
 @pytest.mark.parametrize(
@@ -40,23 +64,20 @@ def test_a_writer_that_cannot_read_the_state_may_not_confirm_it(
     hidden: str,
     value: float | None,
 ) -> None:
-    before = demo_factors.execute_query(STATE)[0][0].data()
-    rule = [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Factor"] - {hidden})}]
-    with served_with(settings, tmp_path_factory, "writer", {"Factor": rule}) as (client, registry):
-        body = gql(client, CONFIRM, passport(registry, "writer"), v=value)
-    assert codes(body) == ["INVALID_INPUT"], body
-    assert hidden in body["errors"][0]["message"], body
-    assert demo_factors.execute_query(STATE)[0][0].data() == before  # nothing written
+    assert_refused_and_unwritten(demo_factors, settings, tmp_path_factory, hidden, CONFIRM, v=value)
 
 
 @pytest.mark.parametrize("hidden", ["current_confidence", "current_value"])
 def test_a_writer_that_cannot_read_the_state_may_not_recalculate_it(
     demo_factors: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory, hidden: str
 ) -> None:
-    before = demo_factors.execute_query(STATE)[0][0].data()
-    rule = [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["Factor"] - {hidden})}]
-    with served_with(settings, tmp_path_factory, "writer", {"Factor": rule}) as (client, registry):
-        body = gql(client, RECALCULATE, passport(registry, "writer"))
-    assert codes(body) == ["INVALID_INPUT"], body
-    assert hidden in body["errors"][0]["message"], body
-    assert demo_factors.execute_query(STATE)[0][0].data() == before  # nothing written
+    assert_refused_and_unwritten(demo_factors, settings, tmp_path_factory, hidden, RECALCULATE)
+
+
+@pytest.mark.parametrize(
+    "hidden", ["current_value", "current_confidence", "inference_status", "last_updated", "journal_seq"]
+)
+def test_a_writer_that_cannot_read_the_state_may_not_update_it(
+    demo_factors: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory, hidden: str
+) -> None:
+    assert_refused_and_unwritten(demo_factors, settings, tmp_path_factory, hidden, UPDATE)
