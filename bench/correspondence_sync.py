@@ -149,10 +149,10 @@ class TimedEmbedder:
         self.name = inner.name
         self.seconds = 0.0
 
-    def embed(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> Any:
+    def embed(self, texts: Sequence[str], batch_size: int = BATCH_SIZE, *, spare_core: bool = False) -> Any:
         started = time.perf_counter()
         try:
-            return self.inner.embed(texts, batch_size)
+            return self.inner.embed(texts, batch_size, spare_core=spare_core)
         finally:
             self.seconds += time.perf_counter() - started
 

@@ -85,10 +85,12 @@ class MemoEmbedder(Embedder):
         self._seen: dict[str, Any] = {}
         self._parts: dict[tuple[str, tuple[tuple[int, int], ...]], Any] = {}  # embed_with_part's answers
 
-    def embed(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> Any:
+    def embed(self, texts: Sequence[str], batch_size: int = BATCH_SIZE, *, spare_core: bool = False) -> Any:
         missing = [t for t in dict.fromkeys(texts) if t not in self._seen]
         if missing:
-            self._seen.update(zip(missing, self._embed(missing, batch_size), strict=True))
+            self._seen.update(
+                zip(missing, self._embed(missing, batch_size, spare_core=spare_core), strict=True)
+            )
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         return np.array([self._seen[t] for t in texts], dtype=np.float32)

@@ -45,10 +45,13 @@ def packaged_model_path() -> Path:
 class _Request:
     """Texts waiting for the model thread, and where their vectors go."""
 
-    __slots__ = ("future", "parts", "texts")
+    __slots__ = ("future", "parts", "spare_core", "texts")
 
-    def __init__(self, texts: list[str], parts: list[list[tuple[int, int]]] | None = None) -> None:
+    def __init__(
+        self, texts: list[str], parts: list[list[tuple[int, int]]] | None = None, spare_core: bool = False
+    ) -> None:
         self.texts = texts
+        self.spare_core = spare_core  # see ``Embedder.embed``
         # Character spans per text whose tokens' mean vector is wanted too (``embed_with_part``):
         # its result is the texts' vectors followed by one pooled vector per text (zeros when no
         # token lies in the spans). Tokenized on the model thread, the tokenizer's only user.
@@ -80,20 +83,24 @@ class Embedder:
         self.passes = 0  # forward passes (model calls) so far: the batching is observable
         self._default_threads: int | None = None  # torch's own, read by the model thread
 
-    def embed(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> NDArray[np.float32]:
-        """One vector per text, in order."""
+    def embed(
+        self, texts: Sequence[str], batch_size: int = BATCH_SIZE, *, spare_core: bool = False
+    ) -> NDArray[np.float32]:
+        """One vector per text, in order. ``spare_core``: this call's passes leave one core of
+        torch's default to the work running beside them (an ingest's Neo4j writes and routing,
+        docs/design.md §Embedding under load)."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         items = list(texts)
         size = max(1, min(batch_size, BATCH_SIZE))
         if len(items) <= size:
-            return self._submit(items).result()
+            return self._pass(items, spare_core).result()
         # Longest first, as the model itself orders a call: neighbours pad to similar lengths.
         order = sorted(range(len(items)), key=lambda i: -len(items[i]))
         out = np.empty((len(items), DIMENSIONS), dtype=np.float32)
         for start in range(0, len(order), size):
             chunk = order[start : start + size]
-            out[chunk] = self._submit([items[i] for i in chunk]).result()
+            out[chunk] = self._pass([items[i] for i in chunk], spare_core).result()
         return out
 
     def embed_with_part(
@@ -105,6 +112,9 @@ class Embedder:
         for the part when no token lies in the spans (e.g. all past the window)."""
         vectors = self._enqueue(_Request([text], [list(spans)])).result()
         return vectors[0], (vectors[1] if vectors[1].any() else None)
+
+    def _pass(self, texts: list[str], spare_core: bool) -> Future[NDArray[np.float32]]:
+        return self._enqueue(_Request(texts, spare_core=True)) if spare_core else self._submit(texts)
 
     def _submit(self, texts: list[str]) -> Future[NDArray[np.float32]]:
         return self._enqueue(_Request(texts))
@@ -171,7 +181,8 @@ class Embedder:
         """One forward pass over the requests' texts; each request's vectors (and pooled parts)."""
         texts = [t for r in requests for t in r.texts]
         tokens = any(r.parts is not None for r in requests)
-        vectors, token_vectors = self._encode(texts, tokens)
+        spare = any(r.spare_core for r in requests)
+        vectors, token_vectors = self._encode(texts, tokens, spare)
         out, start = [], 0
         for r in requests:
             own = vectors[start : start + len(r.texts)]
@@ -186,7 +197,7 @@ class Embedder:
         return out
 
     def _encode(
-        self, texts: list[str], tokens: bool = False
+        self, texts: list[str], tokens: bool = False, spare_core: bool = False
     ) -> tuple[NDArray[np.float32], list[NDArray[np.float32]] | None]:
         """The texts' normalised vectors and, when ``tokens``, each text's token vectors (same pass)."""
         self.passes += 1
@@ -200,6 +211,8 @@ class Embedder:
             # on it whenever Neo4j (or anything) holds the other core (docs/design.md §Embedding
             # under load); an ingest's batches keep torch's default.
             threads = 1 if len(texts) <= SMALL_PASS else self._default_threads
+            if spare_core:
+                threads = min(threads, max(1, self._default_threads - 1))
         if torch.get_num_threads() != threads:  # OpenMP's setting is per thread (the model thread's)
             torch.set_num_threads(threads)
         if tokens:

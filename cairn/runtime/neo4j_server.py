@@ -169,12 +169,26 @@ _C1_ONLY = re.compile(r"-XX:TieredStopAtLevel=[1-3]")
 _CODE_CACHE = "-XX:ReservedCodeCacheSize="
 
 
+# C2 (tier 4) compiles a method only after 4x the JVM's default invocations/loops. Neo4j's
+# compiler threads took about 60% of its CPU during an ingest and did not settle over repeated
+# ingests (mostly C2: ~150 tier-4 compiles and ~200 deoptimised methods per LoCoMo conversation,
+# methods a workload change pushed out again); these thresholds cut that compile CPU by about a
+# third while the work itself stayed as fast (docs/design.md §Dossier queries, "JIT"). Given
+# before CAIRN_NEO4J_JVM_FLAGS, which can set them otherwise (the JVM takes the last).
+C2_THRESHOLDS = [
+    "-XX:Tier4InvocationThreshold=20000",
+    "-XX:Tier4MinInvocationThreshold=2400",
+    "-XX:Tier4CompileThreshold=60000",
+    "-XX:Tier4BackEdgeThreshold=160000",
+]
+
+
 def server_jvm_flags(settings: Settings) -> list[str]:
-    """The server's extra JVM flags (not the admin tool's): CAIRN_NEO4J_JVM_FLAGS, and with
+    """The server's extra JVM flags (not the admin tool's): ``C2_THRESHOLDS``, CAIRN_NEO4J_JVM_FLAGS, and with
     CAIRN_NEO4J_CLASS_ARCHIVE the class-data archive, mapped when it exists and otherwise
     written when this JVM exits cleanly (Java 17's dynamic AppCDS; a JVM that cannot use an
     archive warns in the console log and starts without it)."""
-    flags = settings.neo4j_jvm_flags.split()
+    flags = [*C2_THRESHOLDS, *settings.neo4j_jvm_flags.split()]
     if any(_C1_ONLY.fullmatch(f) for f in flags) and not any(f.startswith(_CODE_CACHE) for f in flags):
         # Without C2 the JVM reserves a 48 MB code cache instead of the tiered 240 MB: it filled
         # mid-suite, a Cypher compile failed and that query's plan-cache entry never completed.

@@ -43,7 +43,7 @@ from cairn.memory.dossiers.voting import (
     vote_params,
 )
 from cairn.policy.scope import Scope
-from cairn.runtime.embedder import Embedder
+from cairn.runtime.embedder import BATCH_SIZE, Embedder
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import Settings
 from tests.llm_server import StubLLMServer
@@ -410,10 +410,21 @@ def test_batch_ingest_routes_in_order(empty_db: Driver, embedder: Embedder) -> N
         ),
     ]
     done: list[int] = []
-    results = ingest_packets(empty_db, packets, embedder=embedder, progress=done.append)
+    asked: list[bool] = []
+    embed = embedder.embed
+
+    def recording(texts: Sequence[str], batch_size: int = BATCH_SIZE, *, spare_core: bool = False) -> Any:
+        asked.append(spare_core)
+        return embed(texts, batch_size, spare_core=spare_core)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(embedder, "embed", recording)
+        results = ingest_packets(empty_db, packets, embedder=embedder, progress=done.append)
     assert [r.action for r in results] == ["created", "appended", "created"]
     assert sum(done) == 5
     assert count(empty_db, "Dossier") == 2
+    # its embedding leaves a core to the routing and Neo4j's writes (docs/design.md §Embedding under load)
+    assert asked == [True]
 
 
 def test_a_batch_skips_its_applied_packets_and_repeated_keys(empty_db: Driver, embedder: Embedder) -> None:

@@ -49,10 +49,10 @@ def _remember_vectors(path: str) -> None:
         known = dict(zip(saved_texts(saved), saved["vectors"], strict=True))
     embed = model.embed
 
-    def remembered(texts: Any, batch_size: int = BATCH_SIZE) -> Any:
+    def remembered(texts: Any, batch_size: int = BATCH_SIZE, *, spare_core: bool = False) -> Any:
         missing = [t for t in dict.fromkeys(texts) if t not in known]
         if missing:
-            known.update(zip(missing, embed(missing, batch_size), strict=True))
+            known.update(zip(missing, embed(missing, batch_size, spare_core=spare_core), strict=True))
         if not texts:
             return embed(texts)
         return np.array([known[t] for t in texts], dtype=np.float32)

@@ -132,6 +132,38 @@ def test_a_small_pass_runs_on_one_thread_and_a_larger_one_on_torchs_default(
     assert threads[-1] == 3
 
 
+def test_a_spare_core_pass_leaves_one_of_torchs_default_threads(
+    model: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ingest's passes leave a core to its routing and Neo4j's writes (docs/design.md
+    §Embedding under load); never fewer than one thread, and a setting for every pass wins."""
+    import torch
+
+    from cairn.runtime import embedder
+
+    monkeypatch.setattr(embedder, "_torch_threads", None)
+    threads: list[int] = []
+    encode = model._model.encode
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        threads.append(torch.get_num_threads())
+        return encode(*args, **kwargs)
+
+    monkeypatch.setattr(model._model, "encode", recording)
+    texts = [f"an ingest's text number {i}" for i in range(embedder.SMALL_PASS + 1)]
+    for default, spared in ((4, 3), (1, 1)):
+        monkeypatch.setattr(model, "_default_threads", default)
+        model.embed(texts, spare_core=True)
+        model.embed(texts)
+        assert threads[-2:] == [spared, default]
+    long = [f"{t} of a long call" for t in texts] * (BATCH_SIZE // len(texts) + 1)
+    model.embed(long, spare_core=True)  # every batch of a long call
+    assert threads[-2:] == [1, 1]
+    monkeypatch.setattr(embedder, "_torch_threads", 3)
+    model.embed(texts, spare_core=True)
+    assert threads[-1] == 3
+
+
 def test_a_part_is_pooled_from_the_texts_own_pass(model: Embedder) -> None:
     """``embed_with_part``: the text's vector and the normalised mean of its token vectors over the
     spans come from one pass, shared with other callers' texts, each answered as if alone."""

@@ -9,28 +9,48 @@ from pathlib import Path
 
 import pytest
 
-from cairn.runtime.neo4j_server import ADMIN_CLASS, MAIN_CLASS, admin_cmd, server_jvm_flags
+from cairn.runtime.neo4j_server import ADMIN_CLASS, C2_THRESHOLDS, MAIN_CLASS, admin_cmd, server_jvm_flags
 from cairn.runtime.settings import Settings
 
 
 def test_extra_flags_are_split_and_no_archive_is_the_default(tmp_path: Path) -> None:
     settings = Settings(CAIRN_NEO4J_JVM_FLAGS=" -XX:+UseSerialGC  -Xss2m ", CAIRN_NEO4J_CLASS_ARCHIVE=None)
     assert settings.neo4j_class_archive is None
-    assert server_jvm_flags(settings) == ["-XX:+UseSerialGC", "-Xss2m"]
+    assert server_jvm_flags(settings) == [*C2_THRESHOLDS, "-XX:+UseSerialGC", "-Xss2m"]
+
+
+def test_c2_compiles_later_and_the_extra_flags_can_say_otherwise() -> None:
+    """Four times the JVM's tier-4 thresholds (docs/design.md §Dossier queries, "JIT"), given
+    first: the JVM takes the last value of a flag, so CAIRN_NEO4J_JVM_FLAGS overrides them."""
+    flags = server_jvm_flags(Settings(CAIRN_NEO4J_JVM_FLAGS="", CAIRN_NEO4J_CLASS_ARCHIVE=None))
+    assert flags == C2_THRESHOLDS
+    assert "-XX:Tier4InvocationThreshold=20000" in flags and "-XX:Tier4BackEdgeThreshold=160000" in flags
+    mine = server_jvm_flags(
+        Settings(CAIRN_NEO4J_JVM_FLAGS="-XX:Tier4InvocationThreshold=5000", CAIRN_NEO4J_CLASS_ARCHIVE=None)
+    )
+    assert mine[-1] == "-XX:Tier4InvocationThreshold=5000"
 
 
 def test_c1_only_keeps_the_tiered_code_cache() -> None:
     """Without C2 the JVM would reserve 48 MB of code cache, which filled mid-suite and hung a
     query whose compile failed (docs/design.md §Embedded Neo4j start-up): 240 MB, as tiered."""
     c1 = Settings(CAIRN_NEO4J_JVM_FLAGS="-XX:TieredStopAtLevel=1", CAIRN_NEO4J_CLASS_ARCHIVE=None)
-    assert server_jvm_flags(c1) == ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
+    assert server_jvm_flags(c1) == [
+        *C2_THRESHOLDS,
+        "-XX:TieredStopAtLevel=1",
+        "-XX:ReservedCodeCacheSize=240m",
+    ]
     sized = Settings(
         CAIRN_NEO4J_JVM_FLAGS="-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=128m",
         CAIRN_NEO4J_CLASS_ARCHIVE=None,
     )
-    assert server_jvm_flags(sized) == ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=128m"]
+    assert server_jvm_flags(sized) == [
+        *C2_THRESHOLDS,
+        "-XX:TieredStopAtLevel=1",
+        "-XX:ReservedCodeCacheSize=128m",
+    ]
     tiered = Settings(CAIRN_NEO4J_JVM_FLAGS="-XX:TieredStopAtLevel=4", CAIRN_NEO4J_CLASS_ARCHIVE=None)
-    assert server_jvm_flags(tiered) == ["-XX:TieredStopAtLevel=4"]
+    assert server_jvm_flags(tiered) == [*C2_THRESHOLDS, "-XX:TieredStopAtLevel=4"]
 
 
 def test_admin_flags_go_to_neo4j_admin_only() -> None:
@@ -42,7 +62,7 @@ def test_admin_flags_go_to_neo4j_admin_only() -> None:
     cmd = admin_cmd(settings, "database", "dump", "neo4j")
     assert "-XX:TieredStopAtLevel=1" in cmd and "-Xss2m" not in cmd
     assert cmd.index("-XX:TieredStopAtLevel=1") < cmd.index(ADMIN_CLASS) < cmd.index("dump")
-    assert server_jvm_flags(settings) == ["-Xss2m"]
+    assert server_jvm_flags(settings) == [*C2_THRESHOLDS, "-Xss2m"]
     assert MAIN_CLASS not in cmd
 
 

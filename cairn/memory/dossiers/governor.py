@@ -316,7 +316,7 @@ def _fact_rows(
                     "source_block_ids": [packet.source_block_id],
                     "source_turn_ids": turns,
                     "turn_index": f.resolved_turn_index,
-                    "embedding": [float(x) for x in vectors[i]],
+                    "embedding": vectors[i].tolist(),
                     "embedding_model": model,
                     "packet_key": key,
                     **packet.access.props(),
@@ -575,7 +575,7 @@ def _plan(
             {
                 "dossier_id": did,
                 "appended": target is not None,
-                "centroid_sum": [float(x) for x in total],
+                "centroid_sum": total.tolist(),
                 "facts": _fact_rows(packet, vectors, key, route.indexes, model, echoes),
             }
         )
@@ -783,7 +783,11 @@ def ingest_packets(
         # each batch pads to texts of about its own length, as raw embedding of the same texts
         # does (per chunk, in packet order, each batch padded to its longest text: ~1.3x the
         # model time; docs/design.md §Dossier queries).
-        return model.embed([f.text for n in range(*span) for p in chunks[n] for f in p.facts])
+        # Leaving one core to this thread's routing and Neo4j's writes, which run meanwhile: on 2
+        # cores a second intra-op thread stalls at every operator while they hold its core.
+        return model.embed(
+            [f.text for n in range(*span) for p in chunks[n] for f in p.facts], spare_core=True
+        )
 
     results: list[RoutingResult] = []
     if not chunks:

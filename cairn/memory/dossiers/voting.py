@@ -139,9 +139,9 @@ def vote_params(
     return {
         "dup_score": index_score(dup_threshold),
         "queries": [
-            {"p": p, "i": i, "vec": [float(x) for x in v]}
+            {"p": p, "i": i, "vec": v}
             for p, (vectors, _) in enumerate(packets)
-            for i, v in enumerate(vectors)
+            for i, v in enumerate(np.asarray(vectors).tolist())
         ],
         "accesses": [access.props() for _, access in packets],
         "index": cypher.FACT_VECTOR_INDEX,

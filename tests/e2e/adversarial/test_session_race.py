@@ -57,9 +57,11 @@ class GatedEmbedder(Embedder):
         self.name = inner.name
         self._inner, self._turns = inner, turns
 
-    def embed(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> NDArray[np.float32]:
+    def embed(
+        self, texts: Sequence[str], batch_size: int = BATCH_SIZE, *, spare_core: bool = False
+    ) -> NDArray[np.float32]:
         self._turns.gate(threading.current_thread().name)
-        return self._inner.embed(texts, batch_size)
+        return self._inner.embed(texts, batch_size, spare_core=spare_core)
 
 
 @pytest.fixture
