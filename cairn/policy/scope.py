@@ -48,6 +48,11 @@ DERIVED_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, str], ...]] = {
         (("new_value", "previous_value", "details", "excerpt", "rationale"), "Fact", "text"),
         (("new_value", "previous_value", "timestamp", "created_at"), "Fact", "added_at"),
         (("created_at",), "JournalEntry", "timestamp"),
+        # A dossier's archive or merge journals its new status and the dossiers it joins: the op,
+        # the values, the details and the default rationale ("merged by an operator", "n fact(s)
+        # merged in") say what ``status`` and ``merged_into`` hold (docs/design.md §Policy module).
+        (("op", "previous_value", "new_value", "details", "rationale"), "Dossier", "status"),
+        (("previous_value", "new_value", "details", "rationale"), "Dossier", "merged_into"),
     ),
     "Session": (
         (("started_at", "created_at"), "JournalEntry", "timestamp"),
