@@ -43,17 +43,21 @@ else:
 if "CAIRN_TRACE_DIR" not in os.environ:  # the session's own trace folder, removed when it ends
     os.environ["CAIRN_TRACE_DIR"] = tempfile.mkdtemp(prefix="cairn-traces-")
     atexit.register(shutil.rmtree, os.environ["CAIRN_TRACE_DIR"], ignore_errors=True)
-# The apps the tests start in this process leave Python's collector alone (CAIRN_GC_YOUNG=0,
-# runtime/collector.py): a tuned start runs a full collection over everything the test process
-# holds (the model, hypothesis, every module's data), about a second a start on the loaded
-# machine, and its stop unfreezes what the session froze (tests/e2e/conftest.py `started`).
-# test_service_lifecycle.py checks the tuned start with its own setting.
-os.environ.setdefault("CAIRN_GC_YOUNG", "0")
 # Starlette's TestClient sends "Host: testserver"; an app without a passport secret answers
 # only loopback hosts and the names listed here (cairn.app.LoopbackOnly).
 os.environ["CAIRN_ALLOWED_HOSTS"] = "testserver"
 
 from cairn.runtime.embedder import BATCH_SIZE, DIMENSIONS, Embedder, get_embedder
+
+# The apps the tests start in this process leave Python's collector alone (CAIRN_GC_YOUNG=0,
+# runtime/collector.py): a tuned start runs a full collection over everything the test process
+# holds (the model, hypothesis, every module's data), about a second a start on the loaded
+# machine, and its stop unfreezes what the session froze (tests/e2e/conftest.py `started`).
+# test_service_lifecycle.py checks the tuned start with its own setting. The CLI processes the tests
+# start (tests/e2e/warm_cli.py, `cairn serve` among them) get the environment without it: a served
+# process runs the collector path it runs in production, or the developer's own setting.
+DEVELOPER_GC_YOUNG = os.environ.get("CAIRN_GC_YOUNG")
+os.environ["CAIRN_GC_YOUNG"] = "0"
 
 # A bench module a test imports (its input generators) points the process at the bench's own
 # database when imported (bench/common.py use_bench_neo4j): the bench settings name the test

@@ -124,6 +124,19 @@ def serve() -> None:
 # --- the client, in the test process -----------------------------------------------------------
 
 
+def cli_environment() -> dict[str, str]:
+    """The test process's environment as a user's CLI would have it: the collector left to its
+    production setting (tests/conftest.py turns it off for the in-process apps only), and no
+    tokenizer threads before a fork."""
+    from tests.conftest import DEVELOPER_GC_YOUNG
+
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    env.pop("CAIRN_GC_YOUNG")
+    if DEVELOPER_GC_YOUNG is not None:
+        env["CAIRN_GC_YOUNG"] = DEVELOPER_GC_YOUNG
+    return env
+
+
 class WarmCLI:
     """The server process, started once (a session fixture in tests/e2e/conftest.py); with
     ``wait=False`` its readiness is awaited later (wait_ready) while it loads."""
@@ -135,7 +148,7 @@ class WarmCLI:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
-            env={**os.environ, "TOKENIZERS_PARALLELISM": "false"},  # no tokenizer threads before a fork
+            env=cli_environment(),
         )
         self.ready = False
         if wait:
