@@ -81,6 +81,16 @@ OPTIONAL MATCH (:JournalEntry {{id: $marker}})-[:ABOUT]->(d:Dossier)
 RETURN min(d.id) AS applied_to
 """
 
+# The routing lock, and the database's secret that keys curation ids (``lock.keyed_lock``): set
+# once, under the lock, so every later transaction reads the same one.
+TAKE_KEYED_LOCK = f"""{KEEP_PLAN}
+MERGE (l:CairnLock {{id: $lock}})
+SET l.held = true
+WITH l
+SET l.secret = coalesce(l.secret, $fresh)
+RETURN l.secret AS secret
+"""
+
 # Which of these packets were applied before (their first journal entry exists), and where.
 PACKETS_APPLIED = f"""{KEEP_PLAN}
 UNWIND $markers AS marker

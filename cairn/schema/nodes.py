@@ -234,6 +234,7 @@ class CairnLock(StructuredNode):
     create one node."""
 
     lock_id = StringProperty(db_property="id", unique_index=True, required=True)
+    secret = StringProperty()  # keys curation's journal ids (cairn/memory/dossiers/lock.py keyed_lock)
 
 
 class CairnSchema(StructuredNode):

@@ -8,14 +8,14 @@ entry about both. Two dossiers can be merged or linked only when their access fi
 equal, so neither operation can move text across a visibility boundary. A caller writing on
 its own behalf (``writer``) can only touch dossiers its profile covers; others read as absent.
 Nor may it change a field its field rules hide: a merge, an archive or a link that must set or
-read one (``status``, ``merged_into``, the access fields a merge or a link compares) is
-refused, and the ``last_updated`` and ``summary`` they refresh keep their stored values where
-hidden (``cairn.policy.writes``; docs/design.md §Policy module).
+read one (``status``, ``merged_into``, the access fields a merge or a link compares, the ``op``
+of the journal entry that records it) is refused, and the ``last_updated`` and ``summary`` they
+refresh keep their stored values where hidden (``cairn.policy.writes``; docs/design.md §Policy module).
 """
 
 from __future__ import annotations
 
-import hashlib
+import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -25,8 +25,8 @@ from neo4j import Driver, ManagedTransaction
 from cairn.errors import CairnError
 from cairn.graph import dossiers as cypher
 from cairn.graph.dossiers import index_score
-from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
-from cairn.memory.dossiers.lock import take_lock
+from cairn.memory.dossiers.journal import Entry, write_entries
+from cairn.memory.dossiers.lock import keyed_lock, take_lock
 from cairn.memory.dossiers.models import Access
 from cairn.memory.dossiers.retriever import get_dossier
 from cairn.memory.dossiers.summary import SUMMARY_PARAMS, centroid_sum
@@ -59,10 +59,6 @@ class CurationResult:
         }
 
 
-def _key(*parts: str) -> str:
-    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:20]
-
-
 def _load(
     tx: ManagedTransaction, ids: list[str], writer: Scope | None, edges: tuple[str, ...] = ("ABOUT",)
 ) -> dict[str, dict[str, Any]]:
@@ -81,16 +77,21 @@ def _load(
 
 
 def _unreadable(
-    rows: dict[str, dict[str, Any]], needs: dict[str, tuple[str, ...]], writer: Scope | None, what: str
+    rows: dict[str, dict[str, Any]],
+    needs: dict[str, tuple[str, ...]],
+    writer: Scope | None,
+    what: str,
+    label: str = "Dossier",
 ) -> None:
     """A writer whose field rules hide a field the change sets or reads (``needs``: dossier id ->
-    fields; ``status`` is read into errors and set) may not make it: refused in words that
-    depend on its rules alone, before any status is read (docs/design.md §Policy module, "an
-    update leaves alone what its writer cannot read")."""
+    fields of the dossier, or of its journal entries (``label``), which carry its domain;
+    ``status`` is read into errors and set) may not make it: refused in words that depend on its
+    rules alone, before any status is read (docs/design.md §Policy module, "an update leaves
+    alone what its writer cannot read")."""
     if writer is None:
         return
     for did, fields in needs.items():
-        problems = unreadable_set_problems(writer, "Dossier", rows[did]["domain"], fields, what)
+        problems = unreadable_set_problems(writer, label, rows[did]["domain"], fields, what)
         if problems:
             raise CurationError(f"cannot {what}: {problems[0].message}")
 
@@ -114,6 +115,9 @@ def _access(row: dict[str, Any]) -> Access:
 # hide one of them may make neither (``_unreadable``), else "different access fields" would tell
 # it that the hidden field differs (docs/design.md §Policy module).
 ACCESS_FIELDS = ("domain", "sensitivity", "namespaces", "roles_allowed")
+# A merge or a link finds a unit done by its journal entry (``alreadyDone``) and writes one of op
+# ``merged`` or ``linked``: a writer whose rules hide an entry's op would learn, or set, one.
+ENTRY_FIELDS = ("op",)
 
 
 def _same_access(a: dict[str, Any], b: dict[str, Any], what: str) -> Access:
@@ -131,11 +135,12 @@ def _write(driver: Driver, work: Any, *args: Any) -> CurationResult:
 def _merge(
     tx: ManagedTransaction, source: str, target: str, rationale: str | None, writer: Scope | None
 ) -> CurationResult:
-    key = _key("merge", source, target)
-    done = take_lock(tx, entry_id(key, 0)) is not None
+    key, applied = keyed_lock(tx, "merge", source, target)
+    done = applied is not None
     rows = _load(tx, [source, target], writer, ("ABOUT", "HAS_FACT"))  # before anything is said about them
     needs = {source: ("status", "merged_into", *ACCESS_FIELDS), target: ("status", *ACCESS_FIELDS)}
     _unreadable(rows, needs, writer, "merge")
+    _unreadable(rows, {source: ENTRY_FIELDS, target: ENTRY_FIELDS}, writer, "merge", "JournalEntry")
     if done:
         return CurationResult("merged", (target, source), already_done=True)
     for did in (source, target):
@@ -209,7 +214,7 @@ def _archive(
     entry = Entry(
         "archived", (dossier_id,), previous_value="active", new_value="archived", rationale=rationale
     )
-    write_entries(tx, _key("archive", dossier_id, now), [entry], _access(row), now)
+    write_entries(tx, secrets.token_hex(10), [entry], _access(row), now)  # no unit to recognise
     return CurationResult("archived", (dossier_id,))
 
 
@@ -224,10 +229,11 @@ def _link(
     tx: ManagedTransaction, a: str, b: str, rationale: str | None, writer: Scope | None
 ) -> CurationResult:
     first, second = sorted((a, b))
-    key = _key("link", first, second)
-    done = take_lock(tx, entry_id(key, 0)) is not None
+    key, applied = keyed_lock(tx, "link", first, second)
+    done = applied is not None
     rows = _load(tx, [first, second], writer)  # before anything is said about them
     _unreadable(rows, {first: ACCESS_FIELDS, second: ACCESS_FIELDS}, writer, "link")
+    _unreadable(rows, {first: ENTRY_FIELDS, second: ENTRY_FIELDS}, writer, "link", "JournalEntry")
     if done:
         return CurationResult("linked", (first, second), already_done=True)
     access = _same_access(rows[first], rows[second], "link")

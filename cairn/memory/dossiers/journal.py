@@ -5,7 +5,9 @@ Each create, fact added, summary update, duplicate skipped, merge, split, archiv
 the access fields of the dossier it is about, so a role sees a dossier's history exactly when
 it sees the dossier. The entries of one unit of work share a timestamp and are ordered by
 ``seq``; ids are derived from the unit of work (``je-<key>-<seq>``), so a unit applied twice
-is recognised by its first entry (see ``lock.take_lock``).
+is recognised by its first entry (see ``lock.take_lock``). A packet's key is its client's own;
+a merge's or a link's is keyed with the database's secret (``lock.keyed_lock``), so no reader
+can compute it from the dossier ids and so recognise an entry whose ``op`` it may not read.
 """
 
 from __future__ import annotations

@@ -15,15 +15,23 @@ anything but the lock.) tests/e2e/test_dossiers_governor.py routes 8 packets at 
 checks one dossier results; without the lock that test fails.
 
 The node has no ``Entity`` label: it is machinery, not data, carries no access fields and is
-never returned to a caller. Its uniqueness constraint (installed by ``cairn db migrate``, see
-``CairnLock`` in cairn/schema/nodes.py) makes the first concurrent ``MERGE`` create one node.
+never returned to a caller. It also keeps the database's secret (``keyed_lock``): a curation
+unit's journal ids are keyed with it, so no reader can compute them from the dossier ids (and
+recognise a link or a merge by the id of an entry whose ``op`` its rules hide). Its uniqueness
+constraint (installed by ``cairn db migrate``, see ``CairnLock`` in cairn/schema/nodes.py) makes
+the first concurrent ``MERGE`` create one node.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
+
 from neo4j import ManagedTransaction
 
 from cairn.graph import dossiers as cypher
+from cairn.memory.dossiers.journal import entry_id
 
 LOCK_ID = "dossier-routing"
 
@@ -36,3 +44,13 @@ def take_lock(tx: ManagedTransaction, marker: str | None = None) -> str | None:
     """
     record = tx.run(cypher.TAKE_ROUTING_LOCK, lock=LOCK_ID, marker=marker).single(strict=True)
     return None if record["applied_to"] is None else str(record["applied_to"])
+
+
+def keyed_lock(tx: ManagedTransaction, *parts: str) -> tuple[str, str | None]:
+    """Take the routing lock for the rest of ``tx``; return the key of the unit of work named by
+    ``parts`` (an HMAC with the database's secret, so only the service can compute it) and, as
+    ``take_lock``, the dossier it went to when that unit already ran."""
+    record = tx.run(cypher.TAKE_KEYED_LOCK, lock=LOCK_ID, fresh=secrets.token_hex(32)).single(strict=True)
+    key = hmac.new(str(record["secret"]).encode(), "\x00".join(parts).encode(), hashlib.sha256)
+    work = key.hexdigest()[:20]
+    return work, take_lock(tx, entry_id(work, 0))

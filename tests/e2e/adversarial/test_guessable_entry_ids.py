@@ -1,0 +1,122 @@
+"""A merge's or a link's journal ids cannot be computed from the dossier ids (a review finding).
+
+A merge or a link journalled its entry as ``je-<key>-<seq>``, ``key`` an unkeyed sha256 of
+("link", first, second) or ("merge", source, target), also stored as ``work_key``. A reader whose
+rules hide an entry's ``op`` computed that hash for any pair and so recognised, by its id, a link
+or a merge in a history; and ``linkDossiers`` answered ``alreadyDone`` to a writer that cannot
+read ``op``, telling it the pair was linked. Now the key is an HMAC with a secret the database
+keeps (``cairn.memory.dossiers.lock.keyed_lock``), and a writer whose rules hide a journal
+entry's ``op`` may neither link nor merge (refused as for a hidden dossier field, writing nothing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from neo4j import Driver
+
+from cairn.memory.dossiers.curation import link_dossiers, merge_dossiers
+from cairn.runtime.settings import Settings
+from cairn.schema.checksum import graph_checksum
+from cairn.schema.nodes import DECLARED_FIELDS
+from tests.e2e.adversarial.conftest import demo_roles_with
+from tests.e2e.adversarial.test_unreadable_dossier_fields import (
+    CREATE,
+    HIDDEN_SUMMARY,
+    OLD_TIME,
+    served,
+    unit,
+)
+from tests.e2e.adversarial.test_unwalkable_dossier_writes import ACCESS
+from tests.e2e.conftest import gql, wipe
+
+DOSSIERS = ("zz-a", "zz-b", "zz-c")
+HISTORY = """query($id: ID!) { dossier(id: $id) {
+  history { id op timestamp previousValue newValue excerpt rationale details } } }"""
+LINK = "mutation($a: ID!, $b: ID!) { linkDossiers(a: $a, b: $b) { op dossierIds alreadyDone } }"
+MERGE = "mutation($s: ID!, $t: ID!) { mergeDossiers(sourceId: $s, targetId: $t) { op alreadyDone } }"
+ENTRIES = "MATCH (j:JournalEntry) RETURN j.id AS id, properties(j) AS props"
+LINKED = "MATCH (j:JournalEntry {op: 'linked'}) RETURN count(j) AS n"
+
+
+def unkeyed(*parts: str) -> str:
+    """The key anyone could compute before the fix."""
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:20]
+
+
+@pytest.fixture
+def store(driver: Driver) -> Iterator[Driver]:
+    wipe(driver)
+    rows = [
+        {"id": d, "status": "active", "merged_into": None, "vector": unit(n)} for n, d in enumerate(DOSSIERS)
+    ]
+    driver.execute_query(CREATE, rows=rows, summary=HIDDEN_SUMMARY, old=OLD_TIME, access=ACCESS)
+    yield driver
+    wipe(driver)
+
+
+def op_blind(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    rule = [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS["JournalEntry"] - {"op"})}]
+    return demo_roles_with(tmp_path_factory, "writer", {"JournalEntry": rule})
+
+
+def test_no_entry_id_is_the_pairs_hash(
+    store: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    link_dossiers(store, "zz-b", "zz-a")
+    merge_dossiers(store, "zz-c", "zz-b")
+    guessable = [unkeyed("link", "zz-a", "zz-b"), unkeyed("merge", "zz-c", "zz-b")]
+    stored = store.execute_query(ENTRIES).records
+    assert {r["props"]["op"] for r in stored} >= {"linked", "merged"}  # the premise: both journalled
+    for record in stored:
+        assert not any(g in str(record.data()) for g in guessable), record
+    client, headers = served(settings, op_blind(tmp_path_factory))
+    with client:
+        histories = [gql(client, HISTORY, headers, id=d) for d in ("zz-a", "zz-b")]
+    assert all(h["data"]["dossier"]["history"] for h in histories), histories
+    assert all(e["op"] is None for h in histories for e in h["data"]["dossier"]["history"]), histories
+    assert not any(g in str(histories) for g in guessable), histories
+
+
+@pytest.mark.parametrize(
+    ("query", "variables"),
+    [(LINK, {"a": "zz-a", "b": "zz-b"}), (MERGE, {"s": "zz-c", "t": "zz-b"})],
+    ids=["link", "merge"],
+)
+def test_an_op_blind_writer_may_not_link_or_merge(
+    store: Driver,
+    settings: Settings,
+    tmp_path_factory: pytest.TempPathFactory,
+    query: str,
+    variables: dict[str, str],
+) -> None:
+    """Refused alike whether or not the pair was linked or merged before; nothing is written."""
+    client, headers = served(settings, op_blind(tmp_path_factory))
+    with client:
+        before = graph_checksum(store)
+        fresh = gql(client, query, headers, **variables)
+        assert graph_checksum(store) == before
+        link_dossiers(store, "zz-a", "zz-b")
+        merge_dossiers(store, "zz-c", "zz-b")
+        before = graph_checksum(store)
+        again = gql(client, query, headers, **variables)
+        assert graph_checksum(store) == before
+    for body in (fresh, again):
+        assert body.get("data") is None, body
+        assert body["errors"][0]["extensions"]["code"] == "DOSSIER_CONFLICT", body
+        assert "op" in body["errors"][0]["message"], body
+    assert fresh["errors"] == again["errors"]
+
+
+def test_linking_a_pair_twice_is_one_entry(
+    store: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    client, headers = served(settings, demo_roles_with(tmp_path_factory, "writer", {}))
+    with client:
+        first = gql(client, LINK, headers, a="zz-a", b="zz-b")["data"]["linkDossiers"]
+        second = gql(client, LINK, headers, a="zz-b", b="zz-a")["data"]["linkDossiers"]
+    assert (first["alreadyDone"], second["alreadyDone"]) == (False, True)
+    assert store.execute_query(LINKED).records[0]["n"] == 1
