@@ -53,6 +53,9 @@ DERIVED_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, str], ...]] = {
         # merged in") say what ``status`` and ``merged_into`` hold (docs/design.md §Policy module).
         (("op", "previous_value", "new_value", "details", "rationale"), "Dossier", "status"),
         (("previous_value", "new_value", "details", "rationale"), "Dossier", "merged_into"),
+        # ... and the op chooses what an entry holds (a link's details name its two dossiers, a
+        # merge's values are ids, a skipped duplicate's excerpt is a fact): shown only with it.
+        (("previous_value", "new_value", "details", "rationale", "excerpt"), "JournalEntry", "op"),
     ),
     "Session": (
         (("started_at", "created_at"), "JournalEntry", "timestamp"),
