@@ -16,7 +16,6 @@ running it again; only the last step marks the block processed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections import Counter
@@ -33,9 +32,9 @@ from cairn.errors import EXIT_FAILED, CairnError
 from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.adjudicator import Adjudicator
 from cairn.memory.dossiers.blocks import block_node_id
-from cairn.memory.dossiers.governor import PACKET_EDGES, RoutingResult, process_fact_packet
-from cairn.memory.dossiers.journal import Entry, entry_id, write_entries
-from cairn.memory.dossiers.lock import take_lock
+from cairn.memory.dossiers.governor import PACKET_EDGES, RoutingResult, dossier_id_for, process_fact_packet
+from cairn.memory.dossiers.journal import Entry, write_entries
+from cairn.memory.dossiers.lock import keyed, keyed_lock, take_lock
 from cairn.memory.dossiers.models import MAX_LABEL_CHARS, Access, FactItem, FactPacket
 from cairn.memory.dossiers.summary import SUMMARY_PARAMS
 from cairn.memory.dossiers.tagging import Classification, classify_facts
@@ -204,13 +203,11 @@ def _split_one(tx: ManagedTransaction, dossier_id: str) -> Split | None:
         return None
     ids = [str(r["id"]) for r in rows]
     texts = [str(r["text"]) for r in rows]
-    key = (
-        "split-"
-        + hashlib.sha256(json.dumps([dossier_id, [[ids[i] for i in p] for p in parts]]).encode()).hexdigest()[
-            :20
-        ]
-    )
-    if take_lock(tx, entry_id(key, 0)) is not None:
+    # Keyed with the database's secret, and named like any packet's dossier: no "split" in an id,
+    # and no id a reader computes from the ids it sees (lock.keyed).
+    named_parts = json.dumps([dossier_id, [[ids[i] for i in p] for p in parts]])
+    key, applied = keyed_lock(tx, "split", named_parts)
+    if applied is not None:
         return None
     dossier = rows[0]["dossier"]
     access = Access(
@@ -219,7 +216,10 @@ def _split_one(tx: ManagedTransaction, dossier_id: str) -> Split | None:
         namespaces=tuple(dossier.get("namespaces") or ()),
         roles_allowed=tuple(dossier.get("roles_allowed") or ()),
     )
-    named = [(dossier_id if n == 0 else f"dos-{key}-{n}", p) for n, p in enumerate(parts)]
+    named = [
+        (dossier_id if n == 0 else dossier_id_for(keyed(tx, "split part", key, str(n))), p)
+        for n, p in enumerate(parts)
+    ]
     now = datetime.now(UTC).isoformat()
     tx.run(
         cypher.WRITE_SPLIT,

@@ -15,9 +15,10 @@ anything but the lock.) tests/e2e/test_dossiers_governor.py routes 8 packets at 
 checks one dossier results; without the lock that test fails.
 
 The node has no ``Entity`` label: it is machinery, not data, carries no access fields and is
-never returned to a caller. It also keeps the database's secret (``keyed_lock``): a curation
-unit's journal ids are keyed with it, so no reader can compute them from the dossier ids (and
-recognise a link or a merge by the id of an entry whose ``op`` its rules hide). Its uniqueness
+never returned to a caller. It also keeps the database's secret (``keyed``): the journal ids of a curation
+unit or a split, and a split's new dossier ids, are keyed with it, so no reader can compute them
+from the dossier and fact ids (and recognise a link, a merge or a split by the id of an entry
+whose ``op`` its rules hide). Its uniqueness
 constraint (installed by ``cairn db migrate``, see ``CairnLock`` in cairn/schema/nodes.py) makes
 the first concurrent ``MERGE`` create one node.
 """
@@ -46,11 +47,15 @@ def take_lock(tx: ManagedTransaction, marker: str | None = None) -> str | None:
     return None if record["applied_to"] is None else str(record["applied_to"])
 
 
-def keyed_lock(tx: ManagedTransaction, *parts: str) -> tuple[str, str | None]:
+def keyed(tx: ManagedTransaction, *parts: str) -> str:
     """Take the routing lock for the rest of ``tx``; return the key of the unit of work named by
-    ``parts`` (an HMAC with the database's secret, so only the service can compute it) and, as
-    ``take_lock``, the dossier it went to when that unit already ran."""
+    ``parts``: an HMAC with the database's secret, so only the service can compute it."""
     record = tx.run(cypher.TAKE_KEYED_LOCK, lock=LOCK_ID, fresh=secrets.token_hex(32)).single(strict=True)
     key = hmac.new(str(record["secret"]).encode(), "\x00".join(parts).encode(), hashlib.sha256)
-    work = key.hexdigest()[:20]
+    return key.hexdigest()[:20]
+
+
+def keyed_lock(tx: ManagedTransaction, *parts: str) -> tuple[str, str | None]:
+    """``keyed`` and, as ``take_lock``, the dossier its unit of work went to when it already ran."""
+    work = keyed(tx, *parts)
     return work, take_lock(tx, entry_id(work, 0))
