@@ -235,7 +235,9 @@ def test_one_vote_for_several_packets_ships_each_dossier_once(empty_db: Driver, 
 
 
 def test_a_packet_that_fails_mid_way_leaves_nothing(empty_db: Driver, embedder: Embedder) -> None:
-    doomed = parse_packet(packet("Vegetarian Diet", ["User is strictly vegetarian", "User avoids meat"]))
+    doomed = parse_packet(
+        packet("Vegetarian Diet", ["User is strictly vegetarian", "User avoids meat"], packet_id="doomed")
+    )
     # An existing node holding the id the packet's first journal entry will take: the dossier
     # and both facts are written first, then the journal write fails on the uniqueness constraint.
     empty_db.execute_query(
@@ -448,8 +450,8 @@ def test_a_failing_packet_in_a_batch_is_retried_alone_and_nothing_of_it_is_writt
 ) -> None:
     """The shared transaction fails; the packets are retried one transaction each: those before the
     bad one are applied, the bad one raises with nothing of it written, and a re-run completes."""
-    good = parse_packet(VEGETARIAN)
-    bad = parse_packet(packet("Running", ["User runs three times a week"], "b2"))
+    good = parse_packet({**VEGETARIAN, "packet_id": "good"})
+    bad = parse_packet(packet("Running", ["User runs three times a week"], "b2", packet_id="bad"))
     later = parse_packet(packet("Tea", ["User drinks green tea every morning"], "b3"))
     clash = {"id": entry_id(bad.key, 0)}  # the bad packet's first journal entry id, taken by a block
     empty_db.execute_query(

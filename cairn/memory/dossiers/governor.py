@@ -36,7 +36,7 @@ from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.adjudicator import Adjudicator
 from cairn.memory.dossiers.dedup import DEDUP_COSINE, same_fact
 from cairn.memory.dossiers.journal import Entry, entry_id, entry_rows, write_entries, write_rows
-from cairn.memory.dossiers.lock import take_lock
+from cairn.memory.dossiers.lock import keyed_with, secret, take_lock
 from cairn.memory.dossiers.models import Access, FactPacket, InputError, Problem, parse_packet
 from cairn.memory.dossiers.summary import SUMMARY_PARAMS
 from cairn.memory.dossiers.voting import (
@@ -148,6 +148,16 @@ def fact_id(key: str, index: int) -> str:
 
 def dossier_id_for(key: str) -> str:
     return f"dos-{key}"
+
+
+def stored_as(key: str, packet: FactPacket) -> FactPacket:
+    """The packet under the key its facts, dossier and journal entries are named by: its client's
+    ``packet_id``, else its content hash keyed with the database's secret ``key`` (``lock.secret``).
+    An unkeyed hash named them by their content, so a reader whose rules hide one field of it (a
+    fact's text, its packet's timestamp) could confirm a guess of that field from the ids."""
+    if packet.packet_id:
+        return packet
+    return packet.model_copy(update={"packet_id": keyed_with(key, "packet", packet.key)})
 
 
 def _as_packet(packet: FactPacket | Mapping[str, Any]) -> FactPacket:
@@ -417,6 +427,7 @@ def _apply_one(
     writer: Scope | None,
 ) -> RoutingResult:
     """The whole packet in one transaction (re-run from the top by the driver on a transient error)."""
+    packet = stored_as(secret(tx), packet)
     marker = entry_id(packet.key, 0)
     applied_to = take_lock(tx, marker)
     if writer is not None:
@@ -674,7 +685,8 @@ def _apply_group(
     packet after packet; the restated duplicates' provenance after it when there are any), then
     every journal entry.
     """
-    take_lock(tx)
+    key = secret(tx)  # and the lock
+    packets = [stored_as(key, p) for p in packets]
     markers = [entry_id(p.key, 0) for p in packets]
     applied = {
         str(r["marker"]): str(r["applied_to"]) for r in tx.run(cypher.PACKETS_APPLIED, markers=markers)

@@ -47,12 +47,22 @@ def take_lock(tx: ManagedTransaction, marker: str | None = None) -> str | None:
     return None if record["applied_to"] is None else str(record["applied_to"])
 
 
-def keyed(tx: ManagedTransaction, *parts: str) -> str:
-    """Take the routing lock for the rest of ``tx``; return the key of the unit of work named by
-    ``parts``: an HMAC with the database's secret, so only the service can compute it."""
+def secret(tx: ManagedTransaction) -> str:
+    """Take the routing lock for the rest of ``tx``; return the database's secret (made by the
+    first transaction that asks for it)."""
     record = tx.run(cypher.TAKE_KEYED_LOCK, lock=LOCK_ID, fresh=secrets.token_hex(32)).single(strict=True)
-    key = hmac.new(str(record["secret"]).encode(), "\x00".join(parts).encode(), hashlib.sha256)
-    return key.hexdigest()[:20]
+    return str(record["secret"])
+
+
+def keyed_with(key: str, *parts: str) -> str:
+    """The key of the unit of work named by ``parts``: an HMAC with the database's secret ``key``,
+    so only the service can compute it."""
+    return hmac.new(key.encode(), "\x00".join(parts).encode(), hashlib.sha256).hexdigest()[:20]
+
+
+def keyed(tx: ManagedTransaction, *parts: str) -> str:
+    """``keyed_with`` the database's secret, taking the routing lock for the rest of ``tx``."""
+    return keyed_with(secret(tx), *parts)
 
 
 def keyed_lock(tx: ManagedTransaction, *parts: str) -> tuple[str, str | None]:
