@@ -267,14 +267,16 @@ def _check_inputs(
     status: str,
     influenced_by: Sequence[str],
     session_id: str | None,
+    what: str,
 ) -> str:
     """Everything that can be checked without the factor's lock; returns the factor's name.
+    ``what``: the write's verb for a refusal (its op: update, correct, confirm, recalculate).
 
     Raises FactorError naming the field; the factor itself is looked up under the caller's scope.
     """
     state = factor_state(driver, scope, factor_id)
     # The entry becomes the factor's current state (queries.WRITE_ENTRY sets these fields).
-    readable_for_write(state, STATE_WRITTEN, "update")
+    readable_for_write(state, STATE_WRITTEN, what)
     scale = scale_for_write(state)
     if not scale.contains(value):
         raise FactorError(
@@ -460,6 +462,7 @@ def update_factor(
         status,
         influenced_by,
         session_id,
+        op,
     )
     when = aware(timestamp, "timestamp") if timestamp is not None else None
     write = _Write(

@@ -36,7 +36,7 @@ STATE = """MATCH (f:Factor {id: 'data_quality'}) RETURN f.current_value AS value
 
 def assert_refused_and_unwritten(
     driver: Driver, settings: Settings, tmp: pytest.TempPathFactory, hidden: str, query: str, **variables: Any
-) -> None:
+) -> str:
     """``query`` asked by a writer whose rules hide the factor's ``hidden`` field is refused,
     naming that field, and writes nothing."""
     before = driver.execute_query(STATE)[0][0].data()
@@ -46,6 +46,7 @@ def assert_refused_and_unwritten(
     assert codes(body) == ["INVALID_INPUT"], body
     assert hidden in body["errors"][0]["message"], body
     assert driver.execute_query(STATE)[0][0].data() == before  # nothing written
+    return str(body["errors"][0]["message"])
 
 
 @pytest.mark.parametrize(
@@ -81,3 +82,19 @@ def test_a_writer_that_cannot_read_the_state_may_not_update_it(
     demo_factors: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory, hidden: str
 ) -> None:
     assert_refused_and_unwritten(demo_factors, settings, tmp_path_factory, hidden, UPDATE)
+
+
+@pytest.mark.parametrize(("value", "verb"), [(None, "confirm"), (42.0, "correct")])
+def test_a_refusal_names_the_write_asked_for(
+    demo_factors: Driver,
+    settings: Settings,
+    tmp_path_factory: pytest.TempPathFactory,
+    value: float | None,
+    verb: str,
+) -> None:
+    """A confirmation or correction refused for a field only the journal write sets says so
+    ("may not confirm it"), not "may not update it" (red-team pass 15, cosmetic)."""
+    message = assert_refused_and_unwritten(
+        demo_factors, settings, tmp_path_factory, "inference_status", CONFIRM, v=value
+    )
+    assert f"may not {verb} it" in message, message
