@@ -21,6 +21,7 @@ from cairn.policy.acl import (
     shown_or,
     status_in_view,
 )
+from cairn.schema.keys import TAKE_SECRET
 from cairn.schema.nodes import fulltext_index_name, vector_index_name
 
 # --- index names and the score scale -------------------------------------------------------------
@@ -83,13 +84,7 @@ RETURN min(d.id) AS applied_to
 
 # The routing lock, and the database's secret that keys curation ids (``lock.keyed_lock``): set
 # once, under the lock, so every later transaction reads the same one.
-TAKE_KEYED_LOCK = f"""{KEEP_PLAN}
-MERGE (l:CairnLock {{id: $lock}})
-SET l.held = true
-WITH l
-SET l.secret = coalesce(l.secret, $fresh)
-RETURN l.secret AS secret
-"""
+TAKE_KEYED_LOCK = f"{KEEP_PLAN}\n{TAKE_SECRET}"
 
 # Which of these packets were applied before (their first journal entry exists), and where.
 PACKETS_APPLIED = f"""{KEEP_PLAN}

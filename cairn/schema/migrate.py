@@ -8,17 +8,21 @@ database whose schema is older than the code.
 from __future__ import annotations
 
 import io
+import json
+import secrets
 
 from neo4j import Driver
 from neomodel import db as neomodel_db
 
+from cairn.schema.keys import LOCK_ID, TAKE_SECRET, keyed_with, unkeyed
 from cairn.schema.nodes import EMBEDDING_DIMENSIONS, MACHINERY_CLASSES, NODE_CLASSES, vector_index_name
 
-SCHEMA_VERSION = 8  # 2: uniqueness constraints on the lock and version nodes; 3: Fact.text full-text;
+SCHEMA_VERSION = 9  # 2: uniqueness constraints on the lock and version nodes; 3: Fact.text full-text;
 # 4: the Section vector index without quantization (SECTION_INDEX_CONFIG); 5: the Fact one too;
 # 6: Section.source indexed (every correspondence write reads its source under one lock);
 # 7: sections embedded without knowledge and section references (section_text.embeddable_text);
-# 8: journal sessions no longer named after their time (RENAME_TIME_NAMED_SESSIONS)
+# 8: journal sessions no longer named after their time (RENAME_TIME_NAMED_SESSIONS);
+# 9: the journal ids of links, merges and splits keyed with the database's secret (rekey_curation)
 
 # Sections embedded before schema 7 were embedded from text a role's mask may strip: marked as
 # embedded by no model, so `cairn correspondence reembed` (which `cairn db migrate` runs when any
@@ -54,6 +58,53 @@ CALL (old, new) {
   SET e.session_id = new
 }
 """
+
+# Before schema 9 a link's or a merge's journal ids were an unkeyed hash of the pair
+# (``je-<sha256("link", a, b)>-<seq>``) and a split's ``je-split-<hash>-<seq>``: a reader whose
+# rules hide an entry's ``op`` computed them, or read "split". They are re-keyed as the code keys
+# them now (cairn/schema/keys.py), so linking or merging the same pair again is still recognised
+# as done; a split's key only marks that one split applied, so any keyed value serves. (Ids
+# of dossiers a split made, ``dos-split-<hash>-<n>``, stay: a dossier id is a caller's handle.)
+UNKEYED_BEFORE = 9
+CURATION_UNITS = """
+MATCH (j:JournalEntry) WHERE j.op IN ['linked', 'merged', 'split'] AND j.work_key IS NOT NULL
+RETURN DISTINCT j.work_key AS key, j.op AS op, j.details AS details
+"""
+REKEY_UNITS = """
+UNWIND $keys AS k
+MATCH (j:JournalEntry {work_key: k.old})
+SET j.id = 'je-' + k.new + '-' + toString(j.seq), j.work_key = k.new
+"""
+
+
+def _rekeyed(secret: str, key: str, op: str, details: str | None) -> str | None:
+    """The keyed key of a curation unit stored under ``key``; None when ``key`` is keyed already."""
+    if op == "split":
+        return keyed_with(secret, "split", key) if key.startswith("split-") else None
+    said = json.loads(details or "{}")
+    parts = (
+        ("link", *said.get("dossiers", ()))
+        if op == "linked"
+        else ("merge", said.get("source", ""), said.get("target", ""))
+    )
+    return keyed_with(secret, *parts) if unkeyed(*parts) == key else None
+
+
+def rekey_curation(driver: Driver) -> int:
+    """Re-key the journal ids of links, merges and splits written before schema 9; return how
+    many units were re-keyed."""
+    taken, _, _ = driver.execute_query(TAKE_SECRET, lock=LOCK_ID, fresh=secrets.token_hex(32))
+    secret = str(taken[0]["secret"])
+    records, _, _ = driver.execute_query(CURATION_UNITS)
+    keys = [
+        {"old": r["key"], "new": new}
+        for r in records
+        if (new := _rekeyed(secret, r["key"], r["op"], r["details"])) is not None
+    ]
+    if keys:
+        driver.execute_query(REKEY_UNITS, keys=keys)
+    return len(keys)
+
 
 SHOW_CONSTRAINTS = "SHOW CONSTRAINTS YIELD name RETURN name"
 SHOW_INDEXES = "SHOW INDEXES YIELD name RETURN name"
@@ -120,7 +171,8 @@ def _schema_names(driver: Driver) -> set[str]:
 def migrate(driver: Driver) -> list[str]:
     """Install every missing constraint and index; return the names that were created. Sections
     of a database older than SECTION_TEXT_VERSION are marked for re-embedding, and sessions named
-    after their time (older than TIME_NAMED_SESSIONS_BEFORE) renamed."""
+    after their time (older than TIME_NAMED_SESSIONS_BEFORE) renamed, and the journal ids of
+    links, merges and splits (older than UNKEYED_BEFORE) keyed."""
     previous = schema_version(driver)
     before = _schema_names(driver)
     for name, read, drop, create in FULL_FLOAT_INDEXES:
@@ -136,6 +188,8 @@ def migrate(driver: Driver) -> list[str]:
         driver.execute_query(MARK_SECTIONS_STALE)
     if previous is not None and previous < TIME_NAMED_SESSIONS_BEFORE:
         driver.execute_query(RENAME_TIME_NAMED_SESSIONS)
+    if previous is not None and previous < UNKEYED_BEFORE:
+        rekey_curation(driver)
     driver.execute_query(RECORD_VERSION, version=SCHEMA_VERSION)
     driver.execute_query(AWAIT_INDEXES)
     return sorted(_schema_names(driver) - before)

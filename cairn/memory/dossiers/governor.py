@@ -36,7 +36,7 @@ from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.adjudicator import Adjudicator
 from cairn.memory.dossiers.dedup import DEDUP_COSINE, same_fact
 from cairn.memory.dossiers.journal import Entry, entry_id, entry_rows, write_entries, write_rows
-from cairn.memory.dossiers.lock import keyed_with, secret, take_lock
+from cairn.memory.dossiers.lock import secret, take_lock
 from cairn.memory.dossiers.models import Access, FactPacket, InputError, Problem, parse_packet
 from cairn.memory.dossiers.summary import SUMMARY_PARAMS
 from cairn.memory.dossiers.voting import (
@@ -57,6 +57,7 @@ from cairn.memory.dossiers.voting import (
 from cairn.policy.scope import Scope
 from cairn.policy.writes import TAKEN_ID, hidden_ids, kept_on_update
 from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
+from cairn.schema.keys import keyed_with
 
 EMBED_CHUNK = 64  # facts per chunk when ingesting many packets (small: routing overlaps)
 EMBED_AHEAD = 8  # chunks embedded ahead of the transaction being routed

@@ -25,16 +25,13 @@ the first concurrent ``MERGE`` create one node.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import secrets
 
 from neo4j import ManagedTransaction
 
 from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.journal import entry_id
-
-LOCK_ID = "dossier-routing"
+from cairn.schema.keys import LOCK_ID, keyed_with
 
 
 def take_lock(tx: ManagedTransaction, marker: str | None = None) -> str | None:
@@ -54,14 +51,9 @@ def secret(tx: ManagedTransaction) -> str:
     return str(record["secret"])
 
 
-def keyed_with(key: str, *parts: str) -> str:
-    """The key of the unit of work named by ``parts``: an HMAC with the database's secret ``key``,
-    so only the service can compute it."""
-    return hmac.new(key.encode(), "\x00".join(parts).encode(), hashlib.sha256).hexdigest()[:20]
-
-
 def keyed(tx: ManagedTransaction, *parts: str) -> str:
-    """``keyed_with`` the database's secret, taking the routing lock for the rest of ``tx``."""
+    """``keys.keyed_with`` the database's secret (only the service computes it), taking the
+    routing lock for the rest of ``tx``."""
     return keyed_with(secret(tx), *parts)
 
 

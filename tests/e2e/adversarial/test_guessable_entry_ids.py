@@ -11,7 +11,6 @@ entry's ``op`` may neither link nor merge (refused as for a hidden dossier field
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +20,8 @@ from neo4j import Driver
 from cairn.memory.dossiers.curation import link_dossiers, merge_dossiers
 from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
+from cairn.schema.keys import unkeyed
+from cairn.schema.migrate import RECORD_VERSION, REKEY_UNITS, SCHEMA_VERSION, migrate
 from cairn.schema.nodes import DECLARED_FIELDS
 from tests.e2e.adversarial.conftest import demo_roles_with
 from tests.e2e.adversarial.test_unreadable_dossier_fields import (
@@ -40,11 +41,6 @@ LINK = "mutation($a: ID!, $b: ID!) { linkDossiers(a: $a, b: $b) { op dossierIds 
 MERGE = "mutation($s: ID!, $t: ID!) { mergeDossiers(sourceId: $s, targetId: $t) { op alreadyDone } }"
 ENTRIES = "MATCH (j:JournalEntry) RETURN j.id AS id, properties(j) AS props"
 LINKED = "MATCH (j:JournalEntry {op: 'linked'}) RETURN count(j) AS n"
-
-
-def unkeyed(*parts: str) -> str:
-    """The key anyone could compute before the fix."""
-    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:20]
 
 
 @pytest.fixture
@@ -120,3 +116,36 @@ def test_linking_a_pair_twice_is_one_entry(
         second = gql(client, LINK, headers, a="zz-b", b="zz-a")["data"]["linkDossiers"]
     assert (first["alreadyDone"], second["alreadyDone"]) == (False, True)
     assert store.execute_query(LINKED).records[0]["n"] == 1
+
+
+OLD_SPLIT = "split-0123456789abcdef0123"
+SPLIT_ENTRY = """
+MATCH (d:Dossier {id: 'zz-a'})
+CREATE (j:Entity:JournalEntry {id: 'je-' + $key + '-0', op: 'split', seq: 0, work_key: $key})-[:ABOUT]->(d)
+SET j += $access
+"""
+UNITS = "MATCH (j:JournalEntry) RETURN j.op AS op, j.id AS id, j.work_key AS key ORDER BY op"
+
+
+def test_migrate_keys_the_ids_written_before(store: Driver) -> None:
+    """A store of schema 8 (link, merge and split ids an unkeyed hash) is re-keyed by ``migrate``
+    (red-team pass 15): none of those ids stays, and the same link or merge again is still done."""
+    link_dossiers(store, "zz-b", "zz-a")
+    merge_dossiers(store, "zz-c", "zz-b")
+    old = {"linked": unkeyed("link", "zz-a", "zz-b"), "merged": unkeyed("merge", "zz-c", "zz-b")}
+    keyed = {r["op"]: r["key"] for r in store.execute_query(UNITS).records}
+    store.execute_query(REKEY_UNITS, keys=[{"old": keyed[op], "new": old[op]} for op in old])
+    store.execute_query(SPLIT_ENTRY, key=OLD_SPLIT, access=ACCESS)
+    store.execute_query(RECORD_VERSION, version=8)
+    try:
+        assert {r["key"] for r in store.execute_query(UNITS).records} >= {*old.values(), OLD_SPLIT}
+        migrate(store)
+    finally:
+        store.execute_query(RECORD_VERSION, version=SCHEMA_VERSION)
+    units = store.execute_query(UNITS).records
+    assert {r["op"] for r in units} >= {"linked", "merged", "split"}
+    for unit_ in units:
+        assert unit_["id"] == f"je-{unit_['key']}-" + unit_["id"].rsplit("-", 1)[1], unit_
+        assert unit_["key"] not in {*old.values(), OLD_SPLIT} and "split" not in unit_["id"], unit_
+    assert link_dossiers(store, "zz-a", "zz-b").already_done
+    assert merge_dossiers(store, "zz-c", "zz-b").already_done
