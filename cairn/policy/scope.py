@@ -38,16 +38,22 @@ ALL_FIELDS = "*"
 # opened it ("ad-hoc update", "recalculation"). A dossier journal entry's ``timestamp`` is its
 # unit of work's moment: a packet's, the ``added_at`` of the facts it adds.
 DERIVED_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, str], ...]] = {
-    "Block": ((("pending_facts",), "Fact", "text"),),
+    # A block's tags and section rules are the gardener's reading of its facts' text (a rule
+    # keeps the fact itself as ``source_fact``), as a tag fact's ``tag`` is of its own.
+    "Block": ((("pending_facts", "global_tags", "section_rules"), "Fact", "text"),),
     "Dossier": (
         (("title", "summary"), "Fact", "text"),
         (("summary", "last_updated", "created_at"), "Fact", "added_at"),
     ),
-    "Fact": ((("created_at",), "Fact", "added_at"),),
+    "Fact": ((("created_at",), "Fact", "added_at"), (("tag",), "Fact", "text")),
     "JournalEntry": (
         (("new_value", "previous_value", "details", "excerpt", "rationale"), "Fact", "text"),
         (("new_value", "previous_value", "timestamp", "created_at"), "Fact", "added_at"),
         (("created_at",), "JournalEntry", "timestamp"),
+        # A fact's entry copies its confidence, and its details name the fact's block and turn.
+        (("confidence",), "Fact", "confidence"),
+        (("details",), "Fact", "source_block_id"),
+        (("details",), "Fact", "source_turn_id"),
         # A dossier's archive or merge journals its new status and the dossiers it joins: the op,
         # the values, the details and the default rationale ("merged by an operator", "n fact(s)
         # merged in") say what ``status`` and ``merged_into`` hold (docs/design.md §Policy module).
