@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from neo4j import Driver
+from neo4j import READ_ACCESS, Driver
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
 from starlette.testclient import TestClient
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
@@ -127,6 +127,22 @@ def wipe(driver: Driver) -> None:
     Retried: after a test restarts the server, pooled connections fail once each."""
     with driver.session() as session:
         session.run("MATCH (n:Entity) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS").consume()
+
+
+def last_commit(driver: Driver) -> str:
+    """The database's last committed transaction, as the bookmark a fresh read session is handed.
+
+    The witness that a refused request wrote nothing: every transaction that commits a change
+    moves it (a rolled-back one, a read or a write that matched nothing does not), so "unchanged"
+    is at least as strong as an unchanged graph_checksum, at the cost of one round trip instead
+    of reading the whole graph. Stricter, even: it also catches a write undone by a second write,
+    and a label or property name first seen in a write that rolled back (Neo4j commits a new
+    name on its own). Neo4j 5.26 Community offers no other view of it (``SHOW DATABASES`` leaves
+    ``lastCommittedTxn`` null, JMX has only the JVM's beans); test_write_witness.py checks it
+    sees writes from any session."""
+    with driver.session(default_access_mode=READ_ACCESS) as session:
+        session.run("RETURN 1").consume()
+        return ",".join(sorted(session.last_bookmarks().raw_values))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
