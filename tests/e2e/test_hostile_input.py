@@ -1,6 +1,6 @@
 """Hostile input for every parser: fixture records, GraphQL payloads, passport headers, fact
 packet and block files, correspondence markdown and factor documents. Whatever hypothesis
-generates, nothing crashes, a refusal writes nothing (no transaction commits: conftest.py ``last_commit``) and
+generates, nothing crashes, a refusal writes nothing (no transaction commits: tests/e2e/commits.py) and
 every problem names where it is."""
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from cairn.policy.passport import OPTIONAL, REQUIRED, PassportError, headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import REPO_ROOT
 from cairn.schema import unique_yaml
-from tests.e2e.conftest import last_commit, load_acme
+from tests.e2e.commits import last_commit
+from tests.e2e.conftest import load_acme
 
 json_leaf = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=30)

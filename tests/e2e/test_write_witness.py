@@ -1,4 +1,4 @@
-"""The "writes nothing" witness of the refusal tests (tests/e2e/conftest.py ``last_commit``): it
+"""The "writes nothing" witness of the refusal tests (tests/e2e/tests/e2e/commits.py): it
 moves with every committed change, from any session or driver, and with nothing else."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from neo4j import Driver
 from cairn.runtime.database import sync_driver
 from cairn.runtime.settings import Settings
 from cairn.schema.checksum import graph_checksum
-from tests.e2e.conftest import last_commit
+from tests.e2e.commits import last_commit
 
 PROBE = "MATCH (n:WitnessProbe) DETACH DELETE n"
 
