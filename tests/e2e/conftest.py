@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from cairn.schema.checksum import graph_checksum
 from cairn.schema.migrate import migrate
 from tests.conftest import TEST_DATABASE, MemoEmbedder
 from tests.e2e import snapshot
+from tests.e2e.commits import last_commit
 from tests.e2e.warm_cli import WarmCLI
 
 ACME = REPO_ROOT / "fixtures" / "acme"
@@ -191,44 +192,48 @@ def empty_db(driver: Driver) -> Driver:
     return driver
 
 
-# What the last load of the demo org left: the node count and graph_checksum (every node,
-# relationship and property, its load times included), so an unchanged graph is not reloaded.
+# What the last load of the demo org, and of the AI-readiness demo domain (fixtures/factors),
+# left: the node count and graph_checksum (every node, relationship and property, its load
+# times included) and the last commit since which the graph is known to be that, so an
+# unchanged graph is not reloaded.
 _ACME_LOADED: dict[str, Any] = {}
+_FACTORS_LOADED: dict[str, Any] = {}
 
 
-def load_acme(driver: Driver) -> Driver:
-    """The graph exactly as a fresh load of the demo org writes it. The load (parse, validate,
-    embed, write: seconds) is repeated only when the graph differs from what the last load
-    left, so the modules and tests that only read it share one load."""
-    if _ACME_LOADED:
-        count = driver.execute_query("MATCH (n) RETURN count(n) AS c")[0][0]["c"]
-        if count == _ACME_LOADED["count"] and graph_checksum(driver) == _ACME_LOADED["sum"]:
+def _count(driver: Driver) -> int:
+    return int(driver.execute_query("MATCH (n) RETURN count(n) AS c")[0][0]["c"])
+
+
+def _loaded_once(driver: Driver, memo: dict[str, Any], load: Callable[[Driver], object]) -> Driver:
+    """The graph exactly as ``load`` writes it into an empty store. Loaded again only when the
+    graph differs from what the last load left: no commit since it was last known to be that
+    (last_commit), or the same checksum; so modules that only read it share one load, and a
+    module after one that wrote gets a fresh one."""
+    if memo:
+        mark = last_commit(driver)
+        if mark == memo["mark"] or (
+            _count(driver) == memo["count"] and graph_checksum(driver) == memo["sum"]
+        ):
+            memo["mark"] = mark
             return driver
     wipe(driver)
-    ingest_fixture_dir(driver, ACME)
-    _ACME_LOADED["count"] = driver.execute_query("MATCH (n) RETURN count(n) AS c")[0][0]["c"]
-    _ACME_LOADED["sum"] = graph_checksum(driver)
+    load(driver)
+    memo.update(count=_count(driver), sum=graph_checksum(driver), mark=last_commit(driver))
     return driver
 
 
-# The same for the AI-readiness demo domain (fixtures/factors): what its last load left.
-_FACTORS_LOADED: dict[str, Any] = {}
+def load_acme(driver: Driver) -> Driver:
+    """The graph exactly as a fresh load of the demo org writes it (parse, validate, embed,
+    write: seconds), loaded again only when the graph changed (_loaded_once)."""
+    return _loaded_once(driver, _ACME_LOADED, lambda drv: ingest_fixture_dir(drv, ACME))
 
 
 def load_factors(driver: Driver, embedder: Embedder) -> Driver:
     """The graph exactly as a fresh load of the demo factors writes it (what ``load_demo_factors``
-    loads, embedded by the session's model). Reloaded only when the graph differs from what the
-    last load left: modules that only read it share one load, and a module after one that wrote
-    gets a fresh one."""
-    if _FACTORS_LOADED:
-        count = driver.execute_query("MATCH (n) RETURN count(n) AS c")[0][0]["c"]
-        if count == _FACTORS_LOADED["count"] and graph_checksum(driver) == _FACTORS_LOADED["sum"]:
-            return driver
-    wipe(driver)
-    ingest_factor_dir(driver, FACTORS_DEMO, embedder=embedder)
-    _FACTORS_LOADED["count"] = driver.execute_query("MATCH (n) RETURN count(n) AS c")[0][0]["c"]
-    _FACTORS_LOADED["sum"] = graph_checksum(driver)
-    return driver
+    loads, embedded by the session's model), loaded again only when the graph changed."""
+    return _loaded_once(
+        driver, _FACTORS_LOADED, lambda drv: ingest_factor_dir(drv, FACTORS_DEMO, embedder=embedder)
+    )
 
 
 def whole_demo(driver: Driver) -> Driver:

@@ -1,6 +1,6 @@
 """Hostile input for every parser: fixture records, GraphQL payloads, passport headers, fact
 packet and block files, correspondence markdown and factor documents. Whatever hypothesis
-generates, nothing crashes, a refusal writes nothing (the graph checksum is unchanged) and
+generates, nothing crashes, a refusal writes nothing (no transaction commits: tests/e2e/commits.py) and
 every problem names where it is."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from cairn.policy.passport import OPTIONAL, REQUIRED, PassportError, headers_for
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import REPO_ROOT
 from cairn.schema import unique_yaml
-from cairn.schema.checksum import graph_checksum
+from tests.e2e.commits import last_commit
 from tests.e2e.conftest import load_acme
 
 json_leaf = st.one_of(
@@ -104,12 +104,12 @@ def test_random_fixture_files_are_refused_cleanly(
         target.write_bytes(raw)
     else:
         target.write_text(json.dumps(record, allow_nan=True))
-    before = graph_checksum(acme)
+    before = last_commit(acme)
     try:
         ingest_fixture_dir(acme, root)
     except FixtureError as exc:
         assert exc.problems and all(p.file and p.message for p in exc.problems)
-        assert graph_checksum(acme) == before
+        assert last_commit(acme) == before
         return
     # Accepted input must have been a complete valid record; nothing else may pass silently.
     assert raw is None and isinstance(record, dict) and record.get("id")
@@ -119,11 +119,11 @@ def test_random_fixture_files_are_refused_cleanly(
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(payload=json_value)
 def test_random_graphql_payloads_are_refused_cleanly(acme: Driver, payload: Any) -> None:
-    before = graph_checksum(acme)
+    before = last_commit(acme)
     with pytest.raises(FixtureError) as err:
         ingest_payload(acme, payload)
     assert all(p.message for p in err.value.problems)
-    assert graph_checksum(acme) == before
+    assert last_commit(acme) == before
 
 
 @settings(max_examples=400, deadline=None)
@@ -213,7 +213,7 @@ def test_random_packet_and_block_files_are_refused_cleanly(
             path.write_text(text, encoding="utf-8")
         else:
             path.write_bytes(raw)
-        before = graph_checksum(acme)
+        before = last_commit(acme)
         try:
             items = read(path)
             written = write(acme, items)
@@ -221,7 +221,7 @@ def test_random_packet_and_block_files_are_refused_cleanly(
             # Every problem says where: the file, and the line or array position when there is one.
             assert exc.problems and all(p.message and p.where for p in exc.problems), exc.problems
             assert all(p.where.startswith(("input.jsonl", str(path))) for p in exc.problems), exc.problems
-            assert graph_checksum(acme) == before
+            assert last_commit(acme) == before
             return
         assert items and len(written) == len(items)
         acme.execute_query(DOSSIER_WORK)
@@ -295,11 +295,11 @@ def test_a_refused_correspondence_file_writes_nothing(
 ) -> None:
     log = tmp_path_factory.mktemp("fuzz") / "collisions.jsonl"
     data = edited_letters(edits)
-    before = graph_checksum(acme)
+    before = last_commit(acme)
     try:
         report = sync_bytes(acme, data, "fuzz-letters", collision_log=log)
     except CorrespondenceError:
-        assert graph_checksum(acme) == before and not log.exists()
+        assert last_commit(acme) == before and not log.exists()
         return
     assert len(report.created) == report.sections_in_file
     acme.execute_query("MATCH (s:Section {source: 'fuzz-letters'}) DETACH DELETE s")
@@ -326,12 +326,12 @@ def factor_documents(draw: st.DrawFn) -> Any:
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(document=factor_documents())
 def test_random_factor_documents_are_refused_cleanly(acme: Driver, document: Any) -> None:
-    before = graph_checksum(acme)
+    before = last_commit(acme)
     try:
         ingest_factor_payload(acme, document)
     except FixtureError as exc:
         assert exc.problems and all(p.file and p.message for p in exc.problems), exc.problems
-        assert graph_checksum(acme) == before
+        assert last_commit(acme) == before
         return
     # A spoiled field that still made a valid document (e.g. another description): written whole.
     acme.execute_query("MATCH (n) WHERE n:Factor OR n:Option OR n:JournalEntry OR n:Session DETACH DELETE n")
