@@ -46,7 +46,7 @@ from cairn.memory.factors.intents import intent_classifier
 from cairn.policy.passport import Caller, PassportError, headers_for, secret_problem, verify
 from cairn.policy.profiles import PolicyRegistry
 from cairn.resolvers.context import RequestContext, Services
-from cairn.resolvers.schema import schema
+from cairn.resolvers.schema import MAX_DOCUMENT_CHARS, schema
 from cairn.runtime.collector import tuned_collector
 from cairn.runtime.database import sync_driver
 from cairn.runtime.embedder import get_embedder
@@ -382,12 +382,21 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         names one media type, application/json itself, with no charset but UTF-8 (the body is read
         as UTF-8). Media types and charset names are case-insensitive (RFC 9110 §8.3.1):
         ``Application/JSON; Charset=UTF-8`` is JSON too (``MediaTypeAdapter`` hands strawberry,
-        which compares case-sensitively, the type in lower case)."""
+        which compares case-sensitively, the type in lower case). A document longer than
+        ``MAX_DOCUMENT_CHARS`` is refused before it is parsed (its lexer runs on the event loop)."""
         if request.method == "POST":
             sent = cast(Headers, request.headers).getlist("content-type")
             if len(sent) != 1 or not is_json_utf8(sent[0]):
                 raise UnreadableRequest(400, "Unsupported content type")
-        return await super().parse_http_body(request)
+        data = await super().parse_http_body(request)  # one request: a batch is refused there
+        query = data.query if isinstance(data, GraphQLRequestData) else None
+        if query is not None and len(query) > MAX_DOCUMENT_CHARS:
+            raise UnreadableRequest(
+                400,
+                f"the GraphQL document (query) is longer than {MAX_DOCUMENT_CHARS:,} characters: "
+                "send long values as variables",
+            )
+        return data
 
     async def render_graphql_ide(self, request: Request) -> Response:
         """strawberry's own page loads GraphiQL from a CDN; ours serves the vendored copy."""

@@ -468,6 +468,10 @@ DOCUMENT_CACHE = 256
 # passport, pinned about 8.5 MB of server memory per distinct document (256 of them: over 2 GB).
 # A client's documents are short, its data travels in variables.
 MAX_CACHED_DOCUMENT_CHARS = 32_768
+# The longest document text served at all: a comment, whitespace or a string literal costs no
+# token, and graphql-core's lexer reads them a character at a time on the event loop (a 4 MiB
+# comment took 0.5-0.6 s of CPU to parse, anonymous). Long values belong in variables.
+MAX_DOCUMENT_CHARS = 100_000
 
 
 def _cacheable(query: str | None) -> bool:
