@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 from email.message import Message as MimeHeader
 from http import HTTPStatus
 from typing import Any, cast
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 from cross_web import AsyncHTTPRequestAdapter, StarletteRequestAdapter
@@ -68,11 +69,30 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 
 class WholeFiles(StaticFiles):
     """The UI's files, always whole: Starlette answers a bad or unsatisfiable ``Range`` itself, in
-    plain text (400, 416), outside the one error shape; the files are small, so no range is read."""
+    plain text (400, 416), outside the one error shape; the files are small, so no range is read.
+
+    Its redirect of the UI's folder named without a slash (``/ui/.``) names the path alone:
+    Starlette's is an absolute URL made from the request's ``Host``, which a caller writes (an
+    open redirect a shared cache could keep, since these files may be stored)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [(name, value) for name, value in scope["headers"] if name not in (b"range", b"if-range")]
-        await super().__call__({**scope, "headers": headers}, receive, send)
+
+        async def send_relative(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [_relative(h) for h in message.get("headers", [])]}
+            await send(message)
+
+        await super().__call__({**scope, "headers": headers}, receive, send_relative)
+
+
+def _relative(header: tuple[bytes, bytes]) -> tuple[bytes, bytes]:
+    """A ``Location`` header as its path and query only."""
+    name, value = header
+    if name.lower() != b"location":
+        return header
+    url = urlsplit(value.decode("latin-1"))
+    return name, urlunsplit(("", "", url.path, url.query, "")).encode("latin-1")
 
 
 class SecurityHeaders:
