@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 from email.message import Message as MimeHeader
 from http import HTTPStatus
 from typing import Any, cast
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 from cross_web import AsyncHTTPRequestAdapter, StarletteRequestAdapter
@@ -46,7 +47,7 @@ from cairn.memory.factors.intents import intent_classifier
 from cairn.policy.passport import Caller, PassportError, headers_for, secret_problem, verify
 from cairn.policy.profiles import PolicyRegistry
 from cairn.resolvers.context import RequestContext, Services
-from cairn.resolvers.schema import schema
+from cairn.resolvers.schema import MAX_DOCUMENT_CHARS, schema
 from cairn.runtime.collector import tuned_collector
 from cairn.runtime.database import sync_driver
 from cairn.runtime.embedder import get_embedder
@@ -68,11 +69,30 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 
 class WholeFiles(StaticFiles):
     """The UI's files, always whole: Starlette answers a bad or unsatisfiable ``Range`` itself, in
-    plain text (400, 416), outside the one error shape; the files are small, so no range is read."""
+    plain text (400, 416), outside the one error shape; the files are small, so no range is read.
+
+    Its redirect of the UI's folder named without a slash (``/ui/.``) names the path alone:
+    Starlette's is an absolute URL made from the request's ``Host``, which a caller writes (an
+    open redirect a shared cache could keep, since these files may be stored)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [(name, value) for name, value in scope["headers"] if name not in (b"range", b"if-range")]
-        await super().__call__({**scope, "headers": headers}, receive, send)
+
+        async def send_relative(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [_relative(h) for h in message.get("headers", [])]}
+            await send(message)
+
+        await super().__call__({**scope, "headers": headers}, receive, send_relative)
+
+
+def _relative(header: tuple[bytes, bytes]) -> tuple[bytes, bytes]:
+    """A ``Location`` header as its path and query only."""
+    name, value = header
+    if name.lower() != b"location":
+        return header
+    url = urlsplit(value.decode("latin-1"))
+    return name, urlunsplit(("", "", url.path, url.query, "")).encode("latin-1")
 
 
 class SecurityHeaders:
@@ -382,12 +402,21 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         names one media type, application/json itself, with no charset but UTF-8 (the body is read
         as UTF-8). Media types and charset names are case-insensitive (RFC 9110 §8.3.1):
         ``Application/JSON; Charset=UTF-8`` is JSON too (``MediaTypeAdapter`` hands strawberry,
-        which compares case-sensitively, the type in lower case)."""
+        which compares case-sensitively, the type in lower case). A document longer than
+        ``MAX_DOCUMENT_CHARS`` is refused before it is parsed (its lexer runs on the event loop)."""
         if request.method == "POST":
             sent = cast(Headers, request.headers).getlist("content-type")
             if len(sent) != 1 or not is_json_utf8(sent[0]):
                 raise UnreadableRequest(400, "Unsupported content type")
-        return await super().parse_http_body(request)
+        data = await super().parse_http_body(request)  # one request: a batch is refused there
+        query = data.query if isinstance(data, GraphQLRequestData) else None
+        if query is not None and len(query) > MAX_DOCUMENT_CHARS:
+            raise UnreadableRequest(
+                400,
+                f"the GraphQL document (query) is longer than {MAX_DOCUMENT_CHARS:,} characters: "
+                "send long values as variables",
+            )
+        return data
 
     async def render_graphql_ide(self, request: Request) -> Response:
         """strawberry's own page loads GraphiQL from a CDN; ours serves the vendored copy."""

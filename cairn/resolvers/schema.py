@@ -23,16 +23,21 @@ from graphql import (
     GraphQLError,
     GraphQLResolveInfo,
     GraphQLSyntaxError,
+    ListTypeNode,
+    NamedTypeNode,
+    NonNullTypeNode,
     NoSchemaIntrospectionCustomRule,
     OperationDefinitionNode,
     ValidationContext,
     ValidationRule,
     VariableDefinitionNode,
     get_named_type,
+    get_operation_ast,
     parse,
     print_ast,
     validate,
 )
+from graphql import ExecutionResult as GraphQLExecutionResult
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
 from strawberry.extensions import (
     AddValidationRules,
@@ -299,6 +304,7 @@ class TextLimit(SchemaExtension):
             for name, value in kwargs.items():
                 definition = definitions.get(name)
                 if definition is not None and get_named_type(definition.type).name == "JSON":
+                    caller_of(cast(Info[RequestContext, Any], info))  # walked for a passport only
                     if why := _unstorable_number(value):
                         raise _bad_input(f"argument '{name}' of {info.field_name} {why}", argument=name)
                     continue
@@ -311,6 +317,49 @@ class TextLimit(SchemaExtension):
                     why = "is a moment outside the years 1 to 9999 in UTC"
                     raise _bad_input(f"argument '{name}' of {info.field_name} {why}", argument=name)
         return _next(root, info, *args, **kwargs)
+
+
+# The most values one variable may hold in lists and input objects, at any depth (JSON variables
+# aside): graphql-core coerces every one on the event loop before any resolver runs, so 2 million
+# ids in a 4 MiB body held it for 13 s, anonymous. The schema's lists (ids, labels, authors,
+# beings) and input objects are short.
+MAX_VARIABLE_VALUES = 1_000
+
+
+def _values_over(value: Any, limit: int) -> bool:
+    """Whether ``value`` holds more than ``limit`` list items and object members in all, nested
+    ones counted in; looks at no more than ``limit`` of them."""
+    stack, seen = [value], 0
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list | dict):
+            seen += len(item)
+            if seen > limit:
+                return True
+            stack.extend(item.values() if isinstance(item, dict) else item)
+    return False
+
+
+class VariableLimit(SchemaExtension):
+    """Refuses a variable holding more than ``MAX_VARIABLE_VALUES`` list items and input object
+    members before graphql-core coerces it (``BAD_USER_INPUT`` naming the variable). A ``JSON``
+    variable is a payload: bounded by the body limit, and walked (``TextLimit``) only once the
+    caller's passport is verified."""
+
+    def on_execute(self) -> Iterator[None]:
+        ctx = self.execution_context
+        document, variables = ctx.graphql_document, ctx.variables
+        operation = get_operation_ast(document, ctx.operation_name) if document and variables else None
+        for definition in (operation.variable_definitions or ()) if operation else ():
+            name, named = definition.variable.name.value, definition.type
+            while not isinstance(named, NamedTypeNode):  # [T!]! -> T
+                named = cast(ListTypeNode | NonNullTypeNode, named).type
+            value = cast(dict[str, Any], variables).get(name)
+            if named.name.value != "JSON" and _values_over(value, MAX_VARIABLE_VALUES):
+                why = f"Variable '${name}' holds more than {MAX_VARIABLE_VALUES:,} items and members"
+                ctx.result = GraphQLExecutionResult(data=None, errors=[_bad_input(why, variable=name)])
+                break
+        yield
 
 
 class MaxDirectivesRule(ValidationRule):
@@ -468,6 +517,10 @@ DOCUMENT_CACHE = 256
 # passport, pinned about 8.5 MB of server memory per distinct document (256 of them: over 2 GB).
 # A client's documents are short, its data travels in variables.
 MAX_CACHED_DOCUMENT_CHARS = 32_768
+# The longest document text served at all: a comment, whitespace or a string literal costs no
+# token, and graphql-core's lexer reads them a character at a time on the event loop (a 4 MiB
+# comment took 0.5-0.6 s of CPU to parse, anonymous). Long values belong in variables.
+MAX_DOCUMENT_CHARS = 100_000
 
 
 def _cacheable(query: str | None) -> bool:
@@ -669,6 +722,7 @@ schema = CairnSchema(
         lambda: AddValidationRules(list(LIMIT_RULES)),
         RoleGatedIntrospection,
         CachedValidation,
+        VariableLimit,
         TextLimit,
         CodedErrors,
     ],

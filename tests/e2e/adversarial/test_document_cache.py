@@ -7,7 +7,8 @@ distinct documents of 4 MiB (a comment and ``{ __typename }``) grew the server f
 2,751 MB resident (about 8.5 MB each, never freed); 256 of them would pin over 2 GB.
 
 Fixed in cairn/resolvers/schema.py: only a document of at most MAX_CACHED_DOCUMENT_CHARS is
-remembered; a longer one is parsed and validated every time, with the same answers.
+remembered; a longer one is parsed and validated every time, with the same answers (and one over
+MAX_DOCUMENT_CHARS is not parsed at all: test_long_documents.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from cairn.policy.profiles import PolicyRegistry
-from cairn.resolvers.schema import MAX_CACHED_DOCUMENT_CHARS, _parse, _validate_text
+from cairn.resolvers.schema import MAX_CACHED_DOCUMENT_CHARS, MAX_DOCUMENT_CHARS, _parse, _validate_text
 from tests.e2e.conftest import passport
 
 
@@ -32,7 +33,7 @@ def test_a_huge_document_is_answered_but_not_remembered(
     headers = passport(registry, role) if role else {}
     parsed, validated = _parse.cache_info().currsize, _validate_text.cache_info().currsize
     for n in range(3):
-        document = padded(n, 1_000_000, comment="a" if role else "b")  # never sent before
+        document = padded(n, MAX_DOCUMENT_CHARS - 100, comment="a" if role else "b")  # never sent before
         resp = client.post("/graphql", json={"query": document}, headers=headers)
         assert resp.json() == {"data": {"__typename": "Query", f"a{n}": "Query"}}, resp.text[:300]
     assert _parse.cache_info().currsize == parsed
@@ -43,7 +44,7 @@ def test_a_huge_invalid_document_gets_the_same_refusal(client: TestClient, regis
     small = client.post("/graphql", json={"query": "{ nothing }"}, headers=passport(registry, "staff"))
     huge = client.post(
         "/graphql",
-        json={"query": "# " + "x" * 1_000_000 + "\n{ nothing }"},
+        json={"query": "# " + "x" * (MAX_DOCUMENT_CHARS - 100) + "\n{ nothing }"},
         headers=passport(registry, "staff"),
     )
     (small_error,), (huge_error,) = small.json()["errors"], huge.json()["errors"]
