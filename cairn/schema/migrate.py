@@ -73,9 +73,11 @@ MATCH (j:JournalEntry) WHERE j.op IN ['linked', 'merged', 'split', 'archived'] A
 OPTIONAL MATCH (j)-[:ABOUT]->(d:Dossier) WHERE j.op = 'archived'
 RETURN DISTINCT j.work_key AS key, j.op AS op, j.details AS details, d.id AS dossier, j.timestamp AS at
 """
+# By the id's index (``je-<key>-<seq>``); ``work_key`` has none, and a scan of every entry per
+# unit is quadratic in a large journal.
 REKEY_UNITS = """
 UNWIND $keys AS k
-MATCH (j:JournalEntry {work_key: k.old})
+MATCH (j:JournalEntry) WHERE j.id STARTS WITH 'je-' + k.old + '-' AND j.work_key = k.old
 SET j.id = 'je-' + k.new + '-' + toString(j.seq), j.work_key = k.new
 """
 
