@@ -39,13 +39,22 @@ ALL_FIELDS = "*"
 # unit of work's moment: a packet's, the ``added_at`` of the facts it adds.
 DERIVED_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, str], ...]] = {
     # A block's tags and section rules are the gardener's reading of its facts' text (a rule
-    # keeps the fact itself as ``source_fact``), as a tag fact's ``tag`` is of its own.
-    "Block": ((("pending_facts", "global_tags", "section_rules"), "Fact", "text"),),
+    # keeps the fact itself as ``source_fact``), as a tag fact's ``tag`` is of its own. A gardened
+    # fact's ``observed_at`` is its block's, copied (the gardener times its packets so): one datum
+    # under two labels' rules, hidden by either (a rule decides, not whether a fact has a block).
+    "Block": (
+        (("pending_facts", "global_tags", "section_rules"), "Fact", "text"),
+        (("observed_at",), "Fact", "observed_at"),
+    ),
     "Dossier": (
         (("title", "summary"), "Fact", "text"),
         (("summary", "last_updated", "created_at"), "Fact", "added_at"),
     ),
-    "Fact": ((("created_at",), "Fact", "added_at"), (("tag",), "Fact", "text")),
+    "Fact": (
+        (("created_at",), "Fact", "added_at"),
+        (("tag",), "Fact", "text"),
+        (("observed_at",), "Block", "observed_at"),
+    ),
     "JournalEntry": (
         (("new_value", "previous_value", "details", "excerpt", "rationale"), "Fact", "text"),
         (("new_value", "previous_value", "timestamp", "created_at"), "Fact", "added_at"),

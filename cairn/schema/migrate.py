@@ -11,7 +11,7 @@ import io
 import json
 import secrets
 
-from neo4j import Driver
+from neo4j import Driver, Record
 from neomodel import db as neomodel_db
 
 from cairn.schema.keys import LOCK_ID, TAKE_SECRET, keyed_with, unkeyed
@@ -65,22 +65,35 @@ CALL (old, new) {
 # them now (cairn/schema/keys.py), so linking or merging the same pair again is still recognised
 # as done; a split's key only marks that one split applied, so any keyed value serves. (Ids
 # of dossiers a split made, ``dos-split-<hash>-<n>``, stay: a dossier id is a caller's handle.)
+# An archive's was ``je-<sha256("archive", dossier, time)>-0`` until the keyed ids (its entry's
+# time and dossier told it), now a random key: re-keyed too, by its key and the secret.
 UNKEYED_BEFORE = 9
 CURATION_UNITS = """
-MATCH (j:JournalEntry) WHERE j.op IN ['linked', 'merged', 'split'] AND j.work_key IS NOT NULL
-RETURN DISTINCT j.work_key AS key, j.op AS op, j.details AS details
+MATCH (j:JournalEntry) WHERE j.op IN ['linked', 'merged', 'split', 'archived'] AND j.work_key IS NOT NULL
+OPTIONAL MATCH (j)-[:ABOUT]->(d:Dossier) WHERE j.op = 'archived'
+RETURN DISTINCT j.work_key AS key, j.op AS op, j.details AS details, d.id AS dossier, j.timestamp AS at
 """
+# By the id's index (``je-<key>-<seq>``); ``work_key`` has none, and a scan of every entry per
+# unit is quadratic in a large journal.
 REKEY_UNITS = """
 UNWIND $keys AS k
-MATCH (j:JournalEntry {work_key: k.old})
+MATCH (j:JournalEntry) WHERE j.id STARTS WITH 'je-' + k.old + '-' AND j.work_key = k.old
 SET j.id = 'je-' + k.new + '-' + toString(j.seq), j.work_key = k.new
 """
 
 
-def _rekeyed(secret: str, key: str, op: str, details: str | None) -> str | None:
-    """The keyed key of a curation unit stored under ``key``; None when ``key`` is keyed already."""
+def _rekeyed(secret: str, unit: Record) -> str | None:
+    """The keyed key of a curation unit (a ``CURATION_UNITS`` row); None when it is keyed already."""
+    key, op, details = str(unit["key"]), str(unit["op"]), unit["details"]
     if op == "split":
         return keyed_with(secret, "split", key) if key.startswith("split-") else None
+    if op == "archived":
+        at = unit["at"].to_native().isoformat() if unit["at"] is not None else ""
+        return (
+            keyed_with(secret, "archive", key)
+            if unkeyed("archive", str(unit["dossier"]), at) == key
+            else None
+        )
     said = json.loads(details or "{}")
     parts = (
         ("link", *said.get("dossiers", ()))
@@ -96,11 +109,7 @@ def rekey_curation(driver: Driver) -> int:
     taken, _, _ = driver.execute_query(TAKE_SECRET, lock=LOCK_ID, fresh=secrets.token_hex(32))
     secret = str(taken[0]["secret"])
     records, _, _ = driver.execute_query(CURATION_UNITS)
-    keys = [
-        {"old": r["key"], "new": new}
-        for r in records
-        if (new := _rekeyed(secret, r["key"], r["op"], r["details"])) is not None
-    ]
+    keys = [{"old": r["key"], "new": new} for r in records if (new := _rekeyed(secret, r)) is not None]
     if keys:
         driver.execute_query(REKEY_UNITS, keys=keys)
     return len(keys)

@@ -36,7 +36,7 @@ from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.adjudicator import Adjudicator
 from cairn.memory.dossiers.dedup import DEDUP_COSINE, same_fact
 from cairn.memory.dossiers.journal import Entry, entry_id, entry_rows, write_entries, write_rows
-from cairn.memory.dossiers.lock import secret, take_lock
+from cairn.memory.dossiers.lock import secret
 from cairn.memory.dossiers.models import Access, FactPacket, InputError, Problem, parse_packet
 from cairn.memory.dossiers.summary import SUMMARY_PARAMS
 from cairn.memory.dossiers.voting import (
@@ -159,6 +159,22 @@ def stored_as(key: str, packet: FactPacket) -> FactPacket:
     if packet.packet_id:
         return packet
     return packet.model_copy(update={"packet_id": keyed_with(key, "packet", packet.key)})
+
+
+def _markers(sent: FactPacket, stored: FactPacket) -> list[str]:
+    """The first journal entry ids a packet applied before is recognised by: its stored key's
+    and, sent without a ``packet_id``, its unkeyed content hash's, which named it before schema 9
+    (``cairn db migrate`` cannot tell that hash from a client's own id, so it keeps it)."""
+    return [entry_id(stored.key, 0), *([] if sent.packet_id else [entry_id(sent.key, 0)])]
+
+
+def _applied_to(tx: ManagedTransaction, groups: list[list[str]]) -> list[str | None]:
+    """Per group of ``_markers``, the dossier its packet went to when it was applied before."""
+    found = {
+        str(r["marker"]): str(r["applied_to"])
+        for r in tx.run(cypher.PACKETS_APPLIED, markers=[m for g in groups for m in g])
+    }
+    return [next((found[m] for m in g if m in found), None) for g in groups]
 
 
 def _as_packet(packet: FactPacket | Mapping[str, Any]) -> FactPacket:
@@ -428,9 +444,9 @@ def _apply_one(
     writer: Scope | None,
 ) -> RoutingResult:
     """The whole packet in one transaction (re-run from the top by the driver on a transient error)."""
-    packet = stored_as(secret(tx), packet)
-    marker = entry_id(packet.key, 0)
-    applied_to = take_lock(tx, marker)
+    stored = stored_as(secret(tx), packet)  # and the lock
+    markers = _markers(packet, stored)
+    packet, marker, (applied_to,) = stored, markers[0], _applied_to(tx, [markers])
     if writer is not None:
         # A key (given or hashed) whose packet, dossier or facts the writer cannot read is taken,
         # and said to be so in the words used for any hidden id, never where it went
@@ -687,15 +703,12 @@ def _apply_group(
     every journal entry.
     """
     key = secret(tx)  # and the lock
-    packets = [stored_as(key, p) for p in packets]
-    markers = [entry_id(p.key, 0) for p in packets]
-    applied = {
-        str(r["marker"]): str(r["applied_to"]) for r in tx.run(cypher.PACKETS_APPLIED, markers=markers)
-    }
+    sent, packets = packets, [stored_as(key, p) for p in packets]
+    applied = _applied_to(tx, [_markers(s, p) for s, p in zip(sent, packets, strict=True)])
     todo: list[int] = []
     seen: set[str] = set()
-    for n, (p, marker) in enumerate(zip(packets, markers, strict=True)):
-        if marker not in applied and p.key not in seen:
+    for n, p in enumerate(packets):
+        if applied[n] is None and p.key not in seen:
             todo.append(n)
         seen.add(p.key)
     votes = dict(zip(todo, run_votes(tx, [(vectors[n], packets[n].access) for n in todo]), strict=True))
@@ -705,8 +718,8 @@ def _apply_group(
     journal: list[dict[str, Any]] = []
     results: list[RoutingResult] = []
     done: dict[str, str] = {}
-    for n, (p, marker) in enumerate(zip(packets, markers, strict=True)):
-        where = applied.get(marker) or done.get(p.key)
+    for n, p in enumerate(packets):
+        where = applied[n] or done.get(p.key)
         if where is not None:
             results.append(RoutingResult(where, "already_applied", p.key))
             continue

@@ -149,3 +149,31 @@ def test_migrate_keys_the_ids_written_before(store: Driver) -> None:
         assert unit_["key"] not in {*old.values(), OLD_SPLIT} and "split" not in unit_["id"], unit_
     assert link_dossiers(store, "zz-a", "zz-b").already_done
     assert merge_dossiers(store, "zz-c", "zz-b").already_done
+
+
+OLD_ARCHIVED_AT = "2024-05-01T09:30:00.123456+00:00"  # as the archive's datetime.now(UTC).isoformat()
+ARCHIVE_ENTRY = """
+MATCH (d:Dossier {id: 'zz-a'})
+CREATE (j:Entity:JournalEntry {id: 'je-' + $key + '-0', op: 'archived', seq: 0, work_key: $key,
+  previous_value: 'active', new_value: 'archived', details: '{}'})-[:ABOUT]->(d)
+SET j += $access, j.timestamp = datetime($at), j.created_at = datetime($at)
+"""
+
+
+def test_migrate_keys_an_archives_id_written_before(store: Driver) -> None:
+    """Before the keyed ids an archive's entry was ``je-<sha256("archive", dossier, time)>-0``: a
+    reader shown the entry's time but not its ``op`` computed it and so read "archived" (and
+    the dossier's status). ``migrate`` re-keys it, once (review 15)."""
+    old = unkeyed("archive", "zz-a", OLD_ARCHIVED_AT)
+    store.execute_query(ARCHIVE_ENTRY, key=old, at=OLD_ARCHIVED_AT, access=ACCESS)
+    store.execute_query(RECORD_VERSION, version=8)
+    try:
+        migrate(store)
+        (first,) = [r for r in store.execute_query(UNITS).records if r["op"] == "archived"]
+        store.execute_query(RECORD_VERSION, version=8)
+        migrate(store)  # killed before it recorded the version, and run again
+    finally:
+        store.execute_query(RECORD_VERSION, version=SCHEMA_VERSION)
+    (again,) = [r for r in store.execute_query(UNITS).records if r["op"] == "archived"]
+    assert old not in str(first.data()) and first["id"] == f"je-{first['key']}-0", first
+    assert again.data() == first.data()

@@ -16,7 +16,7 @@ import json
 import pytest
 from neo4j import Driver
 
-from cairn.memory.dossiers.governor import process_fact_packet
+from cairn.memory.dossiers.governor import ingest_packets, process_fact_packet
 from cairn.memory.dossiers.models import parse_packet
 from cairn.policy.passport import headers_for
 from cairn.runtime.embedder import Embedder
@@ -54,3 +54,28 @@ def test_a_packets_ids_are_not_its_contents_hash(
         empty_db, {**sent, "packet_id": "mine-1", "facts": ["User brews coffee at dawn"]}, embedder=embedder
     )
     assert own.packet_key == "mine-1" and own.added == ("fact-mine-1-000",)
+
+
+def test_a_packet_applied_before_the_keyed_ids_is_still_recognised(
+    empty_db: Driver, embedder: Embedder
+) -> None:
+    """A packet a version before schema 9 applied without a ``packet_id`` is stored under its
+    unkeyed content hash (``cairn db migrate`` cannot tell that hash from a client's own id, so it
+    keeps it): sent again, singly or in a batch (``cairn ingest packets`` of the same file, a
+    gardening pass re-run), it is already applied, not a second copy of its facts (review 15)."""
+    sent = [packet("Baking", [TEXT], "b1"), packet("Rowing", ["User rows on the lake at dawn"], "b2")]
+    parsed = [parse_packet(p) for p in sent]
+    # What the version before wrote: the same ids, named by the unkeyed content hash.
+    before = [
+        process_fact_packet(empty_db, {**p, "packet_id": q.key}, embedder=embedder)
+        for p, q in zip(sent, parsed, strict=True)
+    ]
+    facts = "MATCH (f:Fact) RETURN count(f) AS n"
+    count = empty_db.execute_query(facts).records[0]["n"]
+    one = process_fact_packet(empty_db, sent[0], embedder=embedder)
+    batch = ingest_packets(empty_db, parsed, embedder=embedder)
+    assert [(r.action, r.dossier_id) for r in (one, *batch)] == [
+        ("already_applied", before[0].dossier_id),
+        *(("already_applied", b.dossier_id) for b in before),
+    ]
+    assert empty_db.execute_query(facts).records[0]["n"] == count

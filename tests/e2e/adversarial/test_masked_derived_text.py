@@ -88,3 +88,29 @@ def test_a_dossier_entry_does_not_copy_masked_fact_fields(
     assert node["fields"].get("confidence") is None and "confidence" in node["masked"], body
     assert node["fields"].get("details") is None and "details" in node["masked"], body
     assert block not in json.dumps(body), body
+
+
+GARDENED = """
+MATCH (f:Fact {source_block_id: 'block_001'}), (b:Block {block_id: 'block_001'})
+WHERE f.observed_at = b.observed_at AND 'staff' IN f.roles_allowed AND 'staff' IN b.roles_allowed
+RETURN f.id AS fact, b.id AS block ORDER BY f.id LIMIT 1
+"""
+
+
+@pytest.mark.parametrize(("hidden_on", "copy_on"), [("Block", "fact"), ("Fact", "block")])
+def test_a_gardened_facts_time_is_masked_with_its_blocks(
+    demo: Driver,  # noqa: F811
+    settings: Settings,
+    tmp_path_factory: pytest.TempPathFactory,
+    hidden_on: str,
+    copy_on: str,
+) -> None:
+    """A gardened fact's ``observed_at`` is its block's, copied (the gardener's packet is timed at
+    the block's ``observed_at``): each is hidden where the other is (review 15)."""
+    (row,) = demo.execute_query(GARDENED).records  # the premise: the same time on both
+    rule = [{"domains": ["*"], "fields": sorted(DECLARED_FIELDS[hidden_on] - {"observed_at"})}]
+    with served_with(settings, tmp_path_factory, "staff", {hidden_on: rule}) as (client, registry):
+        body = gql(client, NODE, passport(registry, "staff"), i=row[copy_on])
+    node = body["data"]["node"]
+    assert node["fields"].get("observed_at") is None and "observed_at" in node["masked"], body
+    assert "2025-12-15" not in json.dumps(body), body
