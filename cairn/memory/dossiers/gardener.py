@@ -39,6 +39,7 @@ from cairn.memory.dossiers.models import MAX_LABEL_CHARS, Access, FactItem, Fact
 from cairn.memory.dossiers.summary import SUMMARY_PARAMS
 from cairn.memory.dossiers.tagging import Classification, classify_facts
 from cairn.memory.dossiers.voting import KAPPA_JOIN, cluster_facts
+from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder, get_embedder
 
@@ -361,10 +362,27 @@ def garden_block(
             )
     records, _, _ = driver.execute_query(cypher.FINISH_BLOCK, id=block_node_id(block_id), now=now)
     report.facts_processed = len(facts)
-    report.global_tags = classification.global_tags
-    report.section_rules = classification.section_rules
+    report.global_tags, report.section_rules = _tags_shown(classification, access.domain, writer)
     report.turns_deleted = int(records[0]["n"]) if records else 0
     return report
+
+
+def _tags_shown(
+    classification: Classification, domain: str, writer: Scope | None
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The block's new tags and section rules as the writer's rules show the stored ``Block``
+    fields (an operator, ``writer`` None, sees them whole): the answer tells no more than a read
+    of the block would (docs/design.md §Policy module, "Derived fields")."""
+    if writer is None:
+        return classification.global_tags, classification.section_rules
+    stored = {
+        "domain": domain,
+        "global_tags": classification.global_tags,
+        "section_rules": json.dumps(classification.section_rules),
+    }
+    fields, _ = mask("Block", stored, writer)
+    rules = fields.get("section_rules")
+    return list(fields.get("global_tags") or []), json.loads(rules) if isinstance(rules, str) else []
 
 
 def unprocessed_blocks(driver: Driver) -> list[str]:
