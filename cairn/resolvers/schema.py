@@ -21,6 +21,7 @@ from graphql import (
     FragmentDefinitionNode,
     FragmentSpreadNode,
     GraphQLError,
+    GraphQLField,
     GraphQLResolveInfo,
     GraphQLSyntaxError,
     ListTypeNode,
@@ -50,6 +51,7 @@ from strawberry.extensions import (
 from strawberry.permission import BasePermission
 from strawberry.scalars import JSON
 from strawberry.schema.config import StrawberryConfig
+from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
 from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 from strawberry.tools import merge_types
@@ -291,6 +293,15 @@ def _unstorable_number(value: Any) -> str | None:
     return None
 
 
+def _refused(field: GraphQLField | None, root: Any, info: GraphQLResolveInfo[Any]) -> bool:
+    """Whether the field's own permission classes refuse the caller (strawberry checks them only
+    inside the resolver, after this extension): a role that may not write is told so, whatever
+    its payload holds, and its payload is not walked on the event loop."""
+    definition = (field.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF) if field else None
+    permissions = getattr(definition, "permission_classes", None) or ()
+    return any(permission().has_permission(root, cast(Any, info)) is False for permission in permissions)
+
+
 class TextLimit(SchemaExtension):
     """Refuses an over-long text argument before its resolver runs (so before any embedding);
     the token limit counts a string literal or a variable as one token, whatever its size. A JSON
@@ -305,6 +316,8 @@ class TextLimit(SchemaExtension):
                 definition = definitions.get(name)
                 if definition is not None and get_named_type(definition.type).name == "JSON":
                     caller_of(cast(Info[RequestContext, Any], info))  # walked for a passport only
+                    if _refused(field, root, info):  # its permissions answer, the payload unwalked
+                        break
                     if why := _unstorable_number(value):
                         raise _bad_input(f"argument '{name}' of {info.field_name} {why}", argument=name)
                     continue
