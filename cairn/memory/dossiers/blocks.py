@@ -181,6 +181,12 @@ def save_block_metadata(
     )
 
 
+def tags_shown(fields: Mapping[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    """A masked ``Block``'s tags and section rules (stored as JSON text); empty where hidden."""
+    rules = fields.get("section_rules")
+    return list(fields.get("global_tags") or []), json.loads(rules) if isinstance(rules, str) else []
+
+
 def get_block_metadata(driver: Driver, scope: Scope, block_id: str) -> BlockMetadata | None:
     """The block's tags and counts as the scope may see them; None when absent or hidden."""
     records, _, _ = driver.execute_query(
@@ -190,12 +196,12 @@ def get_block_metadata(driver: Driver, scope: Scope, block_id: str) -> BlockMeta
         return None
     r = records[0]
     fields, _ = mask("Block", {k: v for k, v in r["props"].items() if k != "pending_facts"}, scope)
-    rules = fields.get("section_rules")
+    global_tags, section_rules = tags_shown(fields)
     processed = fields.get("processed_at")
     return BlockMetadata(
         block_id=block_id,
-        global_tags=list(fields.get("global_tags") or []),
-        section_rules=json.loads(rules) if isinstance(rules, str) else [],
+        global_tags=global_tags,
+        section_rules=section_rules,
         processed_at=None if processed is None else str(processed),
         turns=int(r["turns"]),
         facts=int(r["facts"]),

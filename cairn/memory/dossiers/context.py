@@ -9,7 +9,6 @@ see contributes no tags.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Any
 from neo4j import Driver
 
 from cairn.graph import dossiers as cypher
+from cairn.memory.dossiers.blocks import tags_shown
 from cairn.memory.dossiers.retriever import DossierView
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
@@ -53,10 +53,7 @@ def _metadata(driver: Driver, scope: Scope, block_ids: Sequence[str]) -> dict[st
     out = {}
     for r in records:
         fields, _ = mask("Block", r["props"], scope)
-        rules = fields.get("section_rules")
-        out[r["block_id"]] = _Meta(
-            list(fields.get("global_tags") or []), json.loads(rules) if isinstance(rules, str) else []
-        )
+        out[r["block_id"]] = _Meta(*tags_shown(fields))
     return out
 
 

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 from cairn.errors import EXIT_FAILED, CairnError
 from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.adjudicator import Adjudicator
-from cairn.memory.dossiers.blocks import block_node_id
+from cairn.memory.dossiers.blocks import block_node_id, tags_shown
 from cairn.memory.dossiers.governor import PACKET_EDGES, RoutingResult, dossier_id_for, process_fact_packet
 from cairn.memory.dossiers.journal import Entry, write_entries
 from cairn.memory.dossiers.lock import keyed, keyed_lock, take_lock
@@ -380,9 +380,7 @@ def _tags_shown(
         "global_tags": classification.global_tags,
         "section_rules": json.dumps(classification.section_rules),
     }
-    fields, _ = mask("Block", stored, writer)
-    rules = fields.get("section_rules")
-    return list(fields.get("global_tags") or []), json.loads(rules) if isinstance(rules, str) else []
+    return tags_shown(mask("Block", stored, writer)[0])
 
 
 def unprocessed_blocks(driver: Driver) -> list[str]:
