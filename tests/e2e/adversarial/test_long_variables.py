@@ -29,6 +29,10 @@ WHAT_CHANGED = (
     'query($ids: [ID!]) { whatChanged(since: "2020-01-01T00:00:00Z", factorIds: $ids) { __typename } }'
 )
 FILTERED = 'query($f: CorrespondenceFilter) { correspondenceSearch(query: "a", filters: $f) { __typename } }'
+IN_FRAGMENT = (  # a variable used only inside a fragment is still the operation's
+    "query($ids: [ID!]) { ...Changed } fragment Changed on Query {"
+    ' whatChanged(since: "2020-01-01T00:00:00Z", factorIds: $ids) { __typename } }'
+)
 INGEST = "mutation($p: JSON!) { ingestOrgMemory(payload: $p) { decisions } }"
 
 LONG = {
@@ -36,6 +40,7 @@ LONG = {
     "authors": (FILTERED, "f", {"authors": ["a"] * 200_000}),
     "members": (FILTERED, "f", {f"k{i}": i for i in range(200_000)}),
     "nested": (WHAT_CHANGED, "ids", [[1] * 500] * 500),
+    "fragment": (IN_FRAGMENT, "ids", list(range(MAX_VARIABLE_VALUES + 1))),
 }
 
 
