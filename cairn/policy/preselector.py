@@ -164,18 +164,25 @@ def _strip_section_text(clean: dict[str, Any], masked: list[str]) -> None:
     that may not see ``exec_decisions`` (or a section's roles) must not read them word for word
     in the body, whichever read shows the section (the tail, ``node``, a walk, an ask's evidence
     and prompt). Each is stripped where the parser reads it: knowledge references and the
-    access line from the body only."""
+    access line from the body only; and closed up, so the text reads as the letter written
+    without them (their place told which letters hold them)."""
     tags, decisions = "exec_tags" in masked, "exec_decisions" in masked
     responses = "responds_to_filed" in masked
     refs = "knowledge_refs" in masked
     access = any(name in masked for name in SECTION_ACCESS_FIELDS)
     if isinstance(clean.get("title"), str) and (tags or decisions or responses):
         clean["title"] = without_governance(
-            clean["title"], tags=tags, decisions=decisions, responses=responses
+            clean["title"], tags=tags, decisions=decisions, responses=responses, close_up=True
         )
     if isinstance(clean.get("body"), str) and (tags or decisions or responses or refs or access):
         clean["body"] = without_governance(
-            clean["body"], tags=tags, decisions=decisions, refs=refs, access=access, responses=responses
+            clean["body"],
+            tags=tags,
+            decisions=decisions,
+            refs=refs,
+            access=access,
+            responses=responses,
+            close_up=True,
         )
 
 

@@ -42,6 +42,13 @@ REFERENCE = re.compile(
     r"|\bRe:\s*(?:§+\s*)?(?P<re>[IVXLCDM]+|\d{1,6})(?=\s*(?:$|[,;.)—–-]))",
     re.M,
 )
+# The same references as the mask strips them (``without_governance``, ``close_up``): a reply's
+# opening ``Re: § IV.`` or ``Re: II —`` goes with its separator, as if never written.
+REFERENCE_TOKEN = re.compile(
+    r"§+\s*(?:[IVXLCDM]+|\d{1,6})\b"
+    r"|\bRe:\s*(?:§+\s*)?(?:[IVXLCDM]+|\d{1,6})(?:[ \t]*[,;.—–-]+[ \t]*|(?=\s*(?:$|\))))",
+    re.M,
+)
 
 
 def strip_emphasis(line: str) -> str:
@@ -121,6 +128,7 @@ def without_governance(
     refs: bool = False,
     access: bool = False,
     responses: bool = False,
+    close_up: bool = False,
 ) -> str:
     """``text`` without its decision lines (when ``decisions``), exec tags (when ``tags``),
     knowledge references (when ``refs``), access line (when ``access``) and references to
@@ -132,6 +140,13 @@ def without_governance(
     not read them word for word in the body. Lines, paths and numbers are recognised exactly as
     the parser recognised them when it filled those fields: decision paragraphs are found on the
     text as stored, so dropping an access line never lets a decision run on into the next one.
+
+    ``close_up`` (the policy module's mask): the text reads as the same letter written without
+    them, so their place does not tell the reader that the letter held them. A line the strip
+    empties goes too; each run of lines that went takes one of the blank lines around it with it
+    (one blank line is left between two paragraphs, none at either end); and a reply's opening
+    reference goes with its separator (``REFERENCE_TOKEN``: ``Re: § IV.``). A reference inside a
+    sentence still leaves the sentence short.
     """
     lines = text.split("\n")
     dropped = (
@@ -139,8 +154,27 @@ def without_governance(
     )
     if access:
         dropped |= {i for i, line in enumerate(lines) if ACCESS_LINE.match(line)}
-    lines = [line for i, line in enumerate(lines) if i not in dropped]
-    for hide, token in ((tags, EXEC_TAG_TOKEN), (refs, KNOWLEDGE_REF_TOKEN), (responses, REFERENCE)):
-        if hide:
-            lines = [token.sub("", line).rstrip() for line in lines]
-    return "\n".join(lines)
+    references = REFERENCE_TOKEN if close_up else REFERENCE
+    hidden = ((tags, EXEC_TAG_TOKEN), (refs, KNOWLEDGE_REF_TOKEN), (responses, references))
+    tokens = [token for hide, token in hidden if hide]
+    out: list[str] = []
+    gone = False  # lines went since the last line kept
+    for i, line in enumerate(lines):
+        if i in dropped:
+            gone = True
+            continue
+        kept = line
+        for token in tokens:
+            kept = token.sub("", kept).rstrip()
+        if close_up:
+            if line.strip() and not kept.strip():
+                gone = True
+                continue
+            if gone and not kept.strip() and (not out or not out[-1].strip()):
+                gone = False
+                continue
+        gone = False
+        out.append(kept)
+    if close_up and gone and out and not out[-1].strip():
+        out.pop()
+    return "\n".join(out)
