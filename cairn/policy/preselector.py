@@ -448,18 +448,25 @@ def refetch(driver: Driver, scope: Scope, rows: list[tuple[str, str, int]]) -> d
 
     A stored trace keeps the text of the nodes its answer was built from and only the ids of the
     rest of the pool (docs/design.md §Trace bundles); this reads those back, through the same
-    vertex ACL, when the trace is read."""
+    vertex ACL, when the trace is read. A node read back must still carry the label the trace
+    stored, whose field rules mask it: an id now held by a node of another label (an Event's id
+    reused by a Decision) is left out like a gone one, not masked by the old label's rules."""
     if not rows:
         return {}
-    records = read(driver, REFETCH_QUERY, {**scope_params(scope), "ids": [r[0] for r in rows]})
+    records = read(
+        driver,
+        REFETCH_QUERY,
+        {**scope_params(scope), "rows": [{"id": i, "label": label} for i, label, _ in rows]},
+    )
     props = {r["id"]: r["props"] for r in records}
     rules = _FieldRules(scope)
     return {i: rules.node(i, label, hop, props[i]) for i, label, hop in rows if i in props}
 
 
 REFETCH_QUERY = f"""
-UNWIND $ids AS id
-MATCH (n:Entity {{id: id}})
+UNWIND $rows AS row
+MATCH (n:Entity {{id: row.id}})
+WHERE row.label IN labels(n)
 WITH n, {acl_reason("n")} AS reason
 WHERE reason IS NULL
 RETURN n.id AS id, {node_props("n")} AS props
