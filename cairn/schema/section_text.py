@@ -143,10 +143,11 @@ def without_governance(
 
     ``close_up`` (the policy module's mask): the text reads as the same letter written without
     them, so their place does not tell the reader that the letter held them. A line the strip
-    empties goes too; each run of lines that went takes one of the blank lines around it with it
-    (one blank line is left between two paragraphs, none at either end); and a reply's opening
-    reference goes with its separator (``REFERENCE_TOKEN``: ``Re: § IV.``). A reference inside a
-    sentence still leaves the sentence short.
+    empties goes too; each run of lines that went takes with it as many of the blank lines after
+    it as stood before it (the gap the letter has between its paragraphs is left, none at either
+    end); an ordered list's later items are renumbered over its items that went (``_renumbered``);
+    and a reply's opening reference goes with its separator (``REFERENCE_TOKEN``: ``Re: § IV.``).
+    A reference inside a sentence still leaves the sentence short.
     """
     lines = text.split("\n")
     dropped = (
@@ -157,24 +158,64 @@ def without_governance(
     references = REFERENCE_TOKEN if close_up else REFERENCE
     hidden = ((tags, EXEC_TAG_TOKEN), (refs, KNOWLEDGE_REF_TOKEN), (responses, references))
     tokens = [token for hide, token in hidden if hide]
-    out: list[str] = []
-    gone = False  # lines went since the last line kept
+    out: list[tuple[int, str]] = []  # (line, text) of the lines kept
+    # Blank lines still to drop behind the run of lines that went last: as many as stood before
+    # it (all, at the top), so the gap left is the one the letter has between its paragraphs.
+    behind = 0
+    ended = False  # the last line read went
     for i, line in enumerate(lines):
-        if i in dropped:
-            gone = True
-            continue
         kept = line
         for token in tokens:
             kept = token.sub("", kept).rstrip()
-        if close_up:
-            if line.strip() and not kept.strip():
-                gone = True
-                continue
-            if gone and not kept.strip() and (not out or not out[-1].strip()):
-                gone = False
-                continue
-        gone = False
-        out.append(kept)
-    if close_up and gone and out and not out[-1].strip():
-        out.pop()
-    return "\n".join(out)
+        if i in dropped or (close_up and line.strip() and not kept.strip()):
+            if not ended:
+                blanks = 0
+                while blanks < len(out) and not out[-1 - blanks][1].strip():
+                    blanks += 1
+                behind = blanks if blanks < len(out) else len(lines)
+            ended = True
+            continue
+        ended = False
+        if close_up and behind and not kept.strip():
+            behind -= 1
+            continue
+        behind = 0
+        out.append((i, kept))
+    if close_up and ended:
+        while out and not out[-1][1].strip():
+            out.pop()
+    if close_up and len(out) < len(lines):
+        return "\n".join(_renumbered(lines, dict(out)))
+    return "\n".join(text for _, text in out)
+
+
+ORDERED_ITEM = re.compile(r"^(?P<lead>[ \t]*)(?P<n>\d{1,9})(?P<tail>[.)][ \t].*)$")
+
+
+def _renumbered(lines: list[str], kept: dict[int, str]) -> list[str]:
+    """The lines ``kept`` (line number -> text kept of ``lines``) with each ordered list's items
+    renumbered over the items that went: ``1.``, ``3.`` after a stripped ``2.`` told that the list
+    held a decision. An item takes the number it had less the gaps the items that went before it
+    in its list left (a list numbered ``1.``, ``1.``, ``1.`` keeps its numbers); a list ends at a
+    kept line indented no deeper than its items that is neither an item nor blank."""
+    shown: list[str] = []
+    lists: dict[str, tuple[int, int | None]] = {}  # indent -> (shift, number of the last item that went)
+    for i, line in enumerate(lines):
+        item = ORDERED_ITEM.match(line)
+        indent = len(line) - len(line.lstrip())
+        if item is not None:
+            lead, n = item["lead"], int(item["n"])
+            lists = {k: v for k, v in lists.items() if len(k) <= len(lead)}
+            shift, pending = lists.get(lead, (0, None))
+            if pending is not None:
+                shift += n - pending
+            lists[lead] = (shift, None if i in kept else n)
+        elif line.strip() and i in kept:
+            lists = {k: v for k, v in lists.items() if len(k) < indent}
+        if i not in kept:
+            continue
+        text = kept[i]
+        if item is not None and lists[item["lead"]][0] and text.startswith(head := item["lead"] + item["n"]):
+            text = f"{item['lead']}{int(item['n']) - lists[item['lead']][0]}{text[len(head) :]}"
+        shown.append(text)
+    return shown
