@@ -107,9 +107,14 @@ def embeddable_text(title: str, body: str) -> str:
     made only of what every reader of the text reads: whatever the policy module's mask may strip
     for some role (``without_governance`` with every part hidden) is left out for all, so a role
     that may search but not see ``knowledge_refs`` or ``responds_to_filed`` is not ranked by them.
+    It is closed up as the mask closes it up (``close_up``), so a letter is embedded as its twin
+    written without them: a score that differed from that of the text a role reads told it that
+    the letter held a hidden part (schema 10 re-embeds).
     """
-    title = without_governance(title, tags=True, decisions=True, responses=True).strip()
-    body = without_governance(body, tags=True, decisions=True, refs=True, access=True, responses=True)
+    title = without_governance(title, tags=True, decisions=True, responses=True, close_up=True).strip()
+    body = without_governance(
+        body, tags=True, decisions=True, refs=True, access=True, responses=True, close_up=True
+    )
     kept = [title] if title else []
     for line in body.split("\n"):
         if is_tag_line(line):
