@@ -42,7 +42,7 @@ REFERENCE = re.compile(
     r"|\bRe:\s*(?:§+\s*)?(?P<re>[IVXLCDM]+|\d{1,6})(?=\s*(?:$|[,;.)—–-]))",
     re.M,
 )
-# The same references as the mask strips them (``without_governance``, ``close_up``): a reply's
+# The same references as the mask strips them (``without_governance``): a reply's
 # opening ``Re: § IV.`` or ``Re: II —`` goes with its separator, as if never written.
 REFERENCE_TOKEN = re.compile(
     r"§+\s*(?:[IVXLCDM]+|\d{1,6})\b"
@@ -107,14 +107,12 @@ def embeddable_text(title: str, body: str) -> str:
     made only of what every reader of the text reads: whatever the policy module's mask may strip
     for some role (``without_governance`` with every part hidden) is left out for all, so a role
     that may search but not see ``knowledge_refs`` or ``responds_to_filed`` is not ranked by them.
-    It is closed up as the mask closes it up (``close_up``), so a letter is embedded as its twin
+    It is closed up as the mask shows it, so a letter is embedded as its twin
     written without them: a score that differed from that of the text a role reads told it that
     the letter held a hidden part (schema 10 re-embeds).
     """
-    title = without_governance(title, tags=True, decisions=True, responses=True, close_up=True).strip()
-    body = without_governance(
-        body, tags=True, decisions=True, refs=True, access=True, responses=True, close_up=True
-    )
+    title = without_governance(title, tags=True, decisions=True, responses=True).strip()
+    body = without_governance(body, tags=True, decisions=True, refs=True, access=True, responses=True)
     kept = [title] if title else []
     for line in body.split("\n"):
         if is_tag_line(line):
@@ -133,7 +131,6 @@ def without_governance(
     refs: bool = False,
     access: bool = False,
     responses: bool = False,
-    close_up: bool = False,
 ) -> str:
     """``text`` without its decision lines (when ``decisions``), exec tags (when ``tags``),
     knowledge references (when ``refs``), access line (when ``access``) and references to
@@ -146,7 +143,7 @@ def without_governance(
     the parser recognised them when it filled those fields: decision paragraphs are found on the
     text as stored, so dropping an access line never lets a decision run on into the next one.
 
-    ``close_up`` (the policy module's mask): the text reads as the same letter written without
+    Closed up: the text reads as the same letter written without
     them, so their place does not tell the reader that the letter held them. A line the strip
     empties goes too; each run of lines that went takes with it as many of the blank lines after
     it as stood before it (the gap the letter has between its paragraphs is left, none at either
@@ -160,8 +157,7 @@ def without_governance(
     )
     if access:
         dropped |= {i for i, line in enumerate(lines) if ACCESS_LINE.match(line)}
-    references = REFERENCE_TOKEN if close_up else REFERENCE
-    hidden = ((tags, EXEC_TAG_TOKEN), (refs, KNOWLEDGE_REF_TOKEN), (responses, references))
+    hidden = ((tags, EXEC_TAG_TOKEN), (refs, KNOWLEDGE_REF_TOKEN), (responses, REFERENCE_TOKEN))
     tokens = [token for hide, token in hidden if hide]
     out: list[tuple[int, str]] = []  # (line, text) of the lines kept
     # Blank lines still to drop behind the run of lines that went last: as many as stood before
@@ -172,7 +168,7 @@ def without_governance(
         kept = line
         for token in tokens:
             kept = token.sub("", kept).rstrip()
-        if i in dropped or (close_up and line.strip() and not kept.strip()):
+        if i in dropped or (line.strip() and not kept.strip()):
             if not ended:
                 blanks = 0
                 while blanks < len(out) and not out[-1 - blanks][1].strip():
@@ -181,15 +177,15 @@ def without_governance(
             ended = True
             continue
         ended = False
-        if close_up and behind and not kept.strip():
+        if behind and not kept.strip():
             behind -= 1
             continue
         behind = 0
         out.append((i, kept))
-    if close_up and ended:
+    if ended:
         while out and not out[-1][1].strip():
             out.pop()
-    if close_up and len(out) < len(lines):
+    if len(out) < len(lines):
         return "\n".join(_renumbered(lines, dict(out)))
     return "\n".join(text for _, text in out)
 

@@ -5,7 +5,7 @@ may strip. But it stripped without closing up: ``Re: § IV. Marta is right`` was
 ``. Marta is right``, a stripped first paragraph as a leading blank line. A role that may search
 and reads the body closed up (test_stripped_section_traces.py) can embed what it reads with the
 same public model: a score that is not its own text's said the letter held a hidden part. Now the
-embedded text is built with the mask's ``close_up`` (sections re-embedded at schema 10).
+embedded text is closed up as the mask shows it (sections re-embedded at schema 10).
 """
 
 from __future__ import annotations

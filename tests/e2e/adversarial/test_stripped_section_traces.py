@@ -10,7 +10,7 @@ could tell which letters it reads hold an exec decision, an access line of their
 an earlier letter: whether a field it may not see holds a value. Now a stripped line takes one of
 the blank lines around it with it, a line the strip empties goes too, and a reply's opening
 reference goes with its separator (cairn/schema/section_text.py ``without_governance``,
-``close_up``). A reference inside a sentence (``see § III for``) still leaves its sentence
+closed up). A reference inside a sentence (``see § III for``) still leaves its sentence
 visibly short (README, what the mask strips of a section).
 
 The property: a letter whose hidden parts are stripped reads exactly as its twin written without
