@@ -172,7 +172,7 @@ def _strip_section_text(clean: dict[str, Any], masked: list[str]) -> None:
     access = any(name in masked for name in SECTION_ACCESS_FIELDS)
     if isinstance(clean.get("title"), str) and (tags or decisions or responses):
         clean["title"] = without_governance(
-            clean["title"], tags=tags, decisions=decisions, responses=responses, close_up=True
+            clean["title"], tags=tags, decisions=decisions, responses=responses
         )
     if isinstance(clean.get("body"), str) and (tags or decisions or responses or refs or access):
         clean["body"] = without_governance(
@@ -182,7 +182,6 @@ def _strip_section_text(clean: dict[str, Any], masked: list[str]) -> None:
             refs=refs,
             access=access,
             responses=responses,
-            close_up=True,
         )
 
 

@@ -10,11 +10,15 @@ could tell which letters it reads hold an exec decision, an access line of their
 an earlier letter: whether a field it may not see holds a value. Now a stripped line takes one of
 the blank lines around it with it, a line the strip empties goes too, and a reply's opening
 reference goes with its separator (cairn/schema/section_text.py ``without_governance``,
-``close_up``). A reference inside a sentence (``see § III for``) still leaves its sentence
+closed up). A reference inside a sentence (``see § III for``) still leaves its sentence
 visibly short (README, what the mask strips of a section).
 
 The property: a letter whose hidden parts are stripped reads exactly as its twin written without
 them.
+
+Review pass 16: a decision item of a numbered list left ``1.`` then ``3.`` (the twin reads ``1.``,
+``2.``), and a decision between paragraphs two blank lines apart left three; now a list is
+renumbered over its stripped items and a run takes as many blank lines after it as stood before.
 """
 
 from __future__ import annotations
@@ -55,6 +59,17 @@ TWINS = [
         "two decisions in a row",
         "Re: II — we agree.\n\nDecision: A.\n\n[EXEC:RISK] Decision: B.\n\nThe rest is detail.",
         "we agree.\n\nThe rest is detail.",
+    ),
+    (
+        "a decision inside a numbered list",
+        "Three steps:\n\n1. Decision: the connectors end.\n"
+        "2. Jonas calls the customers.\n3. Marta writes the FAQ.",
+        "Three steps:\n\n1. Jonas calls the customers.\n2. Marta writes the FAQ.",
+    ),
+    (
+        "a decision between paragraphs two blank lines apart",
+        "Marta is right.\n\n\nDecision: the connectors end.\n\n\nJonas will own the calls.",
+        "Marta is right.\n\n\nJonas will own the calls.",
     ),
 ]
 

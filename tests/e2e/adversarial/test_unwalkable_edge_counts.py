@@ -23,10 +23,11 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.ingest.correspondence.sync import sync_bytes
+from cairn.ingest.org_memory import ingest_payload
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.embedder import Embedder
 from tests.e2e.adversarial.conftest import data_as
-from tests.e2e.conftest import wipe
+from tests.e2e.conftest import gql, passport, wipe
 
 ACCESS = "domain=acme/correspondence; sensitivity=low; namespaces=public; roles=external,exec"
 ASK = """query($i: ID!) { ask(anchorId: $i) { envelope { permissionsNote } meta } }"""
@@ -71,3 +72,40 @@ def test_replies_leave_no_count(letters: Driver, client: TestClient, registry: P
         traces.append((ask["envelope"]["permissionsNote"], ask["meta"]["policy_trace"]))
     assert traces[0] == traces[1]
     assert traces[0][1]["counts"]["hidden_vertices"] == 0, traces[0]
+
+
+def node(kind: str, rid: str, domain: str) -> dict[str, Any]:
+    fields = {"id": rid, "timestamp": "2024-05-01T00:00:00Z", "domain": domain, "importance": 0.5}
+    access = {"sensitivity": "low", "namespaces": ["internal"], "roles_allowed": ["staff", "exec"]}
+    if kind == "decision":
+        return {**fields, **access, "option": "Option", "rationale": "Because", "decision_maker": "Operator"}
+    extra = {"x-extra": {"alias_of_decision": "rt-dec"}}
+    return {**fields, **access, **extra, "summary": "The regional projection"}
+
+
+def test_a_type_walked_one_way_is_still_met_the_other_way(
+    driver: Driver, client: TestClient, registry: PolicyRegistry
+) -> None:
+    """Review pass 16: staff walks ALIAS_OF out only (decision -> alias event). From the event, the
+    edge to its decision is of a type staff walks, so it is still met and withheld as
+    ``edge:not_allowed``; only a type the role walks nowhere is left unmet."""
+    wipe(driver)
+    alias = {"id": "rt-alias", "type": "alias_event", "decision_id": "rt-dec", "event_id": "rt-ev"}
+    ingest_payload(
+        driver,
+        {
+            "decisions": [node("decision", "rt-dec", "acme/product")],
+            "events": [node("event", "rt-ev", "acme/region_eu")],
+            "aliases": [
+                {**alias, "scope": "projection", "domain_from": "acme/product", "domain_to": "acme/region_eu"}
+            ],
+        },
+    )
+    metas = {}
+    for anchor in ("rt-dec", "rt-ev"):
+        body = gql(client, ASK, passport(registry, "staff"), i=anchor)
+        assert "errors" not in body, body
+        metas[anchor] = body["data"]["ask"]["meta"]["policy_trace"]
+    assert metas["rt-dec"]["counts"]["hidden_vertices"] == 0, metas["rt-dec"]
+    assert list(metas["rt-ev"]["reasons_by_id"].values()) == ["edge:not_allowed"], metas["rt-ev"]
+    wipe(driver)
