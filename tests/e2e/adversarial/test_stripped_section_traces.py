@@ -29,11 +29,9 @@ import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.ingest.correspondence.sync import sync_bytes
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.embedder import Embedder
-from tests.e2e.adversarial.conftest import data_as
-from tests.e2e.conftest import wipe
+from tests.e2e.adversarial.conftest import data_as, synced_letters
 
 ACCESS = "domain=acme/correspondence; sensitivity=low; namespaces=public; roles=external,exec"
 # (title, body with governance lines, the same letter written without them)
@@ -85,11 +83,8 @@ def letters_file() -> str:
 
 @pytest.fixture(scope="module")
 def twins(driver: Driver, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
-    wipe(driver)
-    log = tmp_path_factory.mktemp("collisions") / "collisions.jsonl"
-    sync_bytes(driver, letters_file().encode(), "rt-twin-letters", collision_log=log, embedder=embedder)
-    yield driver
-    wipe(driver)
+    with synced_letters(driver, embedder, tmp_path_factory, letters_file(), "rt-twin-letters") as synced:
+        yield synced
 
 
 TAIL = "{ correspondenceTail(n: 50) { id title body } }"

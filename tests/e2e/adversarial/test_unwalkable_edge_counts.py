@@ -22,11 +22,10 @@ import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
-from cairn.ingest.correspondence.sync import sync_bytes
 from cairn.ingest.org_memory import ingest_payload
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.embedder import Embedder
-from tests.e2e.adversarial.conftest import data_as
+from tests.e2e.adversarial.conftest import data_as, synced_letters
 from tests.e2e.conftest import gql, passport, wipe
 
 ACCESS = "domain=acme/correspondence; sensitivity=low; namespaces=public; roles=external,exec"
@@ -47,11 +46,8 @@ def letters_file() -> str:
 
 @pytest.fixture(scope="module")
 def letters(driver: Driver, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
-    wipe(driver)
-    log = tmp_path_factory.mktemp("collisions") / "collisions.jsonl"
-    sync_bytes(driver, letters_file().encode(), "rt-reply-letters", collision_log=log, embedder=embedder)
-    yield driver
-    wipe(driver)
+    with synced_letters(driver, embedder, tmp_path_factory, letters_file(), "rt-reply-letters") as synced:
+        yield synced
 
 
 def section_id(driver: Driver, number: int) -> str:
