@@ -782,16 +782,19 @@ FACT_FUSE = f"""
 # A fact further than the window by its stored turns is passed over before anything else is
 # checked: the distance below would drop it anyway (unknown where a turn is hidden, and an unknown
 # distance is not within the window), so this changes no answer, only how many of a block's facts
-# have their visibility checked (a tenth of a session, not all of it).
+# have their visibility checked (a tenth of a session, not all of it). The check is a subquery per
+# fact kept, so no plan can walk the block's edges first.
 FACT_BLOCK_NEIGHBOURS = f"""
   UNWIND fused[..$seeds] AS top
   MATCH (s:Fact {{id: top.id}})
   WHERE {field_shown("s", "source_block_id")}
   MATCH (f:Fact {{source_block_id: s.source_block_id}})
   WHERE f <> s AND ($window IS NULL OR abs(s.turn_index - f.turn_index) <= $window)
-  WITH top, s, f
-  MATCH (d:Dossier)-[:HAS_FACT]->(f)
-  WHERE {_FACT_CANDIDATE_VISIBLE} AND {field_shown("f", "source_block_id")}
+  CALL (f) {{
+    MATCH (d:Dossier)-[:HAS_FACT]->(f)
+    WHERE {_FACT_CANDIDATE_VISIBLE} AND {field_shown("f", "source_block_id")}
+    RETURN d
+  }}
   WITH top, f, d, 0.0 AS score,
        CASE WHEN s.turn_index IS NULL OR f.turn_index IS NULL
               OR NOT ({field_shown("s", "turn_index")} AND {field_shown("f", "turn_index")}) THEN null
