@@ -47,6 +47,7 @@ from cairn.graph.correspondence import (
 from cairn.policy.passport import Caller
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
+from cairn.runtime.database import Vector
 from cairn.runtime.embedder import Embedder, get_embedder
 
 MAX_K = 100
@@ -249,12 +250,12 @@ def _check_filter_fields(reader: Reader, filters: Filters) -> None:
         )
 
 
-def _vector(query: str | Sequence[float], embedder: Embedder | None) -> list[float]:
+def _vector(query: str | Sequence[float], embedder: Embedder | None) -> Vector:
     if isinstance(query, str):
         if not query.strip():
             raise CorrespondenceRefused("INVALID_ARGUMENT", "the query is empty")
-        return (embedder or get_embedder()).embed_one(query)
-    return [float(x) for x in query]
+        return Vector((embedder or get_embedder()).embed_one(query))
+    return Vector(float(x) for x in query)
 
 
 def semantic_search(

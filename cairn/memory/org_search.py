@@ -17,7 +17,7 @@ from cairn.graph.org import SEARCH_QUERY
 from cairn.graph.org import SEARCHABLE_LABELS as SEARCHABLE_LABELS  # the labels it ranks
 from cairn.policy.preselector import CandidateNode, drop_dangling_references, mask
 from cairn.policy.scope import Scope
-from cairn.runtime.database import read
+from cairn.runtime.database import Vector, read
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def search_org(
     params = {
         **scope.cypher_params(),
         **scope.search_vector_params(),
-        "vector": vector,
+        "vector": Vector(vector),
         "k": max(0, k),
         "threshold": threshold,
         "labels": [lbl for lbl in labels if lbl in SEARCHABLE_LABELS],

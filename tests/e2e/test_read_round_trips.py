@@ -4,14 +4,19 @@ not ``driver.execute_query``, whose managed transaction adds a COMMIT (issue 15,
 
 from __future__ import annotations
 
+import logging
+import re
+
 import pytest
 from neo4j import Driver
 
+from cairn.memory.dossiers.facts import search_facts
 from cairn.memory.dossiers.retriever import retrieve_relevant_dossiers
 from cairn.memory.factors.router import LearnedRouter
 from cairn.memory.org_search import search_org
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
+from cairn.runtime.database import Vector, read
 from cairn.runtime.embedder import Embedder
 from tests.e2e.conftest import whole_demo
 from tests.e2e.round_trips import RoundTrips
@@ -57,3 +62,23 @@ def test_linking_a_questions_entity_is_one_round_trip_per_read(
     assert linked == LearnedRouter(demo, embedder)._link(
         "how is the thing with the numbers?", staff, "why_value", vector
     )
+
+
+def test_a_searchs_run_line_does_not_spell_out_its_vector(
+    demo: Driver, staff: Scope, embedder: Embedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The driver builds every RUN's debug line whatever the log level, its parameters' reprs
+    included: a search's vector goes as a ``database.Vector`` (a list with a short repr), so its
+    384 floats are not spelt out on every search (issue 16), and it still arrives as floats."""
+    vector = embedder.embed_one("what did we decide about the on-prem connectors")
+    caplog.set_level(logging.DEBUG, logger="neo4j")
+    assert search_org(demo, staff, vector, k=5).hits
+    assert retrieve_relevant_dossiers(demo, staff, "vegetarian recipes", embedder=embedder).dossiers
+    assert search_facts(demo, staff, "vegetarian recipes", embedder=embedder).hits
+    runs = [r.getMessage() for r in caplog.records if "C: RUN" in r.getMessage()]
+    with_vector = [line for line in runs if "'vec':" in line or "'vector':" in line]
+    assert len(with_vector) >= 3  # the org search, the dossier search, the fact search
+    assert all("<vector of 384 floats>" in line for line in with_vector)
+    assert not any(re.search(r"(-?\d+\.\d+(e-?\d+)?, ){50}", line) for line in runs)
+    [record] = read(demo, "RETURN $v AS v", {"v": Vector(vector)})
+    assert record["v"] == vector and type(record["v"]) is list

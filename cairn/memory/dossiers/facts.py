@@ -51,7 +51,7 @@ from cairn.graph.dossiers import plain_cosine
 from cairn.memory.dossiers.retriever import DossierView, header_views
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
-from cairn.runtime.database import read
+from cairn.runtime.database import Vector, read
 from cairn.runtime.embedder import Embedder, get_embedder
 from cairn.runtime.stopwords import FACT_STOP_WORDS as STOP_WORDS
 from cairn.runtime.stopwords import LUCENE_STOP_WORDS, QUESTION_WORDS
@@ -284,7 +284,7 @@ class FactRetriever:
         headers = header_views(r["headers"], scope)
         return FactSearchResult(int(r["total"]), self._hits(scope, headers, self._ranked(scope, pool, top_k)))
 
-    def _query_vector(self, query: str, given: Sequence[float] | None) -> list[float]:
+    def _query_vector(self, query: str, given: Sequence[float] | None) -> Vector:
         """The question's vector moved toward its content words' (``FusionConfig.content_weight``,
         ``content_vector``), normalised; the question's reused when the caller gives it."""
         cfg = self.config
@@ -303,7 +303,7 @@ class FactRetriever:
         if c is not None:
             q = q + cfg.content_weight * c
             q = q / (float(np.linalg.norm(q)) or 1.0)
-        return [float(x) for x in q]
+        return Vector(float(x) for x in q)
 
     def _ranked(self, scope: Scope, pool: Sequence[_Candidate], top_k: int) -> list[_Candidate]:
         """In the query's order (best first, restatements after new sources: ``distinct_sources``);

@@ -31,7 +31,7 @@ from cairn.memory.dossiers.summary import summary_of
 from cairn.memory.dossiers.voting import VOTE_THRESHOLD
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
-from cairn.runtime.database import read
+from cairn.runtime.database import Vector, read
 from cairn.runtime.embedder import Embedder, get_embedder
 
 # The index is asked for FIRST_FETCH candidates, then four times as many while its answer is not
@@ -159,7 +159,7 @@ def retrieve_relevant_dossiers(
     vec = (embedder or get_embedder()).embed([query])[0]
     params = {
         **scope.cypher_params(),
-        "vec": [float(x) for x in vec],
+        "vec": Vector(float(x) for x in vec),
         "min_score": index_score(threshold),
         "top_k": max(0, top_k),
         "statuses": ["active", "archived"] if include_archived else ["active"],
