@@ -147,7 +147,9 @@ def without_governance(
     them, so their place does not tell the reader that the letter held them. A line the strip
     empties goes too; each run of lines that went takes with it as many of the blank lines after
     it as stood before it (the gap the letter has between its paragraphs is left, none at either
-    end); an ordered list's later items are renumbered over its items that went (``_renumbered``);
+    end; inside a block quote its empty ``>`` lines are the gaps, ``_blank``, and outside one an
+    empty ``>`` line is an empty line, ``_outside_quotes``); an ordered list's later items are
+    renumbered over its items that went (``_renumbered``);
     and a reply's opening reference goes with its separator (``REFERENCE_TOKEN``: ``Re: § IV.``).
     A reference inside a sentence still leaves the sentence short.
     """
@@ -168,26 +170,51 @@ def without_governance(
         kept = line
         for token in tokens:
             kept = token.sub("", kept).rstrip()
-        if i in dropped or (line.strip() and not kept.strip()):
+        if i in dropped or (not _blank(line) and _blank(kept)):
             if not ended:
                 blanks = 0
-                while blanks < len(out) and not out[-1 - blanks][1].strip():
+                while blanks < len(out) and _blank(out[-1 - blanks][1]):
                     blanks += 1
                 behind = blanks if blanks < len(out) else len(lines)
             ended = True
             continue
         ended = False
-        if behind and not kept.strip():
+        if behind and _blank(kept):
             behind -= 1
             continue
         behind = 0
         out.append((i, kept))
     if ended:
-        while out and not out[-1][1].strip():
+        while out and _blank(out[-1][1]):
             out.pop()
-    if len(out) < len(lines):
-        return "\n".join(_renumbered(lines, dict(out)))
-    return "\n".join(text for _, text in out)
+    shown = _renumbered(lines, dict(out)) if len(out) < len(lines) else [text for _, text in out]
+    return "\n".join(_outside_quotes(shown))
+
+
+def _blank(line: str) -> bool:
+    """A line that only parts paragraphs: empty, or a block quote's empty line (``>``, ``> >``): a
+    decision quoted between two quoted paragraphs left two ``>`` lines where its twin has one."""
+    return not line.strip(" \t>")
+
+
+def _outside_quotes(lines: list[str]) -> list[str]:
+    """``lines`` with each empty ``>`` line that no longer parts two quoted lines made a plain
+    empty line: a decision that ended a block quote took the quote's last line with it and left
+    its ``>`` gap before the letter's next paragraph, where the twin has an empty line."""
+    out = list(lines)
+    previous: bool | None = None  # whether the last line with text was quoted (None: none yet)
+    gaps: list[int] = []  # the empty ``>`` lines since it
+    for i, line in enumerate([*lines, ""]):
+        if i < len(lines) and _blank(line):
+            if line.strip():
+                gaps.append(i)
+            continue
+        quoted = i < len(lines) and line.lstrip().startswith(">")
+        if not (previous and quoted):
+            for j in gaps:
+                out[j] = ""
+        previous, gaps = quoted, []
+    return out
 
 
 ORDERED_ITEM = re.compile(r"^(?P<lead>[ \t]*)(?P<n>\d{1,9})(?P<tail>[.)][ \t].*)$")

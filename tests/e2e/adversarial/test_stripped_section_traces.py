@@ -69,6 +69,19 @@ TWINS = [
         "Marta is right.\n\n\nDecision: the connectors end.\n\n\nJonas will own the calls.",
         "Marta is right.\n\n\nJonas will own the calls.",
     ),
+    # Red-team pass 17: a quoted decision that ended its quote left the quote's empty `>` line
+    # before the next paragraph; a reference alone on a quoted line left two `>` lines.
+    (
+        "a decision that ends a block quote",
+        "Dana wrote:\n\n> The tail costs two engineers.\n>\n> Decision: the connectors end.\n\n"
+        "Jonas will own the calls.",
+        "Dana wrote:\n\n> The tail costs two engineers.\n\nJonas will own the calls.",
+    ),
+    (
+        "a reference alone inside a block quote",
+        "Dana wrote:\n\n> One stack is cheaper.\n>\n> `knowledge/platform/retro.md`\n>\n> Two never are.",
+        "Dana wrote:\n\n> One stack is cheaper.\n>\n> Two never are.",
+    ),
 ]
 
 
