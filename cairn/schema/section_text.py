@@ -150,8 +150,8 @@ def without_governance(
     end; inside a block quote its empty ``>`` lines are the gaps, ``_blank``, and outside one an
     empty ``>`` line is an empty line, ``_outside_quotes``); an ordered list's later items are
     renumbered over its items that went (``_renumbered``);
-    and a reply's opening reference goes with its separator (``REFERENCE_TOKEN``: ``Re: § IV.``).
-    A reference inside a sentence still leaves the sentence short.
+    and a reply's opening reference goes with its separator (``REFERENCE_TOKEN``: ``Re: § IV.``),
+    a reference inside a sentence with its sentence (``_without_inline``).
     """
     lines = text.split("\n")
     dropped = (
@@ -161,13 +161,15 @@ def without_governance(
         dropped |= {i for i, line in enumerate(lines) if ACCESS_LINE.match(line)}
     hidden = ((tags, EXEC_TAG_TOKEN), (refs, KNOWLEDGE_REF_TOKEN), (responses, REFERENCE_TOKEN))
     tokens = [token for hide, token in hidden if hide]
+    inline = [token for hide, token in hidden[1:] if hide]
+    written = _without_inline(lines, dropped, inline) if inline else lines
     out: list[tuple[int, str]] = []  # (line, text) of the lines kept
     # Blank lines still to drop behind the run of lines that went last: as many as stood before
     # it (all, at the top), so the gap left is the one the letter has between its paragraphs.
     behind = 0
     ended = False  # the last line read went
     for i, line in enumerate(lines):
-        kept = line
+        kept = written[i]
         for token in tokens:
             kept = token.sub("", kept).rstrip()
         if i in dropped or (not _blank(line) and _blank(kept)):
@@ -189,6 +191,108 @@ def without_governance(
             out.pop()
     shown = _renumbered(lines, dict(out)) if len(out) < len(lines) else [text for _, text in out]
     return "\n".join(_outside_quotes(shown))
+
+
+# A sentence ends at ``.``, ``!`` or ``?`` (and any closing quotes or brackets) before a space or
+# the end, unless the word it ends is a common abbreviation or an initial.
+SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s|$)")
+ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|Dr|Mr|Mrs|Ms|No|St|approx|Fig)|(?<![\w.])[A-Z])\.$")
+# A parenthesis that holds nothing but references (``(§ XXXIV)``, ``(`plan.md`)``, ``(see § II, § V)``).
+PARENTHESIS = re.compile(r"[ \t]*\(([^()\n]*)\)")
+FILLER = re.compile(r"[\s,;]+|\b(?:and|or|see|cf\.?)\b")
+
+
+def _without_inline(lines: list[str], dropped: set[int], tokens: list[re.Pattern[str]]) -> list[str]:
+    """``lines`` without the sentences that hold a hidden knowledge or section reference inside
+    them, and without a parenthesis that holds only such references, as the letter written without
+    them reads (``The details are in `x.md`.`` goes; ``the plan (`x.md`) assumes`` reads ``the plan
+    assumes``): cutting the reference alone left ``is in .`` and ``()``. A reply's opening ``Re: §
+    IV.`` goes alone (``REFERENCE_TOKEN``). A paragraph of prose is re-wrapped, greedily, at the
+    letter's widest line (a hard-wrapped letter's paragraph left a short line where the sentence
+    went), its lines after the last one it fills left empty (they go as a line the strip empties
+    does); a list item or a quoted line loses its sentences in place. Same length as ``lines``:
+    decision paragraphs are found on the text as stored."""
+    width = max((len(line) for line in lines), default=0)
+    out = list(lines)
+    i = 0
+    while i < len(lines):
+        if _blank(lines[i]) or i in dropped:
+            i += 1
+            continue
+        end = i
+        while end < len(lines) and not _blank(lines[end]) and end not in dropped:
+            end += 1
+        block = lines[i:end]
+        if any(token.search(line) for line in block for token in tokens):
+            if all(_prose(line) for line in block):
+                text = _cut(" ".join(line.strip() for line in block), tokens)
+                wrapped = _wrap(text, width) if text != " ".join(" ".join(block).split()) else block
+                out[i:end] = [*wrapped, *([""] * (end - i - len(wrapped)))]
+            else:
+                for k in range(i, end):
+                    prefix = (
+                        BULLET.match(lines[k].lstrip()) if not lines[k].lstrip().startswith("#") else None
+                    )
+                    lead = lines[k][: len(lines[k]) - len(lines[k].lstrip())] + (prefix[0] if prefix else "")
+                    if any(token.search(lines[k][len(lead) :]) for token in tokens):
+                        rest = _cut(lines[k][len(lead) :], tokens)
+                        out[k] = lead + rest if rest else ""
+        i = end
+    return out
+
+
+def _prose(line: str) -> bool:
+    stripped = line.strip()
+    return not (
+        BULLET.match(stripped)
+        or stripped.startswith(("#", "|", ">"))
+        or is_tag_line(line)
+        or DECISION.match(EXEC_TAG.sub("", stripped).strip())
+        or EXEC_TAG.search(stripped)
+    )
+
+
+def _cut(text: str, tokens: list[re.Pattern[str]]) -> str:
+    """``text`` (one paragraph or item, on one line) without a leading ``Re:`` reference, the
+    parentheses that hold only references, and the sentences that hold one."""
+    opener = REFERENCE_TOKEN.match(text) if REFERENCE_TOKEN in tokens else None
+    if opener is not None and opener[0].startswith("Re:"):
+        text = text[opener.end() :]
+
+    def only_references(m: re.Match[str]) -> str:
+        inner = m[1]
+        found = False
+        for token in tokens:
+            inner, n = token.subn("", inner)
+            found = found or n > 0
+        return "" if found and not FILLER.sub("", inner) else m[0]
+
+    text = PARENTHESIS.sub(only_references, text)
+    kept: list[str] = []
+    start = 0
+    for m in [*SENTENCE_END.finditer(text), None]:
+        stop = len(text) if m is None else m.end()
+        if m is not None and (ABBREVIATION.search(text[start : m.start() + 1]) or stop == start):
+            continue
+        sentence = text[start:stop]
+        if sentence.strip() and not any(token.search(sentence) for token in tokens):
+            kept.append(sentence.strip())
+        start = stop
+        if m is None or start >= len(text):
+            break
+    return " ".join(kept)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` wrapped greedily at ``width`` (a word longer than that on a line of its own): the
+    lines a greedy wrap at any width at least the paragraph's widest line made are made again."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
 
 
 def _blank(line: str) -> bool:

@@ -10,8 +10,9 @@ could tell which letters it reads hold an exec decision, an access line of their
 an earlier letter: whether a field it may not see holds a value. Now a stripped line takes one of
 the blank lines around it with it, a line the strip empties goes too, and a reply's opening
 reference goes with its separator (cairn/schema/section_text.py ``without_governance``,
-closed up). A reference inside a sentence (``see § III for``) still leaves its sentence
-visibly short (README, what the mask strips of a section).
+closed up). A reference inside a sentence (``see § III for``) left its sentence visibly short;
+since pass 17 the sentence (or a parenthesis of references alone) goes with it and the paragraph is
+wrapped again.
 
 The property: a letter whose hidden parts are stripped reads exactly as its twin written without
 them.
@@ -51,7 +52,8 @@ TWINS = [
     (
         "an access line and a reference alone on their lines",
         f"*Access: {ACCESS}*\n\nThe retrospective:\n`knowledge/platform/retro.md`\n\nOne stack is cheaper.",
-        "The retrospective:\n\nOne stack is cheaper.",
+        # the colon's sentence holds the reference (pass 17: its twin is not a dangling colon)
+        "One stack is cheaper.",
     ),
     (
         "two decisions in a row",
@@ -81,6 +83,30 @@ TWINS = [
         "a reference alone inside a block quote",
         "Dana wrote:\n\n> One stack is cheaper.\n>\n> `knowledge/platform/retro.md`\n>\n> Two never are.",
         "Dana wrote:\n\n> One stack is cheaper.\n>\n> Two never are.",
+    ),
+    # A reference inside a sentence: cut out alone, it left `is in .`, `()` or `Comparison:\n.` (7
+    # of the demo letters external reads); now the sentence or the parenthesis goes, and the
+    # paragraph is wrapped again at the letter's width, as its twin was written.
+    (
+        "a knowledge reference inside a sentence",
+        "The retrospective is in `knowledge/platform/retro.md`. The short\nversion: one stack is cheaper.",
+        "The short version: one stack is cheaper.",
+    ),
+    (
+        "references in parentheses",
+        "Our capacity plan (`knowledge/platform/gpu-plan.md`) assumes list prices, and\n"
+        "the questions raised (§ I, § II) stay open for the next quarter.",
+        "Our capacity plan assumes list prices, and the questions raised stay open for\nthe next quarter.",
+    ),
+    (
+        "a paragraph that only points to a file",
+        "Numbers from the beta are good.\n\nThe details are in `knowledge/assistant/beta.md`.",
+        "Numbers from the beta are good.",
+    ),
+    (
+        "a hard-wrapped reply",
+        "Re: § I. Marta is right and we have known it for two\nyears, since the first bank asked. See § II.",
+        "Marta is right and we have known it for two years,\nsince the first bank asked.",
     ),
 ]
 
