@@ -162,7 +162,7 @@ def without_governance(
     hidden = ((tags, EXEC_TAG_TOKEN), (refs, KNOWLEDGE_REF_TOKEN), (responses, REFERENCE_TOKEN))
     tokens = [token for hide, token in hidden if hide]
     inline = [token for hide, token in hidden[1:] if hide]
-    written = _without_inline(lines, dropped, inline) if inline else lines
+    written = _without_inline(lines, dropped, inline, _width(lines, dropped, tokens)) if inline else lines
     out: list[tuple[int, str]] = []  # (line, text) of the lines kept
     # Blank lines still to drop behind the run of lines that went last: as many as stood before
     # it (all, at the top), so the gap left is the one the letter has between its paragraphs.
@@ -202,17 +202,32 @@ PARENTHESIS = re.compile(r"[ \t]*\(([^()\n]*)\)")
 FILLER = re.compile(r"[\s,;]+|\b(?:and|or|see|cf\.?)\b")
 
 
-def _without_inline(lines: list[str], dropped: set[int], tokens: list[re.Pattern[str]]) -> list[str]:
+def _width(lines: list[str], dropped: set[int], tokens: list[re.Pattern[str]]) -> int:
+    """The letter's widest line as its reader sees it: of the lines that stay and hold nothing
+    hidden (a hidden decision line's or path's length must not set where shown text wraps), else of
+    the lines that stay, with what is hidden cut out."""
+    kept = [line for i, line in enumerate(lines) if i not in dropped]
+    clean = [len(line) for line in kept if not any(token.search(line) for token in tokens)]
+    if clean:
+        return max(clean)
+    cut = kept
+    for token in tokens:
+        cut = [token.sub("", line) for line in cut]
+    return max((len(line) for line in cut), default=0)
+
+
+def _without_inline(
+    lines: list[str], dropped: set[int], tokens: list[re.Pattern[str]], width: int
+) -> list[str]:
     """``lines`` without the sentences that hold a hidden knowledge or section reference inside
     them, and without a parenthesis that holds only such references, as the letter written without
     them reads (``The details are in `x.md`.`` goes; ``the plan (`x.md`) assumes`` reads ``the plan
     assumes``): cutting the reference alone left ``is in .`` and ``()``. A reply's opening ``Re: §
     IV.`` goes alone (``REFERENCE_TOKEN``). A paragraph of prose is re-wrapped, greedily, at the
-    letter's widest line (a hard-wrapped letter's paragraph left a short line where the sentence
-    went), its lines after the last one it fills left empty (they go as a line the strip empties
-    does); a list item or a quoted line loses its sentences in place. Same length as ``lines``:
-    decision paragraphs are found on the text as stored."""
-    width = max((len(line) for line in lines), default=0)
+    letter's widest line as its reader sees it (``_width``; a hard-wrapped letter's paragraph left
+    a short line where the sentence went), its lines after the last one it fills left empty (they
+    go as a line the strip empties does); a list item or a quoted line loses its sentences in
+    place. Same length as ``lines``: decision paragraphs are found on the text as stored."""
     out = list(lines)
     i = 0
     while i < len(lines):
@@ -226,8 +241,7 @@ def _without_inline(lines: list[str], dropped: set[int], tokens: list[re.Pattern
         if any(token.search(line) for line in block for token in tokens):
             if all(_prose(line) for line in block):
                 text = _cut(" ".join(line.strip() for line in block), tokens)
-                wrapped = _wrap(text, width) if text != " ".join(" ".join(block).split()) else block
-                out[i:end] = [*wrapped, *([""] * (end - i - len(wrapped)))]
+                out[i:end] = _rewrapped(text, block, tokens, width)
             else:
                 for k in range(i, end):
                     prefix = (
@@ -238,7 +252,23 @@ def _without_inline(lines: list[str], dropped: set[int], tokens: list[re.Pattern
                         rest = _cut(lines[k][len(lead) :], tokens)
                         out[k] = lead + rest if rest else ""
         i = end
+    assert len(out) == len(lines)  # decision paragraphs and dropped lines are numbered on ``lines``
     return out
+
+
+def _rewrapped(text: str, block: list[str], tokens: list[re.Pattern[str]], width: int) -> list[str]:
+    """``text``, what is left of the paragraph ``block``, as as many lines as ``block`` (the last
+    ones empty): one line if the paragraph was one, else wrapped at ``width`` or the widest of its
+    own lines without what is hidden, whichever is wider."""
+    if len(block) == 1 or not text:
+        return [text, *([""] * (len(block) - 1))]
+    cut = block
+    for token in tokens:
+        cut = [token.sub("", line).rstrip() for line in cut]
+    lines = _wrap(text, max(width, *(len(line) for line in cut)))
+    if len(lines) > len(block):  # never more lines than it had: the line numbers are the stored ones
+        lines = [*lines[: len(block) - 1], " ".join(lines[len(block) - 1 :])]
+    return [*lines, *([""] * (len(block) - len(lines)))]
 
 
 def _prose(line: str) -> bool:

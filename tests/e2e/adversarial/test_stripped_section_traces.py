@@ -89,14 +89,19 @@ TWINS = [
     # paragraph is wrapped again at the letter's width, as its twin was written.
     (
         "a knowledge reference inside a sentence",
+        "One stack is cheaper than two, and the second never gets cheaper.\n\n"
         "The retrospective is in `knowledge/platform/retro.md`. The short\nversion: one stack is cheaper.",
+        "One stack is cheaper than two, and the second never gets cheaper.\n\n"
         "The short version: one stack is cheaper.",
     ),
     (
         "references in parentheses",
+        "We priced the assistant for a year and the numbers hold up in every region.\n\n"
         "Our capacity plan (`knowledge/platform/gpu-plan.md`) assumes list prices, and\n"
         "the questions raised (§ I, § II) stay open for the next quarter.",
-        "Our capacity plan assumes list prices, and the questions raised stay open for\nthe next quarter.",
+        "We priced the assistant for a year and the numbers hold up in every region.\n\n"
+        "Our capacity plan assumes list prices, and the questions raised stay open\n"
+        "for the next quarter.",
     ),
     (
         "a paragraph that only points to a file",
@@ -104,9 +109,13 @@ TWINS = [
         "Numbers from the beta are good.",
     ),
     (
+        # wrapped at the widest line the reader sees: the opener's own line would tell its length
         "a hard-wrapped reply",
-        "Re: § I. Marta is right and we have known it for two\nyears, since the first bank asked. See § II.",
-        "Marta is right and we have known it for two years,\nsince the first bank asked.",
+        "Re: § I. Marta is right and we have known it for two\n"
+        "years, since the first bank asked. See § II.\n\n"
+        "Jonas will own the calls with the eleven customers.",
+        "Marta is right and we have known it for two years,\nsince the first bank asked.\n\n"
+        "Jonas will own the calls with the eleven customers.",
     ),
 ]
 
