@@ -147,9 +147,11 @@ def without_governance(
     them, so their place does not tell the reader that the letter held them. A line the strip
     empties goes too; each run of lines that went takes with it as many of the blank lines after
     it as stood before it (the gap the letter has between its paragraphs is left, none at either
-    end); an ordered list's later items are renumbered over its items that went (``_renumbered``);
-    and a reply's opening reference goes with its separator (``REFERENCE_TOKEN``: ``Re: § IV.``).
-    A reference inside a sentence still leaves the sentence short.
+    end; inside a block quote its empty ``>`` lines are the gaps, ``_blank``, and outside one an
+    empty ``>`` line is an empty line, ``_outside_quotes``); an ordered list's later items are
+    renumbered over its items that went (``_renumbered``);
+    and a reply's opening reference goes with its separator (``REFERENCE_TOKEN``: ``Re: § IV.``),
+    a reference inside a sentence with its sentence (``_without_inline``).
     """
     lines = text.split("\n")
     dropped = (
@@ -159,35 +161,194 @@ def without_governance(
         dropped |= {i for i, line in enumerate(lines) if ACCESS_LINE.match(line)}
     hidden = ((tags, EXEC_TAG_TOKEN), (refs, KNOWLEDGE_REF_TOKEN), (responses, REFERENCE_TOKEN))
     tokens = [token for hide, token in hidden if hide]
+    inline = [token for hide, token in hidden[1:] if hide]
+    written = _without_inline(lines, dropped, inline, _width(lines, dropped, tokens)) if inline else lines
     out: list[tuple[int, str]] = []  # (line, text) of the lines kept
     # Blank lines still to drop behind the run of lines that went last: as many as stood before
     # it (all, at the top), so the gap left is the one the letter has between its paragraphs.
     behind = 0
     ended = False  # the last line read went
     for i, line in enumerate(lines):
-        kept = line
+        kept = written[i]
         for token in tokens:
             kept = token.sub("", kept).rstrip()
-        if i in dropped or (line.strip() and not kept.strip()):
+        if i in dropped or (not _blank(line) and _blank(kept)):
             if not ended:
                 blanks = 0
-                while blanks < len(out) and not out[-1 - blanks][1].strip():
+                while blanks < len(out) and _blank(out[-1 - blanks][1]):
                     blanks += 1
                 behind = blanks if blanks < len(out) else len(lines)
             ended = True
             continue
         ended = False
-        if behind and not kept.strip():
+        if behind and _blank(kept):
             behind -= 1
             continue
         behind = 0
         out.append((i, kept))
     if ended:
-        while out and not out[-1][1].strip():
+        while out and _blank(out[-1][1]):
             out.pop()
-    if len(out) < len(lines):
-        return "\n".join(_renumbered(lines, dict(out)))
-    return "\n".join(text for _, text in out)
+    shown = _renumbered(lines, dict(out)) if len(out) < len(lines) else [text for _, text in out]
+    return "\n".join(_outside_quotes(shown))
+
+
+# A sentence ends at ``.``, ``!`` or ``?`` (and any closing quotes or brackets) before a space or
+# the end, unless the word it ends is a common abbreviation or an initial.
+SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s|$)")
+ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|Dr|Mr|Mrs|Ms|No|St|approx|Fig)|(?<![\w.])[A-Z])\.$")
+# A parenthesis that holds nothing but references (``(§ XXXIV)``, ``(`plan.md`)``, ``(see § II, § V)``).
+PARENTHESIS = re.compile(r"[ \t]*\(([^()\n]*)\)")
+FILLER = re.compile(r"[\s,;]+|\b(?:and|or|see|cf\.?)\b")
+
+
+def _width(lines: list[str], dropped: set[int], tokens: list[re.Pattern[str]]) -> int:
+    """The letter's widest line as its reader sees it: of the lines that stay and hold nothing
+    hidden (a hidden decision line's or path's length must not set where shown text wraps), else of
+    the lines that stay, with what is hidden cut out."""
+    kept = [line for i, line in enumerate(lines) if i not in dropped]
+    clean = [len(line) for line in kept if not any(token.search(line) for token in tokens)]
+    if clean:
+        return max(clean)
+    cut = kept
+    for token in tokens:
+        cut = [token.sub("", line) for line in cut]
+    return max((len(line) for line in cut), default=0)
+
+
+def _without_inline(
+    lines: list[str], dropped: set[int], tokens: list[re.Pattern[str]], width: int
+) -> list[str]:
+    """``lines`` without the sentences that hold a hidden knowledge or section reference inside
+    them, and without a parenthesis that holds only such references, as the letter written without
+    them reads (``The details are in `x.md`.`` goes; ``the plan (`x.md`) assumes`` reads ``the plan
+    assumes``): cutting the reference alone left ``is in .`` and ``()``. A reply's opening ``Re: §
+    IV.`` goes alone (``REFERENCE_TOKEN``). A paragraph of prose is re-wrapped, greedily, at the
+    letter's widest line as its reader sees it (``_width``; a hard-wrapped letter's paragraph left
+    a short line where the sentence went), its lines after the last one it fills left empty (they
+    go as a line the strip empties does); a list item or a quoted line loses its sentences in
+    place. Same length as ``lines``: decision paragraphs are found on the text as stored."""
+    out = list(lines)
+    i = 0
+    while i < len(lines):
+        if _blank(lines[i]) or i in dropped:
+            i += 1
+            continue
+        end = i
+        while end < len(lines) and not _blank(lines[end]) and end not in dropped:
+            end += 1
+        block = lines[i:end]
+        if any(token.search(line) for line in block for token in tokens):
+            if all(_prose(line) for line in block):
+                text = _cut(" ".join(line.strip() for line in block), tokens)
+                out[i:end] = _rewrapped(text, block, tokens, width)
+            else:
+                for k in range(i, end):
+                    prefix = (
+                        BULLET.match(lines[k].lstrip()) if not lines[k].lstrip().startswith("#") else None
+                    )
+                    lead = lines[k][: len(lines[k]) - len(lines[k].lstrip())] + (prefix[0] if prefix else "")
+                    if any(token.search(lines[k][len(lead) :]) for token in tokens):
+                        rest = _cut(lines[k][len(lead) :], tokens)
+                        out[k] = lead + rest if rest else ""
+        i = end
+    assert len(out) == len(lines)  # decision paragraphs and dropped lines are numbered on ``lines``
+    return out
+
+
+def _rewrapped(text: str, block: list[str], tokens: list[re.Pattern[str]], width: int) -> list[str]:
+    """``text``, what is left of the paragraph ``block``, as as many lines as ``block`` (the last
+    ones empty): one line if the paragraph was one, else wrapped at ``width`` or the widest of its
+    own lines without what is hidden, whichever is wider."""
+    if len(block) == 1 or not text:
+        return [text, *([""] * (len(block) - 1))]
+    cut = block
+    for token in tokens:
+        cut = [token.sub("", line).rstrip() for line in cut]
+    lines = _wrap(text, max(width, *(len(line) for line in cut)))
+    if len(lines) > len(block):  # never more lines than it had: the line numbers are the stored ones
+        lines = [*lines[: len(block) - 1], " ".join(lines[len(block) - 1 :])]
+    return [*lines, *([""] * (len(block) - len(lines)))]
+
+
+def _prose(line: str) -> bool:
+    stripped = line.strip()
+    return not (
+        BULLET.match(stripped)
+        or stripped.startswith(("#", "|", ">"))
+        or is_tag_line(line)
+        or DECISION.match(EXEC_TAG.sub("", stripped).strip())
+        or EXEC_TAG.search(stripped)
+    )
+
+
+def _cut(text: str, tokens: list[re.Pattern[str]]) -> str:
+    """``text`` (one paragraph or item, on one line) without a leading ``Re:`` reference, the
+    parentheses that hold only references, and the sentences that hold one."""
+    opener = REFERENCE_TOKEN.match(text) if REFERENCE_TOKEN in tokens else None
+    if opener is not None and opener[0].startswith("Re:"):
+        text = text[opener.end() :]
+
+    def only_references(m: re.Match[str]) -> str:
+        inner = m[1]
+        found = False
+        for token in tokens:
+            inner, n = token.subn("", inner)
+            found = found or n > 0
+        return "" if found and not FILLER.sub("", inner) else m[0]
+
+    text = PARENTHESIS.sub(only_references, text)
+    kept: list[str] = []
+    start = 0
+    for m in [*SENTENCE_END.finditer(text), None]:
+        stop = len(text) if m is None else m.end()
+        if m is not None and (ABBREVIATION.search(text[start : m.start() + 1]) or stop == start):
+            continue
+        sentence = text[start:stop]
+        if sentence.strip() and not any(token.search(sentence) for token in tokens):
+            kept.append(sentence.strip())
+        start = stop
+        if m is None or start >= len(text):
+            break
+    return " ".join(kept)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` wrapped greedily at ``width`` (a word longer than that on a line of its own): the
+    lines a greedy wrap at any width at least the paragraph's widest line made are made again."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def _blank(line: str) -> bool:
+    """A line that only parts paragraphs: empty, or a block quote's empty line (``>``, ``> >``): a
+    decision quoted between two quoted paragraphs left two ``>`` lines where its twin has one."""
+    return not line.strip(" \t>")
+
+
+def _outside_quotes(lines: list[str]) -> list[str]:
+    """``lines`` with each empty ``>`` line that no longer parts two quoted lines made a plain
+    empty line: a decision that ended a block quote took the quote's last line with it and left
+    its ``>`` gap before the letter's next paragraph, where the twin has an empty line."""
+    out = list(lines)
+    previous: bool | None = None  # whether the last line with text was quoted (None: none yet)
+    gaps: list[int] = []  # the empty ``>`` lines since it
+    for i, line in enumerate([*lines, ""]):
+        if i < len(lines) and _blank(line):
+            if line.strip():
+                gaps.append(i)
+            continue
+        quoted = i < len(lines) and line.lstrip().startswith(">")
+        if not (previous and quoted):
+            for j in gaps:
+                out[j] = ""
+        previous, gaps = quoted, []
+    return out
 
 
 ORDERED_ITEM = re.compile(r"^(?P<lead>[ \t]*)(?P<n>\d{1,9})(?P<tail>[.)][ \t].*)$")

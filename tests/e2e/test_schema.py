@@ -158,7 +158,7 @@ def test_migrate_rebuilds_a_quantized_vector_index(driver: Driver, label: str, r
 @pytest.fixture
 def old_section(driver: Driver, embedder: Embedder) -> Any:
     """A section as a schema 6 database holds it: embedded from its text with a knowledge path."""
-    params = {"id": "test-schema-section", "body": "Terms in knowledge/falcon/terms.md"}
+    params = {"id": "test-schema-section", "body": "Terms agreed. Terms in knowledge/falcon/terms.md"}
     driver.execute_query(
         "CREATE (s:Entity:Section {id: $id, title: 'Terms', body: $body,"
         " embedding: [1.0] + [x IN range(2, $d) | 0.0], embedding_model: 'old'})",
@@ -191,7 +191,8 @@ def test_migrate_marks_sections_embedded_from_older_text(
     migrate(driver)  # once upgraded, nothing more is marked
     assert sections_to_reembed(driver) == 0
     records, _, _ = driver.execute_query(read, id=old_section["id"])
-    assert embeddable_text("Terms", old_section["body"]) == "Terms\nTerms in"
+    # the sentence that holds the path goes with it (schema 11)
+    assert embeddable_text("Terms", old_section["body"]) == "Terms\nTerms agreed."
     expected = embedder.embed([embeddable_text("Terms", old_section["body"])])[0]
     assert records[0]["model"] == embedder.name
     assert records[0]["v"] == pytest.approx([float(x) for x in expected], abs=1e-6)

@@ -22,7 +22,8 @@ TWINS = [
         "Marta is right.\n\nJonas calls.",
     ),
     (f"Decision: to Porto.\n\nThe agenda follows.\n{ACCESS}", "The agenda follows."),
-    (f"{ACCESS}\n\nThe retro:\n`knowledge/retro.md`\n\nOne stack.", "The retro:\n\nOne stack."),
+    (f"{ACCESS}\n\nThe retro:\n`knowledge/retro.md`\n\nOne stack.", "One stack."),
+    ("The plan (`knowledge/plan.md`) holds. It is\nin `knowledge/x.md`. See § II.", "The plan holds."),
     ("Re: II — we agree.\n\nThe rest.", "we agree.\n\nThe rest."),
     (
         "Steps:\n\n1. Decision: end it.\n2. Jonas calls.\n3. Marta writes.",

@@ -34,17 +34,17 @@ LEAD = "Vendor onboarding review: the checklist needs one owner per region."
 # the (title, body) of each as filed. A title with an exec tag is a decision line: not read.
 PAIRS = {
     "path": (
-        ("Onboarding owners", f"{LEAD}\nThe terms are in"),
+        ("Onboarding owners", LEAD),
         [
             ("Onboarding owners", f"{LEAD}\nThe terms are in knowledge/falcon/acquisition-terms.md"),
-            ("Onboarding owners", f"{LEAD}\nThe terms are in"),
+            ("Onboarding owners", LEAD),
         ],
     ),
     "reference": (
-        ("Onboarding owners again", f"{LEAD}\nAs the Falcon acquisition letter said in"),
+        ("Onboarding owners again", LEAD),
         [
             ("Onboarding owners again", f"{LEAD}\nAs the Falcon acquisition letter said in § 1"),
-            ("Onboarding owners again", f"{LEAD}\nAs the Falcon acquisition letter said in"),
+            ("Onboarding owners again", LEAD),
         ],
     ),
     "title tag": (

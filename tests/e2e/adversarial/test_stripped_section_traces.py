@@ -10,8 +10,9 @@ could tell which letters it reads hold an exec decision, an access line of their
 an earlier letter: whether a field it may not see holds a value. Now a stripped line takes one of
 the blank lines around it with it, a line the strip empties goes too, and a reply's opening
 reference goes with its separator (cairn/schema/section_text.py ``without_governance``,
-closed up). A reference inside a sentence (``see § III for``) still leaves its sentence
-visibly short (README, what the mask strips of a section).
+closed up). A reference inside a sentence (``see § III for``) left its sentence visibly short;
+since pass 17 the sentence (or a parenthesis of references alone) goes with it and the paragraph is
+wrapped again.
 
 The property: a letter whose hidden parts are stripped reads exactly as its twin written without
 them.
@@ -51,7 +52,8 @@ TWINS = [
     (
         "an access line and a reference alone on their lines",
         f"*Access: {ACCESS}*\n\nThe retrospective:\n`knowledge/platform/retro.md`\n\nOne stack is cheaper.",
-        "The retrospective:\n\nOne stack is cheaper.",
+        # the colon's sentence holds the reference (pass 17: its twin is not a dangling colon)
+        "One stack is cheaper.",
     ),
     (
         "two decisions in a row",
@@ -68,6 +70,52 @@ TWINS = [
         "a decision between paragraphs two blank lines apart",
         "Marta is right.\n\n\nDecision: the connectors end.\n\n\nJonas will own the calls.",
         "Marta is right.\n\n\nJonas will own the calls.",
+    ),
+    # Red-team pass 17: a quoted decision that ended its quote left the quote's empty `>` line
+    # before the next paragraph; a reference alone on a quoted line left two `>` lines.
+    (
+        "a decision that ends a block quote",
+        "Dana wrote:\n\n> The tail costs two engineers.\n>\n> Decision: the connectors end.\n\n"
+        "Jonas will own the calls.",
+        "Dana wrote:\n\n> The tail costs two engineers.\n\nJonas will own the calls.",
+    ),
+    (
+        "a reference alone inside a block quote",
+        "Dana wrote:\n\n> One stack is cheaper.\n>\n> `knowledge/platform/retro.md`\n>\n> Two never are.",
+        "Dana wrote:\n\n> One stack is cheaper.\n>\n> Two never are.",
+    ),
+    # A reference inside a sentence: cut out alone, it left `is in .`, `()` or `Comparison:\n.` (7
+    # of the demo letters external reads); now the sentence or the parenthesis goes, and the
+    # paragraph is wrapped again at the letter's width, as its twin was written.
+    (
+        "a knowledge reference inside a sentence",
+        "One stack is cheaper than two, and the second never gets cheaper.\n\n"
+        "The retrospective is in `knowledge/platform/retro.md`. The short\nversion: one stack is cheaper.",
+        "One stack is cheaper than two, and the second never gets cheaper.\n\n"
+        "The short version: one stack is cheaper.",
+    ),
+    (
+        "references in parentheses",
+        "We priced the assistant for a year and the numbers hold up in every region.\n\n"
+        "Our capacity plan (`knowledge/platform/gpu-plan.md`) assumes list prices, and\n"
+        "the questions raised (§ I, § II) stay open for the next quarter.",
+        "We priced the assistant for a year and the numbers hold up in every region.\n\n"
+        "Our capacity plan assumes list prices, and the questions raised stay open\n"
+        "for the next quarter.",
+    ),
+    (
+        "a paragraph that only points to a file",
+        "Numbers from the beta are good.\n\nThe details are in `knowledge/assistant/beta.md`.",
+        "Numbers from the beta are good.",
+    ),
+    (
+        # wrapped at the widest line the reader sees: the opener's own line would tell its length
+        "a hard-wrapped reply",
+        "Re: § I. Marta is right and we have known it for two\n"
+        "years, since the first bank asked. See § II.\n\n"
+        "Jonas will own the calls with the eleven customers.",
+        "Marta is right and we have known it for two years,\nsince the first bank asked.\n\n"
+        "Jonas will own the calls with the eleven customers.",
     ),
 ]
 
