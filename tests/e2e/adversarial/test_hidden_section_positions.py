@@ -160,3 +160,15 @@ def test_a_narrowed_writers_sync_report_is_the_same_without_the_hidden_sections(
     expected = writer_syncs_a_probe(client, registry)
     stores.demo()
     assert writer_syncs_a_probe(client, registry) == expected
+
+
+def test_external_reads_no_filed_numbers(client: TestClient, registry: PolicyRegistry) -> None:
+    """The authors' filed numbers (XVI, then XVIII) would place the letters external may not read
+    in their gaps (red-team pass 17): its rule, which hides their references, hides them too."""
+    headers = passport(registry, "external")
+    tail = gql(client, TAIL, headers)["data"]["correspondenceTail"]
+    assert len(tail) == 39 and [row["sectionNumber"] for row in tail] == list(range(1, 40))
+    assert all(row["filedId"] is None and row["collision"] is None for row in tail)
+    for row in gql(client, IDS, headers)["data"]["correspondenceTail"]:
+        node = gql(client, NODE, headers, id=row["id"])["data"]["node"]
+        assert "filed_id" not in node["fields"] and "filed_id" in node["masked"], node
