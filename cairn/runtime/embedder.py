@@ -382,10 +382,11 @@ _torch_threads: int | None = None  # None: one for a small pass, torch's default
 
 
 def set_torch_threads(threads: int) -> None:
-    """Intra-op threads for every forward pass in this process (docs/design.md §Embedding under
-    load): a server gets its parallelism from batching concurrent requests, and intra-op threads
-    that wait on each other at every operator stall whenever another process holds a core.
-    Applied by the model thread before its next pass (OpenMP keeps the setting per thread)."""
+    """Intra-op threads for every torch pass in this process (a small pass runs on ``_QueryModel``,
+    one thread; docs/design.md §Embedding under load): a server gets its parallelism from
+    batching concurrent requests, and intra-op threads that wait on each other at every operator
+    stall whenever another process holds a core. Applied by the model thread before its next pass
+    (OpenMP keeps the setting per thread)."""
     global _torch_threads
     _torch_threads = max(1, threads)
 
