@@ -17,6 +17,7 @@ from cairn.graph.org import SEARCH_QUERY
 from cairn.graph.org import SEARCHABLE_LABELS as SEARCHABLE_LABELS  # the labels it ranks
 from cairn.policy.preselector import CandidateNode, drop_dangling_references, mask
 from cairn.policy.scope import Scope
+from cairn.runtime.database import read
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ def search_org(
         "threshold": threshold,
         "labels": [lbl for lbl in labels if lbl in SEARCHABLE_LABELS],
     }
-    records, _, _ = driver.execute_query(SEARCH_QUERY, params)
+    records = read(driver, SEARCH_QUERY, params)
     hits = []
     for r in records:
         fields, masked = mask(r["label"], r["props"], scope)

@@ -31,6 +31,7 @@ from cairn.memory.dossiers.summary import summary_of
 from cairn.memory.dossiers.voting import VOTE_THRESHOLD
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
+from cairn.runtime.database import read
 from cairn.runtime.embedder import Embedder, get_embedder
 
 # The index is asked for FIRST_FETCH candidates, then four times as many while its answer is not
@@ -95,7 +96,7 @@ def _visible_facts(
     driver: Driver, scope: Scope, dossier_ids: Sequence[str], limit: int | None = None
 ) -> dict[str, _Facts]:
     params = {**scope.cypher_params(), "ids": list(dossier_ids), "limit": limit}
-    records, _, _ = driver.execute_query(cypher.VISIBLE_FACTS, params)
+    records = read(driver, cypher.VISIBLE_FACTS, params)
     return {r["dossier_id"]: _facts(r.data(), scope) for r in records}
 
 
@@ -174,14 +175,13 @@ def _search(driver: Driver, params: dict[str, Any]) -> dict[str, Any]:
     """The index answer if it is complete (see the module docstring), else the exact scan."""
     fetch = FIRST_FETCH
     while fetch <= MAX_FETCH:
-        records, _, _ = driver.execute_query(
-            cypher.DOSSIER_SEARCH_INDEXED, {**params, "index": cypher.FACT_VECTOR_INDEX, "fetch": fetch}
-        )
+        indexed = {**params, "index": cypher.FACT_VECTOR_INDEX, "fetch": fetch}
+        records = read(driver, cypher.DOSSIER_SEARCH_INDEXED, indexed)
         record = records[0].data()
         if record["fetched"] < fetch or record["lowest"] < params["min_score"]:
             return record
         fetch *= 4
-    records, _, _ = driver.execute_query(cypher.DOSSIER_SEARCH_EXACT, params)
+    records = read(driver, cypher.DOSSIER_SEARCH_EXACT, params)
     return records[0].data()
 
 

@@ -40,6 +40,7 @@ from cairn.memory.factors.intents import IntentClassifier, intent_classifier
 from cairn.memory.factors.models import Intent, LinkedEntity, Route
 from cairn.memory.factors.timeframe import parse_since
 from cairn.policy.scope import Scope
+from cairn.runtime.database import read
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.llm import LLMClient, LLMUnavailable
 from cairn.runtime.stopwords import ROUTER_STOP_WORDS as STOPWORDS
@@ -174,9 +175,7 @@ class LearnedRouter:
         self.classifier = classifier or intent_classifier(embedder)
 
     def _candidates(self, scope: Scope, vector: list[float] | None) -> list[_Candidate]:
-        records, _, _ = self.driver.execute_query(
-            queries.LINKABLE_NODES, {**scope.cypher_params(), "q": vector}
-        )
+        records = read(self.driver, queries.LINKABLE_NODES, {**scope.cypher_params(), "q": vector})
         out = []
         for r in records:
             forms = {tuple(tokens(str(r["name"] or ""))), tuple(tokens(str(r["id"]).replace("_", " ")))}
@@ -211,9 +210,8 @@ class LearnedRouter:
         if ranked:
             top = ranked[0]
             best = LinkedEntity(top.id, top.label, top.name, top.score, "vector")
-        records, _, _ = self.driver.execute_query(
-            queries.JOURNAL_LINK, {**scope.cypher_params(), "q": vector, "threshold": ENTITY_THRESHOLD}
-        )
+        params = {**scope.cypher_params(), "q": vector, "threshold": ENTITY_THRESHOLD}
+        records = read(self.driver, queries.JOURNAL_LINK, params)
         for r in records:
             if best is None or float(r["score"]) > best.score:
                 best = LinkedEntity(

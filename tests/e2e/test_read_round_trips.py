@@ -1,0 +1,81 @@
+"""The reads behind a search, a dossier search and a factor question's entity linking each take one
+round trip (docs/design.md §One driver model): an auto-commit query through ``database.read``,
+not ``driver.execute_query``, whose managed transaction adds a COMMIT (issue 15, mixed load)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from neo4j import Driver
+
+from cairn.memory.dossiers.retriever import retrieve_relevant_dossiers
+from cairn.memory.factors.router import LearnedRouter
+from cairn.memory.org_search import search_org
+from cairn.policy.profiles import PolicyRegistry
+from cairn.policy.scope import Scope
+from cairn.runtime.embedder import Embedder
+from tests.e2e.conftest import whole_demo
+
+
+class RoundTrips:
+    """The real driver, counting round trips: an auto-commit query (a session's one run) is one, a
+    managed transaction of one query (``execute_query``: BEGIN and RUN pipelined, then COMMIT) two."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self.trips = 0
+
+    def session(self, **kwargs: Any) -> Any:
+        self.trips += 1
+        return self.driver.session(**kwargs)
+
+    def execute_query(self, *args: Any, **kwargs: Any) -> Any:
+        self.trips += 2
+        return self.driver.execute_query(*args, **kwargs)
+
+    @property
+    def execute_query_bookmark_manager(self) -> Any:
+        return self.driver.execute_query_bookmark_manager
+
+
+@pytest.fixture(scope="module")
+def demo(driver: Driver) -> Driver:
+    return whole_demo(driver)
+
+
+@pytest.fixture(scope="module")
+def staff(registry: PolicyRegistry) -> Scope:
+    return Scope.from_profile(registry.roles["staff"])
+
+
+def test_an_org_search_is_one_round_trip(demo: Driver, staff: Scope, embedder: Embedder) -> None:
+    vector = embedder.embed_one("what did we decide about the on-prem connectors")
+    counted = RoundTrips(demo)
+    got = search_org(counted, staff, vector, k=5)  # type: ignore[arg-type]
+    assert counted.trips == 1
+    assert got.hits and got == search_org(demo, staff, vector, k=5)
+
+
+def test_a_dossier_search_is_two_round_trips(demo: Driver, staff: Scope, embedder: Embedder) -> None:
+    """The index's answer (complete here) and the found dossiers' visible facts."""
+    counted = RoundTrips(demo)
+    got = retrieve_relevant_dossiers(counted, staff, "vegetarian recipes", embedder=embedder)  # type: ignore[arg-type]
+    assert counted.trips == 2
+    assert got.dossiers and got == retrieve_relevant_dossiers(
+        demo, staff, "vegetarian recipes", embedder=embedder
+    )
+
+
+def test_linking_a_questions_entity_is_one_round_trip_per_read(
+    demo: Driver, staff: Scope, embedder: Embedder
+) -> None:
+    """The linkable nodes, then (nothing linked by name) the journal's nearest entry."""
+    vector = embedder.embed_one("the thing with the numbers")
+    counted = RoundTrips(demo)
+    router = LearnedRouter(counted, embedder)  # type: ignore[arg-type]
+    linked = router._link("how is the thing with the numbers?", staff, "why_value", vector)
+    assert counted.trips == 2
+    assert linked == LearnedRouter(demo, embedder)._link(
+        "how is the thing with the numbers?", staff, "why_value", vector
+    )
