@@ -22,6 +22,7 @@ from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder
 from cairn.schema.checksum import graph_checksum
 from tests.e2e.conftest import load_factors
+from tests.e2e.round_trips import RoundTrips
 
 NOW = datetime(2024, 10, 30, 12, 0, tzinfo=UTC)
 
@@ -213,26 +214,6 @@ def test_hidden_nodes_never_appear_in_what_if(demo: Driver, staff: Scope, manage
 # -- one round trip per question (issue 15) ----------------------------------------------------
 
 
-class CountingDriver:
-    """The real driver, counting the queries sent through it (sessions and execute_query)."""
-
-    def __init__(self, driver: Driver) -> None:
-        self.driver = driver
-        self.calls = 0
-
-    def session(self, **kwargs: Any) -> Any:
-        self.calls += 1
-        return self.driver.session(**kwargs)
-
-    def execute_query(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls += 1
-        return self.driver.execute_query(*args, **kwargs)
-
-    @property
-    def execute_query_bookmark_manager(self) -> Any:
-        return self.driver.execute_query_bookmark_manager
-
-
 @pytest.mark.parametrize(
     "ask",
     [
@@ -244,7 +225,7 @@ class CountingDriver:
     ids=["why_blocked", "why_value", "what_if", "what_changed"],
 )
 def test_each_question_is_one_round_trip(demo: Driver, staff: Scope, ask: Any) -> None:
-    counting = CountingDriver(demo)
+    counting = RoundTrips(demo)
     answered = ask(counting, staff)
-    assert counting.calls == 1
+    assert counting.trips == 1
     assert answered.evidence() == ask(demo, staff).evidence()  # and the answer is the real one

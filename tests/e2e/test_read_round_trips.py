@@ -4,8 +4,6 @@ not ``driver.execute_query``, whose managed transaction adds a COMMIT (issue 15,
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from neo4j import Driver
 
@@ -16,27 +14,7 @@ from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.runtime.embedder import Embedder
 from tests.e2e.conftest import whole_demo
-
-
-class RoundTrips:
-    """The real driver, counting round trips: an auto-commit query (a session's one run) is one, a
-    managed transaction of one query (``execute_query``: BEGIN and RUN pipelined, then COMMIT) two."""
-
-    def __init__(self, driver: Driver) -> None:
-        self.driver = driver
-        self.trips = 0
-
-    def session(self, **kwargs: Any) -> Any:
-        self.trips += 1
-        return self.driver.session(**kwargs)
-
-    def execute_query(self, *args: Any, **kwargs: Any) -> Any:
-        self.trips += 2
-        return self.driver.execute_query(*args, **kwargs)
-
-    @property
-    def execute_query_bookmark_manager(self) -> Any:
-        return self.driver.execute_query_bookmark_manager
+from tests.e2e.round_trips import RoundTrips
 
 
 @pytest.fixture(scope="module")
