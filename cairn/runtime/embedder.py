@@ -81,7 +81,7 @@ class _QueryModel:
     """
 
     def __init__(self, model: Any, model_path: Path) -> None:
-        from onnxruntime import InferenceSession, SessionOptions  # type: ignore[attr-defined]
+        from onnxruntime import InferenceSession, SessionOptions
 
         self.tokenizer = model.tokenizer
         graph = self._graph(model, model_path)
