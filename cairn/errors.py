@@ -17,6 +17,7 @@ and ``extensions()``) and once to a CLI exit (``refusal`` in ``cairn/commands/co
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -76,4 +77,17 @@ def in_range(argument: str, value: int, low: int, high: int | None = None) -> in
     if value < low or (high is not None and value > high):
         bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
         raise ArgumentRefused("INVALID_ARGUMENT", f"{argument} must be {bounds}", argument)
+    return value
+
+
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+def a_name(argument: str, value: str) -> str:
+    """``value`` if it is a short lower-case name (``why_decision``), else a refusal naming
+    ``argument``: a free text of up to 4,000 characters was echoed in the meta and stored in
+    every trace of the request."""
+    if _NAME.fullmatch(value) is None:
+        why = f"{argument} must be a lower-case name of at most 64 letters, digits or _"
+        raise ArgumentRefused("INVALID_ARGUMENT", why, argument)
     return value

@@ -660,6 +660,10 @@ _DENSE_AND_NAMED = """size(visible) AS dense_count, visible[..$depth] AS dense,
 # The dense list from the vector index, as a subquery body. The index keeps full floats (schema 5,
 # ``cairn.schema.migrate.FACT_INDEX``), so its score is the exact cosine on the same (1 + cos) / 2
 # scale as ``vector.similarity.cosine``: no candidate's vector is read again to re-score it.
+# The index answers best first, so the first ``$dense_pool`` visible candidates are the best ones:
+# the cut comes before the sort, and visibility is checked only until the pool is full (half the
+# fetch when nothing is hidden; checking all of it was a third of the list's cost). Candidates of
+# equal score at the cut keep the index's order.
 FACT_DENSE_FROM_INDEX = f"""
   CALL db.index.vector.queryNodes($vector_index, $dense_fetch, $vec) YIELD node, score
   WITH collect({{f: node, score: score}}) AS fetched
@@ -669,8 +673,9 @@ FACT_DENSE_FROM_INDEX = f"""
     MATCH (d:Dossier)-[:HAS_FACT]->(f)
     WHERE {_FACT_CANDIDATE_VISIBLE}
     WITH f, d, score
-    ORDER BY score DESC, f.id
     LIMIT $dense_pool
+    WITH f, d, score
+    ORDER BY score DESC, f.id
     RETURN collect({_FACT_CANDIDATE}) AS visible
   }}
   RETURN size(fetched) AS dense_fetched, {_DENSE_AND_NAMED}
@@ -774,12 +779,22 @@ FACT_FUSE = f"""
 # The visible facts told within ``$window`` turns of a seed (one of the top ``$seeds`` fused
 # facts) in its block (session); null window: the whole block. Matched by the block and turn only
 # where the scope shows them on both facts: a hidden one never lifts a score nor says "block".
+# A fact further than the window by its stored turns is passed over before anything else is
+# checked: the distance below would drop it anyway (unknown where a turn is hidden, and an unknown
+# distance is not within the window), so this changes no answer, only how many of a block's facts
+# have their visibility checked (a tenth of a session, not all of it). The check is a subquery per
+# fact kept, so no plan can walk the block's edges first.
 FACT_BLOCK_NEIGHBOURS = f"""
   UNWIND fused[..$seeds] AS top
   MATCH (s:Fact {{id: top.id}})
   WHERE {field_shown("s", "source_block_id")}
-  MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact {{source_block_id: s.source_block_id}})
-  WHERE f <> s AND {_FACT_CANDIDATE_VISIBLE} AND {field_shown("f", "source_block_id")}
+  MATCH (f:Fact {{source_block_id: s.source_block_id}})
+  WHERE f <> s AND ($window IS NULL OR abs(s.turn_index - f.turn_index) <= $window)
+  CALL (f) {{
+    MATCH (d:Dossier)-[:HAS_FACT]->(f)
+    WHERE {_FACT_CANDIDATE_VISIBLE} AND {field_shown("f", "source_block_id")}
+    RETURN d
+  }}
   WITH top, f, d, 0.0 AS score,
        CASE WHEN s.turn_index IS NULL OR f.turn_index IS NULL
               OR NOT ({field_shown("s", "turn_index")} AND {field_shown("f", "turn_index")}) THEN null

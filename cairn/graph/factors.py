@@ -20,6 +20,7 @@ from cairn.policy.acl import (
     MAX_HOPS,
     acl_visible,
     edge_allowed,
+    edge_type_walkable,
     field_shown,
     hop_bound,
     name_masked,
@@ -52,6 +53,10 @@ _NEWEST_FIRST = f"{_AT} DESC, e.seq DESC, e.id DESC"
 _ABOUT_FROM_FACTOR = edge_allowed("ABOUT", "e", "f", "in")
 # A factor ``g`` reached from an entry ``e`` that it influenced.
 _INFLUENCE_FROM_ENTRY = edge_allowed("INFLUENCED_BY", "e", "g", "out")
+# Only a type the scope walks somewhere can hide something from it (acl.edge_type_walkable): a
+# role that walks no INFLUENCED_BY (DEPENDS_ON) edge is not told an entry (a factor) has one.
+_INFLUENCE_WALKABLE = edge_type_walkable("'INFLUENCED_BY'")
+_DEPENDS_WALKABLE = edge_type_walkable("'DEPENDS_ON'")
 
 # -- journal entries -----------------------------------------------------------------------------
 
@@ -61,7 +66,8 @@ _ENTRY_INFLUENCES = f"""
 CALL (e) {{
   OPTIONAL MATCH (e)-[:INFLUENCED_BY]->(g:Entity)
   WITH CASE WHEN g IS NULL THEN null
-            WHEN {_VISIBLE_G} AND {_INFLUENCE_FROM_ENTRY} THEN g.id ELSE '' END AS seen
+            WHEN {_VISIBLE_G} AND {_INFLUENCE_FROM_ENTRY} THEN g.id
+            WHEN {_INFLUENCE_WALKABLE} THEN '' END AS seen
   WITH collect(seen) AS seen
   RETURN [i IN seen WHERE i <> ''] AS influence, '' IN seen AS hidden_influence
 }}
@@ -244,7 +250,8 @@ WITH x,
      collect(CASE WHEN y_reachable
                   THEN {{target: y.id, min_value: coalesce(r.min_value, 0.0), weight: r.weight}}
              END) AS edges,
-     count(CASE WHEN r IS NOT NULL AND NOT y_reachable THEN 1 END) > 0 AS needs_hidden,
+     count(CASE WHEN r IS NOT NULL AND NOT y_reachable AND {_DEPENDS_WALKABLE} THEN 1 END) > 0
+       AS needs_hidden,
      collect(CASE WHEN y_reachable AND y:Factor
                        AND NOT coalesce({shown_or("y", "current_value", "null")}
                                         >= coalesce(r.min_value, 0.0), false)

@@ -200,6 +200,14 @@ def edge_allowed(rel: str, start: str, end: str, walk: str) -> str:
   AND coalesce({start}.domain, '') =~ rule.from_re AND coalesce({end}.domain, '') =~ rule.to_re))"""
 
 
+def edge_type_walkable(rel: str) -> str:
+    """Cypher predicate: some rule of the scope walks edges of type ``rel`` (a Cypher expression
+    such as ``type(r)``). An edge of a type outside the allowlist is outside the role's walk
+    altogether: not met, so not withheld, counted or numbered either; a count of them gave a
+    node's degree over edges the role may not know of (docs/design.md §Policy module)."""
+    return f"($unrestricted OR {rel} IN $edge_types)"
+
+
 def edge_allowed_between_visible(rel: str, start: str, end: str, walk: str) -> str:
     """``edge_allowed`` for an edge between two nodes that the same predicate already requires to be
     visible (``acl_visible`` on both ends, AND-ed with this): the same verdict, cheaper.

@@ -164,7 +164,8 @@ def _strip_section_text(clean: dict[str, Any], masked: list[str]) -> None:
     that may not see ``exec_decisions`` (or a section's roles) must not read them word for word
     in the body, whichever read shows the section (the tail, ``node``, a walk, an ask's evidence
     and prompt). Each is stripped where the parser reads it: knowledge references and the
-    access line from the body only."""
+    access line from the body only; and closed up, so the text reads as the letter written
+    without them (their place told which letters hold them)."""
     tags, decisions = "exec_tags" in masked, "exec_decisions" in masked
     responses = "responds_to_filed" in masked
     refs = "knowledge_refs" in masked
@@ -175,7 +176,12 @@ def _strip_section_text(clean: dict[str, Any], masked: list[str]) -> None:
         )
     if isinstance(clean.get("body"), str) and (tags or decisions or responses or refs or access):
         clean["body"] = without_governance(
-            clean["body"], tags=tags, decisions=decisions, refs=refs, access=access, responses=responses
+            clean["body"],
+            tags=tags,
+            decisions=decisions,
+            refs=refs,
+            access=access,
+            responses=responses,
         )
 
 
@@ -441,18 +447,25 @@ def refetch(driver: Driver, scope: Scope, rows: list[tuple[str, str, int]]) -> d
 
     A stored trace keeps the text of the nodes its answer was built from and only the ids of the
     rest of the pool (docs/design.md §Trace bundles); this reads those back, through the same
-    vertex ACL, when the trace is read."""
+    vertex ACL, when the trace is read. A node read back must still carry the label the trace
+    stored, whose field rules mask it: an id now held by a node of another label (an Event's id
+    reused by a Decision) is left out like a gone one, not masked by the old label's rules."""
     if not rows:
         return {}
-    records = read(driver, REFETCH_QUERY, {**scope_params(scope), "ids": [r[0] for r in rows]})
+    records = read(
+        driver,
+        REFETCH_QUERY,
+        {**scope_params(scope), "rows": [{"id": i, "label": label} for i, label, _ in rows]},
+    )
     props = {r["id"]: r["props"] for r in records}
     rules = _FieldRules(scope)
     return {i: rules.node(i, label, hop, props[i]) for i, label, hop in rows if i in props}
 
 
 REFETCH_QUERY = f"""
-UNWIND $ids AS id
-MATCH (n:Entity {{id: id}})
+UNWIND $rows AS row
+MATCH (n:Entity {{id: row.id}})
+WHERE row.label IN labels(n)
 WITH n, {acl_reason("n")} AS reason
 WHERE reason IS NULL
 RETURN n.id AS id, {node_props("n")} AS props

@@ -7,13 +7,15 @@ query module, and nothing below the policy layer needs to be imported to run it.
 
 from __future__ import annotations
 
-from cairn.policy.acl import MAX_HOPS, acl_reason, edge_allowed_from, shown_or
+from cairn.policy.acl import MAX_HOPS, acl_reason, edge_allowed_from, edge_type_walkable, shown_or
 from cairn.schema.nodes import INTERNAL_FIELDS
 
 # Both read what the hop body computes once per edge: each end's domain (``here``: the frontier
 # node's, ``there``: the neighbour's) and whether it is in the scope (``here_in``, ``there_in``).
 ACL_REASON = acl_reason("n", in_scope="there_in")
 EDGE_OK = edge_allowed_from("type(r)", ("here", "here_in"), ("there", "there_in"), "outgoing")
+# Only edges of a type the scope walks somewhere are met (acl.edge_type_walkable).
+WALKABLE = edge_type_walkable("type(r)")
 # The cap's sort key: a neighbour's importance where the scope shows it, else 0.0 (as a node
 # without one): a masked importance must not choose which neighbours are kept.
 IMPORTANCE_KEY = f"coalesce({shown_or('k.n', 'importance', '0.0')}, 0.0)"
@@ -35,9 +37,9 @@ def node_props(var: str) -> str:
 
 
 def _hop_body(capped: bool) -> str:
-    """Every edge incident to the frontier node ``f``, classified: the edge rule per step, the
-    ACL on the node it reaches. Hidden neighbours stay (id, reason) material; visible ones are
-    capped per edge type (``$cap``) beyond the first hop, most important first (ties by id),
+    """Every edge of a walkable type incident to the frontier node ``f``, classified: the edge
+    rule per step, the ACL on the node it reaches. Hidden neighbours stay (id, reason) material;
+    visible ones are capped per edge type (``$cap``) beyond the first hop, most important first (ties by id),
     importance read only where the scope shows it (``IMPORTANCE_KEY``).
 
     Only a group over the cap is sorted: the rows leave in no particular order otherwise, and
@@ -47,6 +49,7 @@ def _hop_body(capped: bool) -> str:
     WITH f, coalesce(f.domain, '') AS here
     WITH f, here, here =~ $domain_re AS here_in
     MATCH (f)-[r]-(n:Entity)
+    WHERE {WALKABLE}
     WITH r, n, startNode(r) = f AS outgoing, here, here_in, coalesce(n.domain, '') AS there
     WITH r, n, outgoing, here, here_in, there, there =~ $domain_re AS there_in
     WITH r, n, outgoing, {EDGE_OK} AS edge_ok, {ACL_REASON} AS acl"""

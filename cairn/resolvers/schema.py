@@ -57,7 +57,7 @@ from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext, Info
 
-from cairn.errors import CairnError, in_range
+from cairn.errors import CairnError, a_name, in_range
 from cairn.ingest.org_memory import ingest_payload
 from cairn.memory import trace as bundles
 from cairn.memory.budget import Budget
@@ -108,7 +108,8 @@ class OrgQuery:
         )
         # An anchor that is absent or hidden raises AnchorNotVisible: one NOT_FOUND for both.
         asker = info.context.services.asker
-        result = await run_domain(lambda: asker.ask(caller, str(anchor_id), intent, mode.value, budget))
+        name = a_name("intent", intent)
+        result = await run_domain(lambda: asker.ask(caller, str(anchor_id), name, mode.value, budget))
         return AskPayload(
             envelope=envelope_of(result.envelope),
             response=cast(JSON, result.response),

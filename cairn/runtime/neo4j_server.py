@@ -25,7 +25,7 @@ from neo4j import GraphDatabase
 from neo4j.exceptions import AuthError, ServiceUnavailable
 
 from cairn.errors import EXIT_FAILED, CairnError
-from cairn.runtime.settings import Settings
+from cairn.runtime.settings import Settings, neo4j_conf_entries
 
 MAIN_CLASS = "org.neo4j.server.CommunityEntryPoint"
 ADMIN_CLASS = "org.neo4j.cli.AdminTool"
@@ -115,53 +115,60 @@ def _classpath(settings: Settings) -> str:
 
 def _conf_text(settings: Settings) -> str:
     home = settings.neo4j_home
-    return "\n".join(
-        [
-            "# Written by cairn; edit CAIRN_* settings instead of this file.",
-            f"server.directories.data={home}/data",
-            f"server.directories.logs={home}/logs",
-            f"server.directories.run={home}/run",
-            f"server.directories.plugins={home}/plugins",
-            f"server.directories.import={home}/import",
-            f"server.directories.lib={settings.neo4j_jars_dir}",
-            "server.default_listen_address=127.0.0.1",
-            "server.default_advertised_address=127.0.0.1",
-            f"server.bolt.listen_address=127.0.0.1:{settings.bolt_port}",
-            f"server.bolt.advertised_address=127.0.0.1:{settings.bolt_port}",
-            "server.bolt.enabled=true",
-            f"server.http.listen_address=127.0.0.1:{settings.http_port}",
-            f"server.http.advertised_address=127.0.0.1:{settings.http_port}",
-            "server.http.enabled=true",
-            # Over HTTP Cairn serves Neo4j Browser (which itself talks Bolt) and the discovery
-            # document it reads, nothing else: the transactional and Query API endpoints (Cypher
-            # over HTTP with the password) and unmanaged extensions are not mounted, and Bolt,
-            # which answers only once the HTTP server has started, answers sooner
-            # (docs/design.md §Embedded Neo4j start-up).
-            "server.http_enabled_modules=BROWSER",
-            # Neo4j sends every HTTP answer with Access-Control-Allow-Origin set to this value,
-            # "*" by default: any page in this machine's browser could read the discovery
-            # document (version, Bolt address). Naming the Browser's own origin lets only it read.
-            f"dbms.security.http_access_control_allow_origin=http://127.0.0.1:{settings.http_port}",
-            "server.https.enabled=false",
-            "dbms.security.auth_enabled=true",
-            # Bolt takes a WebSocket from a page of any origin (the Browser talks Bolt that way;
-            # Neo4j checks no Origin there): after 3 failed logins (Neo4j's default) such a page
-            # would lock user neo4j out for 5 s, Cairn's own logins included. The password is 48
-            # random hex characters, so failed logins lock nothing.
-            "dbms.security.auth_max_failed_attempts=0",
-            f"server.memory.heap.initial_size={settings.neo4j_heap}",
-            f"server.memory.heap.max_size={settings.neo4j_heap}",
-            f"server.memory.pagecache.size={settings.neo4j_pagecache}",
-            "dbms.usage_report.enabled=false",
-            "db.tx_log.rotation.retention_policy=1 days",
-            # Bolt's own waits at shutdown, 5 s each by default, come after both databases have
-            # stopped and checkpointed: nothing is left to drain (docs/design.md §Embedded Neo4j
-            # start-up).
-            "internal.server.bolt.thread_pool_shutdown_wait_time=0s",
-            "internal.server.bolt.connection_shutdown_wait_time=0s",
-            "",
-        ]
-    )
+    own = [
+        "# Written by cairn; edit CAIRN_* settings instead of this file.",
+        f"server.directories.data={home}/data",
+        f"server.directories.logs={home}/logs",
+        f"server.directories.run={home}/run",
+        f"server.directories.plugins={home}/plugins",
+        f"server.directories.import={home}/import",
+        f"server.directories.lib={settings.neo4j_jars_dir}",
+        "server.default_listen_address=127.0.0.1",
+        "server.default_advertised_address=127.0.0.1",
+        f"server.bolt.listen_address=127.0.0.1:{settings.bolt_port}",
+        f"server.bolt.advertised_address=127.0.0.1:{settings.bolt_port}",
+        "server.bolt.enabled=true",
+        f"server.http.listen_address=127.0.0.1:{settings.http_port}",
+        f"server.http.advertised_address=127.0.0.1:{settings.http_port}",
+        "server.http.enabled=true",
+        # Over HTTP Cairn serves Neo4j Browser (which itself talks Bolt) and the discovery
+        # document it reads, nothing else: the transactional and Query API endpoints (Cypher
+        # over HTTP with the password) and unmanaged extensions are not mounted, and Bolt,
+        # which answers only once the HTTP server has started, answers sooner
+        # (docs/design.md §Embedded Neo4j start-up).
+        "server.http_enabled_modules=BROWSER",
+        # Neo4j sends every HTTP answer with Access-Control-Allow-Origin set to this value,
+        # "*" by default: any page in this machine's browser could read the discovery
+        # document (version, Bolt address). Naming the Browser's own origin lets only it read.
+        f"dbms.security.http_access_control_allow_origin=http://127.0.0.1:{settings.http_port}",
+        "server.https.enabled=false",
+        "dbms.security.auth_enabled=true",
+        # Bolt takes a WebSocket from a page of any origin (the Browser talks Bolt that way;
+        # Neo4j checks no Origin there): after 3 failed logins (Neo4j's default) such a page
+        # would lock user neo4j out for 5 s, Cairn's own logins included. The password is 48
+        # random hex characters, so failed logins lock nothing.
+        "dbms.security.auth_max_failed_attempts=0",
+        f"server.memory.heap.initial_size={settings.neo4j_heap}",
+        f"server.memory.heap.max_size={settings.neo4j_heap}",
+        f"server.memory.pagecache.size={settings.neo4j_pagecache}",
+        "dbms.usage_report.enabled=false",
+        "db.tx_log.rotation.retention_policy=1 days",
+        # Bolt's own waits at shutdown, 5 s each by default, come after both databases have
+        # stopped and checkpointed: nothing is left to drain (docs/design.md §Embedded Neo4j
+        # start-up).
+        "internal.server.bolt.thread_pool_shutdown_wait_time=0s",
+        "internal.server.bolt.connection_shutdown_wait_time=0s",
+    ]
+    # CAIRN_NEO4J_CONF's settings after Cairn's own. Neo4j refuses to start on a setting given
+    # twice (strict validation), so one of Cairn's own is refused here, by name.
+    extra = neo4j_conf_entries(settings.neo4j_conf)
+    written = {line.split("=", 1)[0] for line in own if not line.startswith("#")}
+    for entry in extra:
+        if entry.split("=", 1)[0] in written:
+            raise Neo4jProcessError(
+                f"CAIRN_NEO4J_CONF sets {entry.split('=', 1)[0]}, which Cairn writes itself (neo4j.conf)"
+            )
+    return "\n".join([*own, *extra, ""])
 
 
 # C1-only compilation (tiers 1-3: no C2), and the flag that sizes the code cache.

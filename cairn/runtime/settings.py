@@ -6,13 +6,23 @@ who already runs Neo4j can point Cairn at it without learning new variables.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+# One neo4j.conf setting: a dotted lower-case key, "=", a value on one line.
+CONF_ENTRY = re.compile(r"[a-z][a-z0-9_]*(\.[a-z0-9_]+)+=[^\s=][^\r\n]*")
+
+
+def neo4j_conf_entries(value: str) -> list[str]:
+    """The settings of a CAIRN_NEO4J_CONF value: ";"-separated, blanks around each ignored."""
+    return [entry.strip() for entry in value.split(";") if entry.strip()]
 
 
 class Settings(BaseSettings):
@@ -41,6 +51,9 @@ class Settings(BaseSettings):
     neo4j_class_archive: Path | None = Field(default=None, alias="CAIRN_NEO4J_CLASS_ARCHIVE")
     # Extra flags of neo4j-admin's JVM (dump, load, the initial password), split on spaces.
     neo4j_admin_jvm_flags: str = Field(default="", alias="CAIRN_NEO4J_ADMIN_JVM_FLAGS")
+    # Extra neo4j.conf settings of the embedded server, "key=value" separated by ";", besides
+    # Cairn's own (docs/design.md §Embedded Neo4j start-up; the tests set the replan interval).
+    neo4j_conf: str = Field(default="", alias="CAIRN_NEO4J_CONF")
 
     # Service.
     host: str = Field(default="127.0.0.1", alias="CAIRN_HOST")
@@ -70,6 +83,14 @@ class Settings(BaseSettings):
     correspondence_embed_window: int = Field(default=512, gt=0, alias="CAIRN_CORRESPONDENCE_EMBED_WINDOW")
     # Org-memory fixture ingest (cairn/ingest/org_memory.py): records per write transaction.
     fixture_write_batch: int = Field(default=500, gt=0, alias="CAIRN_FIXTURE_WRITE_BATCH")
+
+    @field_validator("neo4j_conf")
+    @classmethod
+    def _conf_entries(cls, value: str) -> str:
+        for entry in neo4j_conf_entries(value):
+            if not CONF_ENTRY.fullmatch(entry):
+                raise ValueError(f"CAIRN_NEO4J_CONF: {entry!r} is not a neo4j.conf 'key=value' setting")
+        return value
 
     @property
     def embedded(self) -> bool:

@@ -17,17 +17,19 @@ from neomodel import db as neomodel_db
 from cairn.schema.keys import LOCK_ID, TAKE_SECRET, keyed_with, unkeyed
 from cairn.schema.nodes import EMBEDDING_DIMENSIONS, MACHINERY_CLASSES, NODE_CLASSES, vector_index_name
 
-SCHEMA_VERSION = 9  # 2: uniqueness constraints on the lock and version nodes; 3: Fact.text full-text;
+SCHEMA_VERSION = 10  # 2: uniqueness constraints on the lock and version nodes; 3: Fact.text full-text;
 # 4: the Section vector index without quantization (SECTION_INDEX_CONFIG); 5: the Fact one too;
 # 6: Section.source indexed (every correspondence write reads its source under one lock);
 # 7: sections embedded without knowledge and section references (section_text.embeddable_text);
 # 8: journal sessions no longer named after their time (RENAME_TIME_NAMED_SESSIONS);
-# 9: the journal ids of links, merges and splits keyed with the database's secret (rekey_curation)
+# 9: the journal ids of links, merges and splits keyed with the database's secret (rekey_curation);
+# 10: sections embedded from their text closed up as the mask shows it (review pass 16)
 
-# Sections embedded before schema 7 were embedded from text a role's mask may strip: marked as
+# Sections embedded before schema 7 were embedded from text a role's mask may strip, before 10 from
+# that text with the gaps the strip left (a stray `.`, a leading blank line): marked as
 # embedded by no model, so `cairn correspondence reembed` (which `cairn db migrate` runs when any
 # are marked) embeds them again.
-SECTION_TEXT_VERSION = 7
+SECTION_TEXT_VERSION = 10
 # Their old vectors go at once (out of the vector index and every exact score): until re-embedded
 # the marked sections are found by no search, and `cairn serve` refuses to start.
 MARK_SECTIONS_STALE = """

@@ -42,6 +42,13 @@ REFERENCE = re.compile(
     r"|\bRe:\s*(?:§+\s*)?(?P<re>[IVXLCDM]+|\d{1,6})(?=\s*(?:$|[,;.)—–-]))",
     re.M,
 )
+# The same references as the mask strips them (``without_governance``): a reply's
+# opening ``Re: § IV.`` or ``Re: II —`` goes with its separator, as if never written.
+REFERENCE_TOKEN = re.compile(
+    r"§+\s*(?:[IVXLCDM]+|\d{1,6})\b"
+    r"|\bRe:\s*(?:§+\s*)?(?:[IVXLCDM]+|\d{1,6})(?:[ \t]*[,;.—–-]+[ \t]*|(?=\s*(?:$|\))))",
+    re.M,
+)
 
 
 def strip_emphasis(line: str) -> str:
@@ -100,6 +107,9 @@ def embeddable_text(title: str, body: str) -> str:
     made only of what every reader of the text reads: whatever the policy module's mask may strip
     for some role (``without_governance`` with every part hidden) is left out for all, so a role
     that may search but not see ``knowledge_refs`` or ``responds_to_filed`` is not ranked by them.
+    It is closed up as the mask shows it, so a letter is embedded as its twin
+    written without them: a score that differed from that of the text a role reads told it that
+    the letter held a hidden part (schema 10 re-embeds).
     """
     title = without_governance(title, tags=True, decisions=True, responses=True).strip()
     body = without_governance(body, tags=True, decisions=True, refs=True, access=True, responses=True)
@@ -132,6 +142,14 @@ def without_governance(
     not read them word for word in the body. Lines, paths and numbers are recognised exactly as
     the parser recognised them when it filled those fields: decision paragraphs are found on the
     text as stored, so dropping an access line never lets a decision run on into the next one.
+
+    Closed up: the text reads as the same letter written without
+    them, so their place does not tell the reader that the letter held them. A line the strip
+    empties goes too; each run of lines that went takes with it as many of the blank lines after
+    it as stood before it (the gap the letter has between its paragraphs is left, none at either
+    end); an ordered list's later items are renumbered over its items that went (``_renumbered``);
+    and a reply's opening reference goes with its separator (``REFERENCE_TOKEN``: ``Re: § IV.``).
+    A reference inside a sentence still leaves the sentence short.
     """
     lines = text.split("\n")
     dropped = (
@@ -139,8 +157,66 @@ def without_governance(
     )
     if access:
         dropped |= {i for i, line in enumerate(lines) if ACCESS_LINE.match(line)}
-    lines = [line for i, line in enumerate(lines) if i not in dropped]
-    for hide, token in ((tags, EXEC_TAG_TOKEN), (refs, KNOWLEDGE_REF_TOKEN), (responses, REFERENCE)):
-        if hide:
-            lines = [token.sub("", line).rstrip() for line in lines]
-    return "\n".join(lines)
+    hidden = ((tags, EXEC_TAG_TOKEN), (refs, KNOWLEDGE_REF_TOKEN), (responses, REFERENCE_TOKEN))
+    tokens = [token for hide, token in hidden if hide]
+    out: list[tuple[int, str]] = []  # (line, text) of the lines kept
+    # Blank lines still to drop behind the run of lines that went last: as many as stood before
+    # it (all, at the top), so the gap left is the one the letter has between its paragraphs.
+    behind = 0
+    ended = False  # the last line read went
+    for i, line in enumerate(lines):
+        kept = line
+        for token in tokens:
+            kept = token.sub("", kept).rstrip()
+        if i in dropped or (line.strip() and not kept.strip()):
+            if not ended:
+                blanks = 0
+                while blanks < len(out) and not out[-1 - blanks][1].strip():
+                    blanks += 1
+                behind = blanks if blanks < len(out) else len(lines)
+            ended = True
+            continue
+        ended = False
+        if behind and not kept.strip():
+            behind -= 1
+            continue
+        behind = 0
+        out.append((i, kept))
+    if ended:
+        while out and not out[-1][1].strip():
+            out.pop()
+    if len(out) < len(lines):
+        return "\n".join(_renumbered(lines, dict(out)))
+    return "\n".join(text for _, text in out)
+
+
+ORDERED_ITEM = re.compile(r"^(?P<lead>[ \t]*)(?P<n>\d{1,9})(?P<tail>[.)][ \t].*)$")
+
+
+def _renumbered(lines: list[str], kept: dict[int, str]) -> list[str]:
+    """The lines ``kept`` (line number -> text kept of ``lines``) with each ordered list's items
+    renumbered over the items that went: ``1.``, ``3.`` after a stripped ``2.`` told that the list
+    held a decision. An item takes the number it had less the gaps the items that went before it
+    in its list left (a list numbered ``1.``, ``1.``, ``1.`` keeps its numbers); a list ends at a
+    kept line indented no deeper than its items that is neither an item nor blank."""
+    shown: list[str] = []
+    lists: dict[str, tuple[int, int | None]] = {}  # indent -> (shift, number of the last item that went)
+    for i, line in enumerate(lines):
+        item = ORDERED_ITEM.match(line)
+        indent = len(line) - len(line.lstrip())
+        if item is not None:
+            lead, n = item["lead"], int(item["n"])
+            lists = {k: v for k, v in lists.items() if len(k) <= len(lead)}
+            shift, pending = lists.get(lead, (0, None))
+            if pending is not None:
+                shift += n - pending
+            lists[lead] = (shift, None if i in kept else n)
+        elif line.strip() and i in kept:
+            lists = {k: v for k, v in lists.items() if len(k) < indent}
+        if i not in kept:
+            continue
+        text = kept[i]
+        if item is not None and lists[item["lead"]][0] and text.startswith(head := item["lead"] + item["n"]):
+            text = f"{item['lead']}{int(item['n']) - lists[item['lead']][0]}{text[len(head) :]}"
+        shown.append(text)
+    return shown

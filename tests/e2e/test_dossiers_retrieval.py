@@ -163,6 +163,86 @@ def test_the_full_text_list_checks_a_fact_once_however_many_words_find_it(diet_d
     assert three == one
 
 
+SESSION_TOPICS = [
+    "adopted a grey kitten",
+    "bought a red bicycle",
+    "learned to bake sourdough",
+    "visited Lisbon in May",
+    "started a pottery class",
+    "planted tomatoes on the balcony",
+    "ran a half marathon",
+    "read a novel by Tolstoy",
+    "fixed the kitchen sink",
+    "painted the fence blue",
+    "joined a chess club",
+    "sold an old piano",
+    "booked a flight to Oslo",
+    "wrote a poem about rain",
+    "cooked a Thai curry",
+    "repaired a vintage radio",
+    "hiked up a volcano",
+    "taught a niece to swim",
+    "built a bookshelf",
+    "watched a solar eclipse",
+]
+
+
+@pytest.fixture
+def session_db(empty_db: Driver, embedder: Embedder) -> Driver:
+    """One session of 20 facts about unrelated things, a turn each (turns 1 to 20)."""
+    facts = [{"text": f"Caroline {topic}", "turn_index": n} for n, topic in enumerate(SESSION_TOPICS, 1)]
+    process_fact_packet(empty_db, packet("Caroline", facts, "session-1"), embedder=embedder)
+    assert empty_db.execute_query("MATCH (f:Fact) RETURN count(f) AS n")[0][0]["n"] == len(SESSION_TOPICS)
+    return empty_db
+
+
+def test_the_fact_search_checks_only_the_candidates_it_can_keep(
+    session_db: Driver, embedder: Embedder
+) -> None:
+    """The dense list checks visibility only until its pool is full (the index answers best
+    first), not for the whole fetch; a seed's block neighbours only within the turn window, not
+    the whole session. Same answer, fewer facts checked (issue #16: retrieval latency)."""
+    from cairn.graph.dossiers import FACT_BLOCK_NEIGHBOURS, FACT_DENSE_FROM_INDEX, FACT_VECTOR_INDEX
+
+    vec = [float(x) for x in embedder.embed(["Which pets does Caroline have?"])[0]]
+    params = {**Scope.system().cypher_params(), "statuses": ["active"], "vec": vec, "depth": 3}
+    dense = f"CALL () {{{FACT_DENSE_FROM_INDEX}}} RETURN dense"
+    seeds = f"WITH $fused AS fused CALL (fused) {{{FACT_BLOCK_NEIGHBOURS}}} RETURN neighbours"
+    with session_db.session() as session:
+        result = session.run(
+            "PROFILE " + dense,
+            {
+                **params,
+                "vector_index": FACT_VECTOR_INDEX,
+                "dense_fetch": 100,
+                "dense_pool": 3,
+                "name_pattern": None,
+            },
+        )
+        found = result.single(strict=True)["dense"]
+        dense_walked = _edges_walked(result.consume().profile or {})
+        top = session_db.execute_query("MATCH (f:Fact {turn_index: 10}) RETURN f.id AS id")[0][0]["id"]
+        result = session.run(
+            "PROFILE " + seeds,
+            {
+                **params,
+                "fused": [{"id": top, "score": 1.0}],
+                "seeds": 1,
+                "window": 2,
+                "neighbour_weight": 0.3,
+            },
+        )
+        near = sorted(n["f"]["turn_index"] for n in result.single(strict=True)["neighbours"])
+        seeds_walked = _edges_walked(result.consume().profile or {})
+    assert found[0]["f"]["text"] == "Caroline adopted a grey kitten"
+    scores = [h["score"] for h in found]
+    assert len(found) == 3 and scores == sorted(scores, reverse=True)
+    # rows of the operators naming HAS_FACT (the walk and its rule's filter): two per fact checked
+    assert dense_walked == 2 * 3  # was 2 * 20: every fetched fact
+    assert near == [8, 9, 11, 12]
+    assert seeds_walked == 2 * 4  # was 2 * 19: the whole session
+
+
 def test_retrieval_returns_distinct_dossiers_ranked_by_best_fact(diet_db: Driver, embedder: Embedder) -> None:
     result = retrieve_relevant_dossiers(
         diet_db, Scope.system(), "user habits", top_k=5, threshold=-1.0, embedder=embedder

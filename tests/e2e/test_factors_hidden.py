@@ -27,6 +27,7 @@ from cairn.app import create_app
 from cairn.cli import app as cli
 from cairn.ingest.factors import ingest_factor_payload
 from cairn.memory.factors.context import build_context
+from cairn.memory.factors.journal import history
 from cairn.memory.factors.models import HIDDEN_NOTICE, HIDDEN_PREREQUISITES
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
@@ -312,3 +313,22 @@ def test_a_role_that_sees_everything_is_told_nothing_is_withheld(
     assert HIDDEN_NOTICE not in blocked["answer"]
     latest = graphql(responses, "manager", "whyValue/data_readiness")["history"][0]
     assert (latest["influencedBy"], latest["hasHiddenInfluences"]) == (["secret_0", "team_skills"], False)
+
+
+def test_a_scope_that_walks_no_such_edge_is_told_nothing_is_withheld(
+    driver: Driver, registry: PolicyRegistry, embedder: Embedder
+) -> None:
+    """Red-team pass 16 review: a scope without DEPENDS_ON (INFLUENCED_BY) in its edge rules met
+    every prerequisite (influence) as hidden, so it was told which factors have one at all. Here
+    staff narrowed to the causal and journal edges; as the walk does (test_unwalkable_edge_counts.py), an edge
+    type outside the rules is not met."""
+    load(driver, embedder, COUNTS[0])
+    narrowed = Scope.from_profile(registry.roles["staff"], edge_types=("CAUSAL_PRECEDES", "ABOUT"))
+    context = build_context(driver, narrowed, ["data_readiness", "team_skills"])
+    entries = history(driver, narrowed, "data_readiness")
+    full = Scope.from_profile(registry.roles["staff"])
+    wipe(driver)
+    assert HIDDEN_PREREQUISITES not in context.text
+    assert [e.has_hidden_influences for e in entries] == [False, False]
+    # staff itself walks both types and is still told (test_the_role_is_told_whether_...)
+    assert full.edges and {r.type for r in full.edges} >= {"DEPENDS_ON", "INFLUENCED_BY"}

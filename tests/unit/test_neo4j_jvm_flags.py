@@ -3,13 +3,23 @@ Neo4j start-up): written when missing, mapped when whole, written again when tor
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from cairn.runtime.neo4j_server import ADMIN_CLASS, C2_THRESHOLDS, MAIN_CLASS, admin_cmd, server_jvm_flags
+from cairn.runtime.neo4j_server import (
+    ADMIN_CLASS,
+    C2_THRESHOLDS,
+    MAIN_CLASS,
+    Neo4jProcessError,
+    _conf_text,
+    admin_cmd,
+    server_jvm_flags,
+)
 from cairn.runtime.settings import Settings
 
 
@@ -88,3 +98,28 @@ def test_a_torn_archive_is_dropped_and_written_again(tmp_path: Path) -> None:
     flags = server_jvm_flags(settings)
     assert not archive.exists()
     assert f"-XX:ArchiveClassesAtExit={archive}" in flags
+
+
+def test_extra_conf_settings_follow_cairns_own() -> None:
+    """CAIRN_NEO4J_CONF: neo4j.conf settings, ";"-separated, written after Cairn's own lines."""
+    extra = " dbms.cypher.min_replan_interval=1h ;; server.db.query_cache_size=2000 "
+    settings = Settings(CAIRN_NEO4J_CONF=extra)
+    lines = _conf_text(settings).splitlines()
+    assert lines[-2:] == ["dbms.cypher.min_replan_interval=1h", "server.db.query_cache_size=2000"]
+    none = _conf_text(Settings(CAIRN_NEO4J_CONF="")).splitlines()
+    assert none == lines[:-2] and none[-1] == "internal.server.bolt.connection_shutdown_wait_time=0s"
+
+
+@pytest.mark.parametrize(
+    "entry", ["min_replan_interval", "dbms.cypher.min_replan_interval", "Dbms.x=1", "a.b= 1"]
+)
+def test_an_extra_conf_entry_that_is_no_setting_is_refused_by_name(entry: str) -> None:
+    with pytest.raises(ValidationError, match=f"CAIRN_NEO4J_CONF: {re.escape(repr(entry))}"):
+        Settings(CAIRN_NEO4J_CONF=f"dbms.cypher.min_replan_interval=1h;{entry}")
+
+
+def test_an_extra_conf_setting_cairn_writes_itself_is_refused_by_name() -> None:
+    """Neo4j would refuse to start on a setting given twice: refused here, naming it."""
+    settings = Settings(CAIRN_NEO4J_CONF="server.memory.heap.max_size=4g")
+    with pytest.raises(Neo4jProcessError, match=r"CAIRN_NEO4J_CONF sets server\.memory\.heap\.max_size"):
+        _conf_text(settings)

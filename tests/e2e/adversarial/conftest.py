@@ -18,9 +18,11 @@ from neo4j import Driver
 from starlette.testclient import TestClient
 
 from cairn.app import create_app
+from cairn.ingest.correspondence.sync import sync_bytes
 from cairn.ingest.factors import load_demo_factors
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
+from cairn.runtime.embedder import Embedder
 from cairn.runtime.settings import Settings
 from cairn.schema import unique_yaml
 from tests.e2e.conftest import ROLES, gql, wipe
@@ -47,6 +49,18 @@ def demo_factors(driver: Driver) -> Iterator[Driver]:
     """The demo's factors and journals, alone in the database for the module."""
     wipe(driver)
     load_demo_factors(driver)
+    yield driver
+    wipe(driver)
+
+
+@contextmanager
+def synced_letters(
+    driver: Driver, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory, text: str, name: str
+) -> Iterator[Driver]:
+    """A store holding only the letters file ``text`` (synced as ``name``), wiped afterwards."""
+    wipe(driver)
+    log = tmp_path_factory.mktemp("collisions") / "collisions.jsonl"
+    sync_bytes(driver, text.encode(), name, collision_log=log, embedder=embedder)
     yield driver
     wipe(driver)
 

@@ -509,3 +509,15 @@ def test_a_window_past_the_year_one_is_answered(
     query = 'query($v: String!) { question(text: $v, now: "2024-10-30T12:00:00Z") { intent answer } }'
     body = assert_clean(post(client, registry, "staff", query, v=text))
     assert body["data"]["question"]["answer"], body
+
+
+@pytest.mark.parametrize("intent", ["", "x" * 65, "why decision", "<script>", "WHY"])
+def test_an_ask_intent_that_is_not_a_name_is_refused(
+    client: TestClient, registry: PolicyRegistry, intent: str
+) -> None:
+    """Red-team pass 16: ``ask(intent:)`` took any text up to the 4,000-character cap and echoed
+    it into the meta and every trace file of the request."""
+    query = 'query($i: String!) { ask(anchorId: "dec-none", intent: $i) { meta } }'
+    body = assert_clean(post(client, registry, "staff", query, i=intent))
+    assert codes(body) == ["INVALID_ARGUMENT"], body
+    assert body["errors"][0]["extensions"]["argument"] == "intent"
