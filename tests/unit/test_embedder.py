@@ -164,6 +164,39 @@ def test_a_spare_core_pass_leaves_one_of_torchs_default_threads(
     assert threads[-1] == 3
 
 
+def test_a_callable_spare_core_is_asked_as_each_pass_starts(
+    model: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ingest's passes take every core while its routing waits for them, and leave one while
+    it runs (docs/design.md §Embedding under load): the callable is asked per pass, not per call;
+    after a pass that waited for a CPU (no core free) the next leaves one whatever it answers."""
+    import time
+
+    import torch
+
+    from cairn.runtime import embedder
+
+    monkeypatch.setattr(embedder, "_torch_threads", None)
+    monkeypatch.setattr(embedder, "_run_queue_s", lambda: 0.0)  # no pass waits for a CPU
+    monkeypatch.setattr(model, "_default_threads", 4)
+    monkeypatch.setattr(model, "_contended", False)  # as left by an earlier pass of this test's kind
+    threads: list[int] = []
+    encode = model._model.encode
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        threads.append(torch.get_num_threads())
+        return encode(*args, **kwargs)
+
+    monkeypatch.setattr(model._model, "encode", recording)
+    answers = iter([False, True, False])
+    texts = [f"an ingest's text number {i}" for i in range(3 * BATCH_SIZE)]
+    model.embed(texts, spare_core=lambda: next(answers))
+    assert threads == [4, 3, 4]
+    monkeypatch.setattr(embedder, "_run_queue_s", time.perf_counter)  # every pass waits all along
+    model.embed(texts, spare_core=lambda: False)
+    assert threads[3:] == [4, 3, 3]
+
+
 def test_a_part_is_pooled_from_the_texts_own_pass(model: Embedder) -> None:
     """``embed_with_part``: the text's vector and the normalised mean of its token vectors over the
     spans come from one pass, shared with other callers' texts, each answered as if alone."""
