@@ -104,23 +104,31 @@ def test_a_request_that_cannot_be_embedded_fails_alone(model: Embedder) -> None:
     assert model.embed(["the model thread still serves"]).shape == (1, 384)
 
 
-def test_a_small_pass_runs_on_one_thread_and_a_larger_one_on_torchs_default(
-    model: Embedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """docs/design.md §Embedding under load: queries do not wait on a second intra-op thread."""
+@pytest.fixture
+def threads(model: Embedder, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Torch's intra-op threads at each of the model's passes from now on (as outside `cairn serve`)."""
     import torch
 
     from cairn.runtime import embedder
 
-    monkeypatch.setattr(embedder, "_torch_threads", None)  # as outside `cairn serve`
-    threads: list[int] = []
+    monkeypatch.setattr(embedder, "_torch_threads", None)
+    counts: list[int] = []
     encode = model._model.encode
 
     def recording(*args: Any, **kwargs: Any) -> Any:
-        threads.append(torch.get_num_threads())  # in the model thread, where the pass runs
+        counts.append(torch.get_num_threads())  # in the model thread, where the pass runs
         return encode(*args, **kwargs)
 
     monkeypatch.setattr(model._model, "encode", recording)
+    return counts
+
+
+def test_a_small_pass_runs_on_one_thread_and_a_larger_one_on_torchs_default(
+    model: Embedder, monkeypatch: pytest.MonkeyPatch, threads: list[int]
+) -> None:
+    """docs/design.md §Embedding under load: queries do not wait on a second intra-op thread."""
+    from cairn.runtime import embedder
+
     model.embed(["one short query"])
     model.embed([f"an ingest's text number {i}" for i in range(embedder.SMALL_PASS + 1)])
     model.embed(["another short query"])
@@ -133,23 +141,12 @@ def test_a_small_pass_runs_on_one_thread_and_a_larger_one_on_torchs_default(
 
 
 def test_a_spare_core_pass_leaves_one_of_torchs_default_threads(
-    model: Embedder, monkeypatch: pytest.MonkeyPatch
+    model: Embedder, monkeypatch: pytest.MonkeyPatch, threads: list[int]
 ) -> None:
     """An ingest's passes leave a core to its routing and Neo4j's writes (docs/design.md
     §Embedding under load); never fewer than one thread, and a setting for every pass wins."""
-    import torch
-
     from cairn.runtime import embedder
 
-    monkeypatch.setattr(embedder, "_torch_threads", None)
-    threads: list[int] = []
-    encode = model._model.encode
-
-    def recording(*args: Any, **kwargs: Any) -> Any:
-        threads.append(torch.get_num_threads())
-        return encode(*args, **kwargs)
-
-    monkeypatch.setattr(model._model, "encode", recording)
     texts = [f"an ingest's text number {i}" for i in range(embedder.SMALL_PASS + 1)]
     for default, spared in ((4, 3), (1, 1)):
         monkeypatch.setattr(model, "_default_threads", default)
@@ -165,29 +162,18 @@ def test_a_spare_core_pass_leaves_one_of_torchs_default_threads(
 
 
 def test_a_callable_spare_core_is_asked_as_each_pass_starts(
-    model: Embedder, monkeypatch: pytest.MonkeyPatch
+    model: Embedder, monkeypatch: pytest.MonkeyPatch, threads: list[int]
 ) -> None:
     """An ingest's passes take every core while its routing waits for them, and leave one while
     it runs (docs/design.md §Embedding under load): the callable is asked per pass, not per call;
     after a pass that waited for a CPU (no core free) the next leaves one whatever it answers."""
     import time
 
-    import torch
-
     from cairn.runtime import embedder
 
-    monkeypatch.setattr(embedder, "_torch_threads", None)
     monkeypatch.setattr(embedder, "_run_queue_s", lambda: 0.0)  # no pass waits for a CPU
     monkeypatch.setattr(model, "_default_threads", 4)
-    monkeypatch.setattr(model, "_contended", False)  # as left by an earlier pass of this test's kind
-    threads: list[int] = []
-    encode = model._model.encode
-
-    def recording(*args: Any, **kwargs: Any) -> Any:
-        threads.append(torch.get_num_threads())
-        return encode(*args, **kwargs)
-
-    monkeypatch.setattr(model._model, "encode", recording)
+    monkeypatch.setattr(model, "_contended", False)  # as an uncontended earlier pass leaves it
     answers = iter([False, True, False])
     texts = [f"an ingest's text number {i}" for i in range(3 * BATCH_SIZE)]
     model.embed(texts, spare_core=lambda: next(answers))
