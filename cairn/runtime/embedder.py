@@ -14,9 +14,10 @@ import io
 import os
 import tempfile
 import threading
+import time
 import warnings
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from functools import lru_cache
 from pathlib import Path
@@ -40,6 +41,21 @@ SMALL_PASS = 8
 # The model's window: longer texts are truncated to their first 256 word pieces. Pinned here so
 # the truncation is a decision, not an accident of the model's config (docs/design.md §What is embedded).
 MAX_TOKENS = 256
+
+
+# Whether a pass leaves one core of torch's default to work running beside it (``Embedder.embed``):
+# fixed for the call, or asked again at each of its passes.
+SpareCore = bool | Callable[[], bool]
+# A pass whose thread waited for a CPU this share of its time or more found no core free.
+CONTENDED = 0.25
+
+
+def _run_queue_s() -> float | None:
+    """Seconds the calling thread has waited, runnable, for a CPU (Linux schedstat; None elsewhere)."""
+    try:
+        return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def packaged_model_path() -> Path:
@@ -151,10 +167,13 @@ class _Request:
     __slots__ = ("future", "parts", "spare_core", "texts")
 
     def __init__(
-        self, texts: list[str], parts: list[list[tuple[int, int]]] | None = None, spare_core: bool = False
+        self,
+        texts: list[str],
+        parts: list[list[tuple[int, int]]] | None = None,
+        spare_core: SpareCore = False,
     ) -> None:
         self.texts = texts
-        self.spare_core = spare_core  # see ``Embedder.embed``
+        self.spare_core = spare_core  # see ``Embedder.embed``; asked when the pass starts
         # Character spans per text whose tokens' mean vector is wanted too (``embed_with_part``):
         # its result is the texts' vectors followed by one pooled vector per text (zeros when no
         # token lies in the spans). Tokenized on the model thread, the tokenizer's only user.
@@ -187,13 +206,17 @@ class Embedder:
         self._pid = os.getpid()  # a forked child starts its own model thread (the parent's is not there)
         self.passes = 0  # forward passes (model calls) so far: the batching is observable
         self._default_threads: int | None = None  # torch's own, read by the model thread
+        # Whether the last pass's thread waited for a CPU (``CONTENDED``); unknown counts as yes.
+        self._contended = True
 
     def embed(
-        self, texts: Sequence[str], batch_size: int = BATCH_SIZE, *, spare_core: bool = False
+        self, texts: Sequence[str], batch_size: int = BATCH_SIZE, *, spare_core: SpareCore = False
     ) -> NDArray[np.float32]:
         """One vector per text, in order. ``spare_core``: this call's passes leave one core of
         torch's default to the work running beside them (an ingest's Neo4j writes and routing,
-        docs/design.md §Embedding under load)."""
+        docs/design.md §Embedding under load); a callable is asked as each pass starts, and a pass
+        it lets take every core (that work waits for it) does so only when the previous pass did
+        not wait for a CPU (``CONTENDED``): the spare core is then idle."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         items = list(texts)
@@ -218,8 +241,8 @@ class Embedder:
         vectors = self._enqueue(_Request([text], [list(spans)])).result()
         return vectors[0], (vectors[1] if vectors[1].any() else None)
 
-    def _pass(self, texts: list[str], spare_core: bool) -> Future[NDArray[np.float32]]:
-        return self._enqueue(_Request(texts, spare_core=True)) if spare_core else self._submit(texts)
+    def _pass(self, texts: list[str], spare_core: SpareCore) -> Future[NDArray[np.float32]]:
+        return self._enqueue(_Request(texts, spare_core=spare_core))
 
     def _submit(self, texts: list[str]) -> Future[NDArray[np.float32]]:
         return self._enqueue(_Request(texts))
@@ -286,7 +309,10 @@ class Embedder:
         """One forward pass over the requests' texts; each request's vectors (and pooled parts)."""
         texts = [t for r in requests for t in r.texts]
         tokens = any(r.parts is not None for r in requests)
-        spare = any(r.spare_core for r in requests)
+        # A caller that asks per pass leaves a core also when the machine has none free.
+        spare = any(
+            (r.spare_core() or self._contended) if callable(r.spare_core) else r.spare_core for r in requests
+        )
         vectors, token_vectors = self._encode(texts, tokens, spare)
         out, start = [], 0
         for r in requests:
@@ -316,14 +342,24 @@ class Embedder:
             self._default_threads = torch.get_num_threads()
         threads = _torch_threads
         if threads is None:
-            # A pass of a few short queries gains little from a second intra-op thread and stalls
-            # on it whenever Neo4j (or anything) holds the other core (docs/design.md §Embedding
-            # under load); an ingest's batches keep torch's default.
-            threads = 1 if len(texts) <= SMALL_PASS else self._default_threads
+            # An ingest's batches keep torch's default, less the core its routing and Neo4j's
+            # writes need when asked (docs/design.md §Embedding under load).
+            threads = self._default_threads
             if spare_core:
                 threads = min(threads, max(1, self._default_threads - 1))
         if torch.get_num_threads() != threads:  # OpenMP's setting is per thread (the model thread's)
             torch.set_num_threads(threads)
+        queued, started = _run_queue_s(), time.perf_counter()
+        try:
+            return self._encoded(texts, tokens)
+        finally:
+            now = _run_queue_s()
+            elapsed = time.perf_counter() - started
+            self._contended = queued is None or now is None or now - queued >= CONTENDED * elapsed
+
+    def _encoded(
+        self, texts: list[str], tokens: bool
+    ) -> tuple[NDArray[np.float32], list[NDArray[np.float32]] | None]:
         if tokens:
             rows: list[dict[str, Any]] = self._model.encode(  # type: ignore[assignment]
                 texts, batch_size=BATCH_SIZE, output_value=None, show_progress_bar=False

@@ -20,6 +20,7 @@ from neo4j import Driver
 from neo4j.exceptions import ConstraintError
 
 from cairn.graph import dossiers as cypher
+from cairn.memory.dossiers import governor
 from cairn.memory.dossiers.adjudicator import LLMAdjudicator, parse_adjudication
 from cairn.memory.dossiers.governor import (
     DEDUP_COSINE,
@@ -43,7 +44,7 @@ from cairn.memory.dossiers.voting import (
     vote_params,
 )
 from cairn.policy.scope import Scope
-from cairn.runtime.embedder import BATCH_SIZE, Embedder
+from cairn.runtime.embedder import BATCH_SIZE, Embedder, SpareCore
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import Settings
 from tests.llm_server import StubLLMServer
@@ -412,21 +413,33 @@ def test_batch_ingest_routes_in_order(empty_db: Driver, embedder: Embedder) -> N
         ),
     ]
     done: list[int] = []
-    asked: list[bool] = []
+    asked: list[SpareCore] = []
+    while_routing: list[bool] = []
     embed = embedder.embed
+    route_group = governor._route_group
 
-    def recording(texts: Sequence[str], batch_size: int = BATCH_SIZE, *, spare_core: bool = False) -> Any:
+    def recording(
+        texts: Sequence[str], batch_size: int = BATCH_SIZE, *, spare_core: SpareCore = False
+    ) -> Any:
         asked.append(spare_core)
         return embed(texts, batch_size, spare_core=spare_core)
 
+    def routed(*args: Any) -> Any:
+        while_routing.extend(a() for a in asked if callable(a))
+        return route_group(*args)
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(embedder, "embed", recording)
+        patch.setattr(governor, "_route_group", routed)
         results = ingest_packets(empty_db, packets, embedder=embedder, progress=done.append)
     assert [r.action for r in results] == ["created", "appended", "created"]
     assert sum(done) == 5
     assert count(empty_db, "Dossier") == 2
-    # its embedding leaves a core to the routing and Neo4j's writes (docs/design.md §Embedding under load)
-    assert asked == [True]
+    # its embedding leaves a core to the routing and Neo4j's writes while they run, and takes every
+    # core while they wait for it (docs/design.md §Embedding under load)
+    assert len(asked) == 1 and callable(asked[0])
+    assert while_routing == [True]
+    assert asked[0]() is False
 
 
 def test_a_batch_skips_its_applied_packets_and_repeated_keys(empty_db: Driver, embedder: Embedder) -> None:

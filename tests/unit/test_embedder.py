@@ -105,25 +105,33 @@ def test_a_request_that_cannot_be_embedded_fails_alone(model: Embedder) -> None:
     assert model.embed(["the model thread still serves"]).shape == (1, 384)
 
 
-def test_a_small_pass_runs_on_the_query_model_and_a_larger_one_on_torchs_default_threads(
-    model: Embedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """docs/design.md §Embedding under load: a pass of a few queries runs on ONNX Runtime (one
-    intra-op thread, a third of torch's CPU for one query), with torch's vectors; a larger pass
-    (an ingest's batch) on torch, with torch's default threads unless one number is set."""
+@pytest.fixture
+def threads(model: Embedder, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Torch's intra-op threads at each of the model's passes from now on (as outside `cairn serve`)."""
     import torch
 
     from cairn.runtime import embedder
 
-    monkeypatch.setattr(embedder, "_torch_threads", None)  # as outside `cairn serve`
-    threads: list[int] = []
+    monkeypatch.setattr(embedder, "_torch_threads", None)
+    counts: list[int] = []
     encode = model._model.encode
 
     def recording(*args: Any, **kwargs: Any) -> Any:
-        threads.append(torch.get_num_threads())  # in the model thread, where the pass runs
+        counts.append(torch.get_num_threads())  # in the model thread, where the pass runs
         return encode(*args, **kwargs)
 
     monkeypatch.setattr(model._model, "encode", recording)
+    return counts
+
+
+def test_a_small_pass_runs_on_the_query_model_and_a_larger_one_on_torchs_default_threads(
+    model: Embedder, monkeypatch: pytest.MonkeyPatch, threads: list[int]
+) -> None:
+    """docs/design.md §Embedding under load: a pass of a few queries runs on ONNX Runtime (one
+    intra-op thread, a third of torch's CPU for one query), with torch's vectors; a larger pass
+    (an ingest's batch) on torch, with torch's default threads unless one number is set."""
+    from cairn.runtime import embedder
+
     small = [f"short query {i} about cloud costs" for i in range(embedder.SMALL_PASS)]
     got = model.embed(small)
     assert threads == []  # not torch's
@@ -173,23 +181,12 @@ def test_the_query_models_graph_is_exported_once_and_kept_by_what_it_came_from(
 
 
 def test_a_spare_core_pass_leaves_one_of_torchs_default_threads(
-    model: Embedder, monkeypatch: pytest.MonkeyPatch
+    model: Embedder, monkeypatch: pytest.MonkeyPatch, threads: list[int]
 ) -> None:
     """An ingest's passes leave a core to its routing and Neo4j's writes (docs/design.md
     §Embedding under load); never fewer than one thread, and a setting for every pass wins."""
-    import torch
-
     from cairn.runtime import embedder
 
-    monkeypatch.setattr(embedder, "_torch_threads", None)
-    threads: list[int] = []
-    encode = model._model.encode
-
-    def recording(*args: Any, **kwargs: Any) -> Any:
-        threads.append(torch.get_num_threads())
-        return encode(*args, **kwargs)
-
-    monkeypatch.setattr(model._model, "encode", recording)
     texts = [f"an ingest's text number {i}" for i in range(embedder.SMALL_PASS + 1)]
     for default, spared in ((4, 3), (1, 1)):
         monkeypatch.setattr(model, "_default_threads", default)
@@ -202,6 +199,28 @@ def test_a_spare_core_pass_leaves_one_of_torchs_default_threads(
     monkeypatch.setattr(embedder, "_torch_threads", 3)
     model.embed(texts, spare_core=True)
     assert threads[-1] == 3
+
+
+def test_a_callable_spare_core_is_asked_as_each_pass_starts(
+    model: Embedder, monkeypatch: pytest.MonkeyPatch, threads: list[int]
+) -> None:
+    """An ingest's passes take every core while its routing waits for them, and leave one while
+    it runs (docs/design.md §Embedding under load): the callable is asked per pass, not per call;
+    after a pass that waited for a CPU (no core free) the next leaves one whatever it answers."""
+    import time
+
+    from cairn.runtime import embedder
+
+    monkeypatch.setattr(embedder, "_run_queue_s", lambda: 0.0)  # no pass waits for a CPU
+    monkeypatch.setattr(model, "_default_threads", 4)
+    monkeypatch.setattr(model, "_contended", False)  # as an uncontended earlier pass leaves it
+    answers = iter([False, True, False])
+    texts = [f"an ingest's text number {i}" for i in range(3 * BATCH_SIZE)]
+    model.embed(texts, spare_core=lambda: next(answers))
+    assert threads == [4, 3, 4]
+    monkeypatch.setattr(embedder, "_run_queue_s", time.perf_counter)  # every pass waits all along
+    model.embed(texts, spare_core=lambda: False)
+    assert threads[3:] == [4, 3, 3]
 
 
 def test_a_part_is_pooled_from_the_texts_own_pass(model: Embedder) -> None:

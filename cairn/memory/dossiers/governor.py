@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from threading import Event
 from typing import Any, Literal
 
 import numpy as np
@@ -809,16 +810,19 @@ def ingest_packets(
         # each batch pads to texts of about its own length, as raw embedding of the same texts
         # does (per chunk, in packet order, each batch padded to its longest text: ~1.3x the
         # model time; docs/design.md §Dossier queries).
-        # Leaving one core to this thread's routing and Neo4j's writes, which run meanwhile: on 2
-        # cores a second intra-op thread stalls at every operator while they hold its core.
+        # Leaving one core to this thread's routing and Neo4j's writes while they run: on 2 cores a
+        # second intra-op thread stalls at every operator while they hold its core. A pass that
+        # starts while they wait for this one's vectors (the first transaction, or routing that has
+        # caught up with the model) takes every core (docs/design.md §Embedding under load).
         return model.embed(
-            [f.text for n in range(*span) for p in chunks[n] for f in p.facts], spare_core=True
+            [f.text for n in range(*span) for p in chunks[n] for f in p.facts], spare_core=routing.is_set
         )
 
     results: list[RoutingResult] = []
     if not chunks:
         return results
     spans = _transactions(chunks)
+    routing = Event()  # set while a transaction is routed and written
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
     embedded: dict[int, Future[NDArray[np.float32]]] = {}  # by transaction, until routed
     submitted = 0
@@ -844,6 +848,7 @@ def ingest_packets(
                     offset += len(p.facts)
             submit_until(end + EMBED_AHEAD)
             step = 1 if adjudicator is not None else PACKETS_PER_TRANSACTION
+            routing.set()
             for first in range(0, len(group), step):
                 part, vecs = group[first : first + step], slices[first : first + step]
                 if adjudicator is not None:
@@ -858,6 +863,7 @@ def ingest_packets(
                 if progress is not None:
                     for p in part:
                         progress(len(p.facts))
+            routing.clear()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     return results
