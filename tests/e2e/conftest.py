@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -315,3 +315,33 @@ def codes(body: dict[str, Any]) -> list[str]:
 def passport(registry: PolicyRegistry, role: str, **extra: str) -> dict[str, str]:
     """The development passport of ``role``, with ``extra`` headers (narrowing) on top."""
     return {**headers_for(registry, role), **extra}
+
+
+def entity_graph_write(edge_types: Sequence[str]) -> str:
+    """One statement that replaces every Entity with ``$decisions`` and ``$events`` and links them
+    by ``$<edge type in lower case>`` rows ``{a, b, relation}`` (one transaction, one round trip per
+    hypothesis example; a module's first wipe clears whatever an earlier module left)."""
+    links = "".join(
+        f"""CALL () {{
+  UNWIND ${t.lower()} AS row
+  MATCH (a:Entity {{id: row.a}}), (b:Entity {{id: row.b}})
+  CREATE (a)-[:{t} {{relation: row.relation}}]->(b)
+}}
+"""
+        for t in edge_types
+    )
+    return (
+        """OPTIONAL MATCH (old:Entity)
+DETACH DELETE old
+WITH count(*) AS _
+CALL () {
+  UNWIND $decisions AS row
+  CREATE (n:Entity:Decision) SET n = row
+}
+CALL () {
+  UNWIND $events AS row
+  CREATE (n:Entity:Event) SET n = row
+}
+"""
+        + links
+    )

@@ -38,7 +38,7 @@ from cairn.resolvers.schema import schema
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import REPO_ROOT, Settings
 from tests.conftest import MemoEmbedder
-from tests.e2e.conftest import wipe
+from tests.e2e.conftest import entity_graph_write, wipe
 
 DOMAINS = ("org/corp", "org/prod", "org/reg_a", "org/reg_b")
 NAMESPACES = ("public", "internal", "confidential")
@@ -130,32 +130,7 @@ def profiles(draw: st.DrawFn) -> RoleProfile:
     )
 
 
-# One query, one transaction, one round trip per example: the previous example's nodes out, this
-# one's nodes and edges in (the module's first wipe, in the ``server`` fixture, clears whatever
-# an earlier module left).
-WRITE_GRAPH = """
-OPTIONAL MATCH (old:Entity)
-DETACH DELETE old
-WITH count(*) AS _
-CALL () {
-  UNWIND $decisions AS row
-  CREATE (n:Entity:Decision) SET n = row
-}
-CALL () {
-  UNWIND $events AS row
-  CREATE (n:Entity:Event) SET n = row
-}
-CALL () {
-  UNWIND $causal AS row
-  MATCH (a:Entity {id: row.a}), (b:Entity {id: row.b})
-  CREATE (a)-[:CAUSAL_PRECEDES]->(b)
-}
-CALL () {
-  UNWIND $aliases AS row
-  MATCH (a:Entity {id: row.a}), (b:Entity {id: row.b})
-  CREATE (a)-[:ALIAS_OF]->(b)
-}
-"""
+WRITE_GRAPH = entity_graph_write(("CAUSAL_PRECEDES", "ALIAS_OF"))
 
 
 def header_phrase(node: dict[str, Any]) -> int:
@@ -209,8 +184,8 @@ def write_graph(driver: Driver, g: dict[str, Any], vectors: np.ndarray) -> None:
         WRITE_GRAPH,
         decisions=rows("Decision"),
         events=rows("Event"),
-        causal=pairs("CAUSAL_PRECEDES"),
-        aliases=pairs("ALIAS_OF"),
+        causal_precedes=pairs("CAUSAL_PRECEDES"),
+        alias_of=pairs("ALIAS_OF"),
     )
 
 

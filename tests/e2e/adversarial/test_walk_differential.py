@@ -51,7 +51,7 @@ from cairn.resolvers.schema import schema
 from cairn.runtime.settings import Settings
 from cairn.schema.nodes import SEARCH_TEXT_FIELDS
 from tests.conftest import MemoEmbedder
-from tests.e2e.conftest import wipe
+from tests.e2e.conftest import entity_graph_write, wipe
 from tests.e2e.test_policy_properties import DOMAINS, NAMESPACES, PHRASES, ROLES, SENS, Server, domain_globs
 
 DIFF_EXAMPLES = max(60, settings().max_examples // 10)
@@ -315,27 +315,7 @@ def variant(data: st.DataObject, g: dict[str, Any], p: RoleProfile, anchor: str)
 
 # --- writing a graph ------------------------------------------------------------------------------
 
-WRITE = """
-OPTIONAL MATCH (old:Entity)
-DETACH DELETE old
-WITH count(*) AS _
-CALL () {
-  UNWIND $decisions AS row
-  CREATE (n:Entity:Decision) SET n = row
-}
-CALL () {
-  UNWIND $events AS row
-  CREATE (n:Entity:Event) SET n = row
-}
-""" + "".join(
-    f"""CALL () {{
-  UNWIND ${t.lower()} AS row
-  MATCH (a:Entity {{id: row.a}}), (b:Entity {{id: row.b}})
-  CREATE (a)-[:{t} {{relation: row.relation}}]->(b)
-}}
-"""
-    for t in TYPES
-)
+WRITE = entity_graph_write(TYPES)
 
 
 def props(node: dict[str, Any], vectors: np.ndarray) -> dict[str, Any]:
