@@ -202,8 +202,10 @@ ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|Dr|Mr|Mrs|Ms|No|St|appro
 # A parenthesis that holds nothing but references (``(§ XXXIV)``, ``(`plan.md`)``, ``(see § II, § V)``).
 PARENTHESIS = re.compile(r"[ \t]*\(([^()\n]*)\)")
 FILLER = re.compile(r"[\s,;]+|\b(?:and|or|see|cf\.?)\b")
-# Where a re-wrapped paragraph wraps when no line of the letter is shown as written.
+# Where a re-wrapped paragraph wraps when no line of the letter shown as written is WRAP_MIN wide
+# (a letter of one-line paragraphs and a short sign-off is not wrapped at the sign-off's width).
 WRAP = 72
+WRAP_MIN = 40
 
 
 def _width(
@@ -211,13 +213,14 @@ def _width(
 ) -> int:
     """The widest line the reader sees as written: outside every paragraph that loses a hidden
     reference (where a line may be the hidden sentence's, and its length must not set where the
-    shown text wraps) and holding nothing hidden; ``WRAP`` when there is none."""
+    shown text wraps) and holding nothing hidden; ``WRAP`` when that is under ``WRAP_MIN``."""
     shown: list[int] = []
     for start, end in _paragraphs(lines, dropped):
         block = lines[start:end]
         if not any(token.search(line) for line in block for token in inline):
             shown += [len(line) for line in block if not any(token.search(line) for token in tokens)]
-    return max(shown, default=WRAP)
+    widest = max(shown, default=0)
+    return widest if widest >= WRAP_MIN else WRAP
 
 
 def _paragraphs(lines: list[str], dropped: set[int]) -> list[tuple[int, int]]:

@@ -29,17 +29,20 @@ def stripped(body: str) -> str:
     return without_governance(body, tags=True, decisions=True, refs=True, access=True, responses=True)
 
 
-@pytest.mark.parametrize("opening", ["Marta is right about the tail.\n\n", ""])
+@pytest.mark.parametrize("opening", ["Marta is right about the tail, and so is Dana.\n\n", ""])
 def test_the_wrap_does_not_tell_the_hidden_sentences_length(opening: str) -> None:
     shown = {stripped(opening + SHOWN.format(hidden=hidden)) for hidden in HIDDEN}
     assert len(shown) == 1, shown
 
 
 def test_the_wrap_is_the_widest_line_shown_as_written() -> None:
-    body = "Marta is right about the tail.\n\n" + SHOWN.format(hidden=HIDDEN[0])
+    """Or ``WRAP`` where the lines shown as written are only a sign-off."""
+    body = "Marta is right about the tail, and so is Dana.\n\n" + SHOWN.format(hidden=HIDDEN[0])
     assert stripped(body) == (
-        "Marta is right about the tail.\n\n"
-        "Jonas will own the calls. One\n"
-        "stack is cheaper than two, and\n"
-        "the second never gets cheaper."
+        "Marta is right about the tail, and so is Dana.\n\n"
+        "Jonas will own the calls. One stack is cheaper\n"
+        "than two, and the second never gets cheaper."
+    )
+    assert stripped("Ok.\n\n" + SHOWN.format(hidden=HIDDEN[0])) == (
+        "Ok.\n\nJonas will own the calls. One stack is cheaper than two, and the second\nnever gets cheaper."
     )
