@@ -249,8 +249,10 @@ def _without_inline(
     IV.`` goes alone (``REFERENCE_TOKEN``). A paragraph of prose is re-wrapped, greedily, at the
     letter's widest line as its reader sees it (``_width``; a hard-wrapped letter's paragraph left
     a short line where the sentence went), its lines after the last one it fills left empty (they
-    go as a line the strip empties does); a list item or a quoted line loses its sentences in
-    place. Same length as ``lines``: decision paragraphs are found on the text as stored."""
+    go as a line the strip empties does); a list item or a quoted paragraph (``_items``: a
+    sentence may run over its lines) loses its sentences the same way, behind its lead. Same
+    length as ``lines`` (a wrap longer than its paragraph ends in its last entry): decision
+    paragraphs are found on the text as stored."""
     out = list(lines)
     for i, end in _paragraphs(lines, dropped):
         block = lines[i:end]
@@ -259,16 +261,42 @@ def _without_inline(
                 text = _cut(" ".join(line.strip() for line in block), tokens)
                 out[i:end] = _rewrapped(text, len(block), width)
             else:
-                for k in range(i, end):
-                    prefix = (
-                        BULLET.match(lines[k].lstrip()) if not lines[k].lstrip().startswith("#") else None
-                    )
-                    lead = lines[k][: len(lines[k]) - len(lines[k].lstrip())] + (prefix[0] if prefix else "")
-                    if any(token.search(lines[k][len(lead) :]) for token in tokens):
-                        rest = _cut(lines[k][len(lead) :], tokens)
-                        out[k] = lead + rest if rest else ""
+                for first, past, lead, more in _items(lines, i, end):
+                    parts = [lines[k][len(lead if k == first else more) :] for k in range(first, past)]
+                    if any(token.search(part) for part in parts for token in tokens):
+                        text = _cut(" ".join(part.strip() for part in parts), tokens)
+                        wrapped = _rewrapped(text, past - first, max(1, width - len(more)))
+                        out[first:past] = [
+                            (lead if n == 0 else more) + part.replace("\n", "\n" + more) if part else ""
+                            for n, part in enumerate(wrapped)
+                        ]
     assert len(out) == len(lines)  # decision paragraphs and dropped lines are numbered on ``lines``
     return out
+
+
+def _items(lines: list[str], start: int, end: int) -> list[tuple[int, int, str, str]]:
+    """The list items and quoted paragraphs of ``lines[start:end]``, a paragraph that is not all
+    prose, as (first line, past the last, lead of the first line, lead of the others); a lead is a
+    line's indent, quote marks and bullet. A sentence may run over an item's lines: a line of prose
+    that has only quote marks continues the quoted prose before it with the same marks, and an
+    indented line of prose continues the list item before it (unquoted); any other line is an item
+    of its own."""
+    items: list[tuple[int, int, str, str]] = []
+    for k in range(start, end):
+        line = lines[k]
+        prefix = BULLET.match(line.lstrip()) if not line.lstrip().startswith("#") else None
+        lead = line[: len(line) - len(line.lstrip())] + (prefix[0] if prefix else "")
+        rest = line[len(lead) :]
+        if items and _prose(rest):
+            first, _, first_lead, more = items[-1]
+            marks = lead.replace(" ", "").replace("\t", "")
+            quoted = marks and not marks.strip(">") and marks == first_lead.replace(" ", "").replace("\t", "")
+            listed = not marks and lead and first_lead.strip(" \t>") and ">" not in first_lead
+            if _prose(lines[first][len(first_lead) :]) and (quoted or listed):
+                items[-1] = (first, k + 1, first_lead, more if k > first + 1 else lead)
+                continue
+        items.append((k, k + 1, lead, lead))
+    return items
 
 
 def _rewrapped(text: str, count: int, width: int) -> list[str]:
