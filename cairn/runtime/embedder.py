@@ -434,7 +434,7 @@ def _normalised(rows: NDArray[np.float32]) -> NDArray[np.float32]:
     return np.asarray(rows / np.where(norms > 0, norms, 1.0), dtype=np.float32)
 
 
-_torch_threads: int | None = None  # None: one for a small pass, torch's default (one per core) otherwise
+_torch_threads: int | None = None  # None: torch's default (one per core), less a spare core when asked
 
 
 def set_torch_threads(threads: int) -> None:
