@@ -69,8 +69,12 @@ ONNX_OPSET = 17
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
-def _cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cairn"
+def _cache_dir() -> Path | None:
+    """The user's cache folder for cairn; None when there is no home to hold one."""
+    try:
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cairn"
+    except RuntimeError:  # no HOME and no user entry (a container's arbitrary user id)
+        return None
 
 
 def _export_key(model_path: Path) -> str:
@@ -100,27 +104,22 @@ class _QueryModel:
         from onnxruntime import InferenceSession, SessionOptions
 
         self.tokenizer = model.tokenizer
-        graph = self._graph(model, model_path)
         options = SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
+        folder = _cache_dir()
+        path = None if folder is None else folder / f"minilm-{_export_key(model_path)}.onnx"
+        if path is not None:
+            try:
+                self.session = InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+                return
+            # None there yet, or a file that cannot be read or loaded (cut short by a crash or a
+            # full disk, written by another program; onnxruntime's errors share no base class):
+            # exported again, over it.
+            except Exception:
+                pass
+        graph = _exported(model, path)
         self.session = InferenceSession(graph, options, providers=["CPUExecutionProvider"])
-
-    @staticmethod
-    def _graph(model: Any, model_path: Path) -> str | bytes:
-        path = _cache_dir() / f"minilm-{_export_key(model_path)}.onnx"
-        if path.is_file():
-            return str(path)
-        buffer = io.BytesIO()
-        _export(model, buffer)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as tmp:
-                tmp.write(buffer.getvalue())
-            os.replace(tmp.name, path)  # whole or absent: a concurrent reader never sees half a file
-        except OSError:
-            return buffer.getvalue()
-        return str(path)
 
     def run(self, texts: list[str]) -> tuple[NDArray[np.float32], NDArray[np.int64]]:
         """Each text's token vectors (padded to the longest) and its attention mask."""
@@ -130,6 +129,27 @@ class _QueryModel:
         feeds = {name: np.asarray(features[name], dtype=np.int64) for name in ONNX_INPUTS}
         hidden = self.session.run(["last_hidden_state"], feeds)[0]
         return np.asarray(hidden, dtype=np.float32), feeds["attention_mask"]
+
+
+def _exported(model: Any, path: Path | None) -> str | bytes:
+    """The model's graph, exported: written to ``path`` (whole or not at all: a concurrent reader
+    never sees half a file) and named by it, or in memory where it cannot be written there."""
+    buffer = io.BytesIO()
+    _export(model, buffer)
+    if path is None:
+        return buffer.getvalue()
+    tmp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as f:
+            tmp = f.name
+            f.write(buffer.getvalue())
+        os.replace(tmp, path)
+    except OSError:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)  # a full disk left part of it
+        return buffer.getvalue()
+    return str(path)
 
 
 def _export(model: Any, target: io.BytesIO) -> None:
@@ -414,7 +434,7 @@ def _normalised(rows: NDArray[np.float32]) -> NDArray[np.float32]:
     return np.asarray(rows / np.where(norms > 0, norms, 1.0), dtype=np.float32)
 
 
-_torch_threads: int | None = None  # None: one for a small pass, torch's default (one per core) otherwise
+_torch_threads: int | None = None  # None: torch's default (one per core), less a spare core when asked
 
 
 def set_torch_threads(threads: int) -> None:

@@ -162,7 +162,9 @@ def without_governance(
     hidden = ((tags, EXEC_TAG_TOKEN), (refs, KNOWLEDGE_REF_TOKEN), (responses, REFERENCE_TOKEN))
     tokens = [token for hide, token in hidden if hide]
     inline = [token for hide, token in hidden[1:] if hide]
-    written = _without_inline(lines, dropped, inline, _width(lines, dropped, tokens)) if inline else lines
+    written = (
+        _without_inline(lines, dropped, inline, _width(lines, dropped, tokens, inline)) if inline else lines
+    )
     out: list[tuple[int, str]] = []  # (line, text) of the lines kept
     # Blank lines still to drop behind the run of lines that went last: as many as stood before
     # it (all, at the top), so the gap left is the one the letter has between its paragraphs.
@@ -200,20 +202,41 @@ ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|Dr|Mr|Mrs|Ms|No|St|appro
 # A parenthesis that holds nothing but references (``(§ XXXIV)``, ``(`plan.md`)``, ``(see § II, § V)``).
 PARENTHESIS = re.compile(r"[ \t]*\(([^()\n]*)\)")
 FILLER = re.compile(r"[\s,;]+|\b(?:and|or|see|cf\.?)\b")
+# Where a re-wrapped paragraph wraps when no line of the letter shown as written is WRAP_MIN wide
+# (a letter of one-line paragraphs and a short sign-off is not wrapped at the sign-off's width).
+WRAP = 72
+WRAP_MIN = 40
 
 
-def _width(lines: list[str], dropped: set[int], tokens: list[re.Pattern[str]]) -> int:
-    """The letter's widest line as its reader sees it: of the lines that stay and hold nothing
-    hidden (a hidden decision line's or path's length must not set where shown text wraps), else of
-    the lines that stay, with what is hidden cut out."""
-    kept = [line for i, line in enumerate(lines) if i not in dropped]
-    clean = [len(line) for line in kept if not any(token.search(line) for token in tokens)]
-    if clean:
-        return max(clean)
-    cut = kept
-    for token in tokens:
-        cut = [token.sub("", line) for line in cut]
-    return max((len(line) for line in cut), default=0)
+def _width(
+    lines: list[str], dropped: set[int], tokens: list[re.Pattern[str]], inline: list[re.Pattern[str]]
+) -> int:
+    """The widest line the reader sees as written: outside every paragraph that loses a hidden
+    reference (where a line may be the hidden sentence's, and its length must not set where the
+    shown text wraps) and holding nothing hidden; ``WRAP`` when that is under ``WRAP_MIN``."""
+    shown: list[int] = []
+    for start, end in _paragraphs(lines, dropped):
+        block = lines[start:end]
+        if not any(token.search(line) for line in block for token in inline):
+            shown += [len(line) for line in block if not any(token.search(line) for token in tokens)]
+    widest = max(shown, default=0)
+    return widest if widest >= WRAP_MIN else WRAP
+
+
+def _paragraphs(lines: list[str], dropped: set[int]) -> list[tuple[int, int]]:
+    """Each run of lines that are neither blank nor dropped, as (first, past the last)."""
+    runs: list[tuple[int, int]] = []
+    i = 0
+    while i < len(lines):
+        if _blank(lines[i]) or i in dropped:
+            i += 1
+            continue
+        end = i
+        while end < len(lines) and not _blank(lines[end]) and end not in dropped:
+            end += 1
+        runs.append((i, end))
+        i = end
+    return runs
 
 
 def _without_inline(
@@ -226,49 +249,67 @@ def _without_inline(
     IV.`` goes alone (``REFERENCE_TOKEN``). A paragraph of prose is re-wrapped, greedily, at the
     letter's widest line as its reader sees it (``_width``; a hard-wrapped letter's paragraph left
     a short line where the sentence went), its lines after the last one it fills left empty (they
-    go as a line the strip empties does); a list item or a quoted line loses its sentences in
-    place. Same length as ``lines``: decision paragraphs are found on the text as stored."""
+    go as a line the strip empties does); a list item or a quoted paragraph (``_items``: a
+    sentence may run over its lines) loses its sentences the same way, behind its lead. Same
+    length as ``lines`` (a wrap longer than its paragraph ends in its last entry): decision
+    paragraphs are found on the text as stored."""
     out = list(lines)
-    i = 0
-    while i < len(lines):
-        if _blank(lines[i]) or i in dropped:
-            i += 1
-            continue
-        end = i
-        while end < len(lines) and not _blank(lines[end]) and end not in dropped:
-            end += 1
+    for i, end in _paragraphs(lines, dropped):
         block = lines[i:end]
         if any(token.search(line) for line in block for token in tokens):
             if all(_prose(line) for line in block):
                 text = _cut(" ".join(line.strip() for line in block), tokens)
-                out[i:end] = _rewrapped(text, block, tokens, width)
+                out[i:end] = _rewrapped(text, len(block), width)
             else:
-                for k in range(i, end):
-                    prefix = (
-                        BULLET.match(lines[k].lstrip()) if not lines[k].lstrip().startswith("#") else None
-                    )
-                    lead = lines[k][: len(lines[k]) - len(lines[k].lstrip())] + (prefix[0] if prefix else "")
-                    if any(token.search(lines[k][len(lead) :]) for token in tokens):
-                        rest = _cut(lines[k][len(lead) :], tokens)
-                        out[k] = lead + rest if rest else ""
-        i = end
+                for first, past, lead, more in _items(lines, i, end):
+                    parts = [lines[k][len(lead if k == first else more) :] for k in range(first, past)]
+                    if any(token.search(part) for part in parts for token in tokens):
+                        text = _cut(" ".join(part.strip() for part in parts), tokens)
+                        wrapped = _rewrapped(text, past - first, max(1, width - len(more)))
+                        out[first:past] = [
+                            (lead if n == 0 else more) + part.replace("\n", "\n" + more) if part else ""
+                            for n, part in enumerate(wrapped)
+                        ]
     assert len(out) == len(lines)  # decision paragraphs and dropped lines are numbered on ``lines``
     return out
 
 
-def _rewrapped(text: str, block: list[str], tokens: list[re.Pattern[str]], width: int) -> list[str]:
-    """``text``, what is left of the paragraph ``block``, as as many lines as ``block`` (the last
-    ones empty): one line if the paragraph was one, else wrapped at ``width`` or the widest of its
-    own lines without what is hidden, whichever is wider."""
-    if len(block) == 1 or not text:
-        return [text, *([""] * (len(block) - 1))]
-    cut = block
-    for token in tokens:
-        cut = [token.sub("", line).rstrip() for line in cut]
-    lines = _wrap(text, max(width, *(len(line) for line in cut)))
-    if len(lines) > len(block):  # never more lines than it had: the line numbers are the stored ones
-        lines = [*lines[: len(block) - 1], " ".join(lines[len(block) - 1 :])]
-    return [*lines, *([""] * (len(block) - len(lines)))]
+def _items(lines: list[str], start: int, end: int) -> list[tuple[int, int, str, str]]:
+    """The list items and quoted paragraphs of ``lines[start:end]``, a paragraph that is not all
+    prose, as (first line, past the last, lead of the first line, lead of the others); a lead is a
+    line's indent, quote marks and bullet. A sentence may run over an item's lines: a line of prose
+    that has only quote marks continues the quoted prose before it with the same marks, and an
+    indented line of prose continues the list item before it (unquoted); any other line is an item
+    of its own."""
+    items: list[tuple[int, int, str, str]] = []
+    for k in range(start, end):
+        line = lines[k]
+        prefix = BULLET.match(line.lstrip()) if not line.lstrip().startswith("#") else None
+        lead = line[: len(line) - len(line.lstrip())] + (prefix[0] if prefix else "")
+        rest = line[len(lead) :]
+        if items and _prose(rest):
+            first, _, first_lead, more = items[-1]
+            marks = lead.replace(" ", "").replace("\t", "")
+            quoted = marks and not marks.strip(">") and marks == first_lead.replace(" ", "").replace("\t", "")
+            listed = not marks and lead and first_lead.strip(" \t>") and ">" not in first_lead
+            if _prose(lines[first][len(first_lead) :]) and (quoted or listed):
+                items[-1] = (first, k + 1, first_lead, more if k > first + 1 else lead)
+                continue
+        items.append((k, k + 1, lead, lead))
+    return items
+
+
+def _rewrapped(text: str, count: int, width: int) -> list[str]:
+    """``text``, what is left of a paragraph of ``count`` lines, in as many entries (the last ones
+    empty): one line if the paragraph was one, else wrapped at ``width``; lines past ``count`` go
+    into the last entry (the entries are numbered as the stored lines; a cap on the lines would
+    make the wrap tell how long the hidden text was)."""
+    if count == 1 or not text:
+        return [text, *([""] * (count - 1))]
+    lines = _wrap(text, width)
+    if len(lines) > count:
+        lines = [*lines[: count - 1], "\n".join(lines[count - 1 :])]
+    return [*lines, *([""] * (count - len(lines)))]
 
 
 def _prose(line: str) -> bool:

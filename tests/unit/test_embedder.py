@@ -180,6 +180,32 @@ def test_the_query_models_graph_is_exported_once_and_kept_by_what_it_came_from(
     np.testing.assert_allclose(in_memory.run(texts)[0], first.run(texts)[0], atol=1e-6)
 
 
+@pytest.mark.parametrize("content", [b"", b"half a graph"], ids=["empty", "corrupt"])
+def test_a_cached_graph_that_cannot_be_loaded_is_exported_again(
+    model: Embedder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, content: bytes
+) -> None:
+    """A cache file left empty or cut short (a crash or a full disk after the rename, another
+    program): every query pass failed for as long as the file stayed (review 35); the graph is
+    exported again, over the broken file."""
+    from cairn.runtime import embedder
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = tmp_path / "cairn" / f"minilm-{embedder._export_key(model._path)}.onnx"
+    path.parent.mkdir()
+    path.write_bytes(content)
+    texts = ["a query about the Frankfurt region"]
+    hidden = embedder._QueryModel(model._model, model._path).run(texts)[0]
+    np.testing.assert_allclose(hidden[0].mean(axis=0), _pooled(model, texts), atol=1e-5)
+    assert path.stat().st_size > 1_000_000  # the whole graph, in place of the broken one
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
+
+
+def _pooled(model: Embedder, texts: list[str]) -> np.ndarray:
+    """torch's mean token vector of the text (one text: no padding), unnormalised."""
+    rows = model._model.encode(texts, output_value="token_embeddings", show_progress_bar=False)
+    return np.asarray(rows[0].mean(dim=0))
+
+
 def test_a_spare_core_pass_leaves_one_of_torchs_default_threads(
     model: Embedder, monkeypatch: pytest.MonkeyPatch, threads: list[int]
 ) -> None:

@@ -108,6 +108,20 @@ TWINS = [
         "Numbers from the beta are good.\n\nThe details are in `knowledge/assistant/beta.md`.",
         "Numbers from the beta are good.",
     ),
+    # Review 35: a sentence that ran over a quoted paragraph's or a list item's lines left its
+    # first part (`The details are in`) where the reference's line lost its sentence.
+    (
+        "a sentence that runs over two quoted lines",
+        "Dana wrote:\n\n> One stack is cheaper. The details are in\n> `knowledge/platform/retro.md`. "
+        "Two never are.\n\nJonas will own the calls.",
+        "Dana wrote:\n\n> One stack is cheaper. Two never are.\n\nJonas will own the calls.",
+    ),
+    (
+        "a sentence that runs over a list item's lines",
+        "Steps:\n\n1. One stack is cheaper. The details are in\n   `knowledge/platform/retro.md`. "
+        "Two never are.\n2. Jonas calls.",
+        "Steps:\n\n1. One stack is cheaper. Two never are.\n2. Jonas calls.",
+    ),
     (
         # wrapped at the widest line the reader sees: the opener's own line would tell its length
         "a hard-wrapped reply",
