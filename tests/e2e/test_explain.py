@@ -49,6 +49,8 @@ FRAGMENTS: dict[tuple[str, str], str] = {
     ("cairn.graph.dossiers", "FACT_BLOCK_NEIGHBOURS"): "a FACT_SEARCH subquery body",
     ("cairn.graph.dossiers", "FACT_DOSSIER_HEADERS"): "a FACT_SEARCH subquery body",
     ("cairn.graph.dossiers", "SUMMARY_POOL_RANKED"): "a subquery body over the dossier `d`",
+    ("cairn.graph.dossiers", "_VISIBLE_FACTS_BODY"): "a dossier `d`'s visible facts",
+    ("cairn.graph.dossiers", "_TOP_FACTS"): "the found dossiers' facts, a subquery of the dossier searches",
     ("cairn.graph.dossiers", "KEEP_PLAN"): "the planner option prefixed to the ingest statements",
     ("cairn.graph.factors", "_ENTRY_INFLUENCES"): "the influence subquery over an entry `e`",
     ("cairn.graph.factors", "_ENTRY_COLUMNS"): "_ENTRY_INFLUENCES and the entry columns",
