@@ -12,6 +12,7 @@ It sits below both so that neither imports the other.
 from __future__ import annotations
 
 import re
+import textwrap
 
 # The domain a correspondence file's sections get when its preamble names none.
 DEFAULT_DOMAIN = "acme/correspondence"
@@ -357,13 +358,7 @@ def _cut(text: str, tokens: list[re.Pattern[str]]) -> str:
 def _wrap(text: str, width: int) -> list[str]:
     """``text`` wrapped greedily at ``width`` (a word longer than that on a line of its own): the
     lines a greedy wrap at any width at least the paragraph's widest line made are made again."""
-    lines: list[str] = []
-    for word in text.split():
-        if lines and len(lines[-1]) + 1 + len(word) <= width:
-            lines[-1] += " " + word
-        else:
-            lines.append(word)
-    return lines
+    return textwrap.wrap(" ".join(text.split()), width, break_long_words=False, break_on_hyphens=False)
 
 
 def _blank(line: str) -> bool:
