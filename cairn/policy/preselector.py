@@ -165,7 +165,9 @@ def _strip_section_text(clean: dict[str, Any], masked: list[str]) -> None:
     in the body, whichever read shows the section (the tail, ``node``, a walk, an ask's evidence
     and prompt). Each is stripped where the parser reads it: knowledge references and the
     access line from the body only; and closed up, so the text reads as the letter written
-    without them (their place told which letters hold them)."""
+    without them (their place told which letters hold them). Where a reference may be cut out of
+    its sentence, every paragraph of the body is wrapped again at one width, so the wrap does not
+    tell which paragraphs lost one (``reflow``)."""
     tags, decisions = "exec_tags" in masked, "exec_decisions" in masked
     responses = "responds_to_filed" in masked
     refs = "knowledge_refs" in masked
@@ -182,6 +184,7 @@ def _strip_section_text(clean: dict[str, Any], masked: list[str]) -> None:
             refs=refs,
             access=access,
             responses=responses,
+            reflow=refs or responses,
         )
 
 

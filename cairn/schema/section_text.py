@@ -132,10 +132,13 @@ def without_governance(
     refs: bool = False,
     access: bool = False,
     responses: bool = False,
+    reflow: bool = False,
 ) -> str:
     """``text`` without its decision lines (when ``decisions``), exec tags (when ``tags``),
     knowledge references (when ``refs``), access line (when ``access``) and references to
-    earlier sections (when ``responses``).
+    earlier sections (when ``responses``); with ``reflow``, every paragraph of prose wrapped
+    again at ``WRAP``, whether or not it lost anything (a body read by a role for which a
+    reference is cut out of its sentence: ``_without_inline``).
 
     The reader-side twin of the structured fields: a role whose field mask hides
     ``exec_decisions``, ``exec_tags``, ``knowledge_refs``, ``responds_to_filed`` or an access
@@ -163,9 +166,7 @@ def without_governance(
     hidden = ((tags, EXEC_TAG_TOKEN), (refs, KNOWLEDGE_REF_TOKEN), (responses, REFERENCE_TOKEN))
     tokens = [token for hide, token in hidden if hide]
     inline = [token for hide, token in hidden[1:] if hide]
-    written = (
-        _without_inline(lines, dropped, inline, _width(lines, dropped, tokens, inline)) if inline else lines
-    )
+    written = _without_inline(lines, dropped, inline, reflow) if inline or reflow else lines
     out: list[tuple[int, str]] = []  # (line, text) of the lines kept
     # Blank lines still to drop behind the run of lines that went last: as many as stood before
     # it (all, at the top), so the gap left is the one the letter has between its paragraphs.
@@ -203,25 +204,10 @@ ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|Dr|Mr|Mrs|Ms|No|St|appro
 # A parenthesis that holds nothing but references (``(§ XXXIV)``, ``(`plan.md`)``, ``(see § II, § V)``).
 PARENTHESIS = re.compile(r"[ \t]*\(([^()\n]*)\)")
 FILLER = re.compile(r"[\s,;]+|\b(?:and|or|see|cf\.?)\b")
-# Where a re-wrapped paragraph wraps when no line of the letter shown as written is WRAP_MIN wide
-# (a letter of one-line paragraphs and a short sign-off is not wrapped at the sign-off's width).
+# Where a paragraph is wrapped again: one width for every letter (docs/design.md §Policy module,
+# "Sections"): a width read off the letter (its widest line shown as written, else 72) told which
+# letters had lost a reference, since the authors' own lines are wider (red-team pass 18).
 WRAP = 72
-WRAP_MIN = 40
-
-
-def _width(
-    lines: list[str], dropped: set[int], tokens: list[re.Pattern[str]], inline: list[re.Pattern[str]]
-) -> int:
-    """The widest line the reader sees as written: outside every paragraph that loses a hidden
-    reference (where a line may be the hidden sentence's, and its length must not set where the
-    shown text wraps) and holding nothing hidden; ``WRAP`` when that is under ``WRAP_MIN``."""
-    shown: list[int] = []
-    for start, end in _paragraphs(lines, dropped):
-        block = lines[start:end]
-        if not any(token.search(line) for line in block for token in inline):
-            shown += [len(line) for line in block if not any(token.search(line) for token in tokens)]
-    widest = max(shown, default=0)
-    return widest if widest >= WRAP_MIN else WRAP
 
 
 def _paragraphs(lines: list[str], dropped: set[int]) -> list[tuple[int, int]]:
@@ -241,38 +227,64 @@ def _paragraphs(lines: list[str], dropped: set[int]) -> list[tuple[int, int]]:
 
 
 def _without_inline(
-    lines: list[str], dropped: set[int], tokens: list[re.Pattern[str]], width: int
+    lines: list[str], dropped: set[int], tokens: list[re.Pattern[str]], reflow: bool
 ) -> list[str]:
     """``lines`` without the sentences that hold a hidden knowledge or section reference inside
     them, and without a parenthesis that holds only such references, as the letter written without
     them reads (``The details are in `x.md`.`` goes; ``the plan (`x.md`) assumes`` reads ``the plan
     assumes``): cutting the reference alone left ``is in .`` and ``()``. A reply's opening ``Re: §
-    IV.`` goes alone (``REFERENCE_TOKEN``). A paragraph of prose is re-wrapped, greedily, at the
-    letter's widest line as its reader sees it (``_width``; a hard-wrapped letter's paragraph left
-    a short line where the sentence went), its lines after the last one it fills left empty (they
-    go as a line the strip empties does); a list item or a quoted paragraph (``_items``: a
-    sentence may run over its lines) loses its sentences the same way, behind its lead. Same
-    length as ``lines`` (a wrap longer than its paragraph ends in its last entry): decision
+    IV.`` goes alone (``REFERENCE_TOKEN``). A paragraph of prose that lost one is wrapped again,
+    greedily, at ``WRAP`` (a hard-wrapped letter's paragraph left a short line where the sentence
+    went), its lines after the last one it fills left empty (they go as a line the strip empties
+    does); a list item or a quoted paragraph (``_items``: a sentence may run over its lines) loses
+    its sentences the same way, behind its lead. With ``reflow`` every paragraph of prose, list
+    item and quoted paragraph is wrapped so, one that lost nothing and a one-line one too: the
+    authors wrap wider than any one width, so a paragraph wrapped again beside others left as
+    written told the reader that it had lost a reference (red-team pass 18: 20 of the 39 demo
+    letters external reads were ``WRAP`` or a status line wide, every letter as written 79-91).
+    Same length as ``lines`` (a wrap longer than its paragraph ends in its last entry): decision
     paragraphs are found on the text as stored."""
     out = list(lines)
+    code = _code(lines)
     for i, end in _paragraphs(lines, dropped):
         block = lines[i:end]
-        if any(token.search(line) for line in block for token in tokens):
-            if all(_prose(line) for line in block):
-                text = _cut(" ".join(line.strip() for line in block), tokens)
-                out[i:end] = _rewrapped(text, len(block), width)
-            else:
-                for first, past, lead, more in _items(lines, i, end):
-                    parts = [lines[k][len(lead if k == first else more) :] for k in range(first, past)]
-                    if any(token.search(part) for part in parts for token in tokens):
-                        text = _cut(" ".join(part.strip() for part in parts), tokens)
-                        wrapped = _rewrapped(text, past - first, max(1, width - len(more)))
-                        out[first:past] = [
-                            (lead if n == 0 else more) + part.replace("\n", "\n" + more) if part else ""
-                            for n, part in enumerate(wrapped)
-                        ]
+        cut = any(token.search(line) for line in block for token in tokens)
+        if not cut and (not reflow or code.intersection(range(i, end))):
+            continue
+        if all(_prose(line) for line in block) and (cut or not any(line[:1].isspace() for line in block)):
+            text = _cut(" ".join(line.strip() for line in block), tokens)
+            out[i:end] = _rewrapped(text, len(block), reflow or len(block) > 1, WRAP)
+            continue
+        for first, past, lead, more in _items(lines, i, end):
+            parts = [lines[k][len(lead if k == first else more) :] for k in range(first, past)]
+            cut = any(token.search(part) for part in parts for token in tokens)
+            indented = lead and not lead.strip(" \t")  # code, or a line the list does not continue
+            if cut or (reflow and not indented and all(_prose(part) for part in parts)):
+                if past - first == 1:  # a one-line item goes on under its text, not as a new item
+                    more = re.sub(r"[^>\s]", " ", lead)
+                text = _cut(" ".join(part.strip() for part in parts), tokens)
+                wrapped = _rewrapped(text, past - first, reflow or past - first > 1, max(1, WRAP - len(more)))
+                out[first:past] = [
+                    (lead if n == 0 else more) + part.replace("\n", "\n" + more) if part else ""
+                    for n, part in enumerate(wrapped)
+                ]
     assert len(out) == len(lines)  # decision paragraphs and dropped lines are numbered on ``lines``
     return out
+
+
+FENCE = re.compile(r"^[ \t]*(?:```|~~~)")
+
+
+def _code(lines: list[str]) -> set[int]:
+    """The lines of fenced code blocks, fences included: never wrapped."""
+    inside, code = False, set()
+    for i, line in enumerate(lines):
+        fence = FENCE.match(line) is not None
+        if inside or fence:
+            code.add(i)
+        if fence:
+            inside = not inside
+    return code
 
 
 def _items(lines: list[str], start: int, end: int) -> list[tuple[int, int, str, str]]:
@@ -300,12 +312,12 @@ def _items(lines: list[str], start: int, end: int) -> list[tuple[int, int, str, 
     return items
 
 
-def _rewrapped(text: str, count: int, width: int) -> list[str]:
+def _rewrapped(text: str, count: int, wrap: bool, width: int) -> list[str]:
     """``text``, what is left of a paragraph of ``count`` lines, in as many entries (the last ones
-    empty): one line if the paragraph was one, else wrapped at ``width``; lines past ``count`` go
-    into the last entry (the entries are numbered as the stored lines; a cap on the lines would
-    make the wrap tell how long the hidden text was)."""
-    if count == 1 or not text:
+    empty): wrapped at ``width`` where ``wrap``, else one line; lines past ``count`` go into the
+    last entry (the entries are numbered as the stored lines; a cap on the lines would make the
+    wrap tell how long the hidden text was)."""
+    if not wrap or not text:
         return [text, *([""] * (count - 1))]
     lines = _wrap(text, width)
     if len(lines) > count:

@@ -35,14 +35,62 @@ def test_the_wrap_does_not_tell_the_hidden_sentences_length(opening: str) -> Non
     assert len(shown) == 1, shown
 
 
-def test_the_wrap_is_the_widest_line_shown_as_written() -> None:
-    """Or ``WRAP`` where the lines shown as written are only a sign-off."""
+def read(body: str) -> str:
+    """The body as a reader whose rule hides every governed part reads it (the policy mask)."""
+    return without_governance(
+        body, tags=True, decisions=True, refs=True, access=True, responses=True, reflow=True
+    )
+
+
+def test_a_paragraph_that_lost_a_sentence_is_wrapped_at_one_width() -> None:
+    """``WRAP``, whatever the letter's other lines are (red-team pass 18: the widest line left as
+    written, else 72, told which letters had lost something, their authors wrapping wider)."""
     body = "Marta is right about the tail, and so is Dana.\n\n" + SHOWN.format(hidden=HIDDEN[0])
     assert stripped(body) == (
         "Marta is right about the tail, and so is Dana.\n\n"
-        "Jonas will own the calls. One stack is cheaper\n"
-        "than two, and the second never gets cheaper."
+        "Jonas will own the calls. One stack is cheaper than two, and the second\n"
+        "never gets cheaper."
     )
     assert stripped("Ok.\n\n" + SHOWN.format(hidden=HIDDEN[0])) == (
         "Ok.\n\nJonas will own the calls. One stack is cheaper than two, and the second\nnever gets cheaper."
+    )
+
+
+@pytest.mark.parametrize(
+    "plain",
+    [
+        # the shown paragraph as written at three widths, and on one line
+        "Marta is right about the tail, and so is Dana. We have known it for two years, since the\n"
+        "first bank asked.",
+        "Marta is right about the tail, and so is Dana. We have\n"
+        "known it for two years, since the first bank asked.",
+        "Marta is right about the tail, and so is Dana. We have known it for two years, since the "
+        "first bank asked.",
+    ],
+)
+@pytest.mark.parametrize("hidden", ["", "Re: § IV. ", "See `knowledge/platform/retro.md`. "])
+def test_a_reader_of_stripped_letters_reads_every_paragraph_at_one_width(plain: str, hidden: str) -> None:
+    """Where a reference may be cut out, every paragraph is wrapped again (``reflow``): one that
+    lost nothing, and a one-line one, too, so the authors' own line breaks, wider or narrower than
+    the width a paragraph that lost one is wrapped at, do not tell it from the others."""
+    body = hidden + plain + "\n\n*Status: OPEN*"
+    assert read(body) == (
+        "Marta is right about the tail, and so is Dana. We have known it for two\n"
+        "years, since the first bank asked.\n\n*Status: OPEN*"
+    )
+
+
+def test_lists_quotes_and_code_are_wrapped_by_their_items() -> None:
+    body = (
+        "Dana wrote:\n\n> One stack is cheaper than two, and the second never gets cheaper, not in\n"
+        "> any year we looked at.\n\n"
+        "- Jonas calls the eleven customers before the announcement goes out to the press.\n"
+        "\n```\nkeep   this    line as it is, however long it is, it is code and not prose at all\n```"
+    )
+    assert read(body) == (
+        "Dana wrote:\n\n> One stack is cheaper than two, and the second never gets cheaper, not\n"
+        "> in any year we looked at.\n\n"
+        "- Jonas calls the eleven customers before the announcement goes out to\n"
+        "  the press.\n"
+        "\n```\nkeep   this    line as it is, however long it is, it is code and not prose at all\n```"
     )

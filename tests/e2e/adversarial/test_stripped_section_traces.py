@@ -123,13 +123,42 @@ TWINS = [
         "Steps:\n\n1. One stack is cheaper. Two never are.\n2. Jonas calls.",
     ),
     (
-        # wrapped at the widest line the reader sees: the opener's own line would tell its length
+        # wrapped again at one width: the opener's own line would tell its length
         "a hard-wrapped reply",
         "Re: § I. Marta is right and we have known it for two\n"
         "years, since the first bank asked. See § II.\n\n"
         "Jonas will own the calls with the eleven customers.",
         "Marta is right and we have known it for two years,\nsince the first bank asked.\n\n"
         "Jonas will own the calls with the eleven customers.",
+    ),
+    # Red-team pass 18: a paragraph that lost a reference was wrapped at the widest line left as
+    # written, or at 72 where none was 40 wide: a reply of one paragraph read 72 wide (its twin, as
+    # its author wrote it, 87), one with a status line read as wide as the status line, and a
+    # one-line paragraph stayed one line where its author wraps narrower. 20 of the 39 demo letters
+    # external reads were narrower than any letter as written (79-91): every one of them had lost a
+    # reply's opener, a reference or a decision. Now every paragraph is wrapped at one width.
+    (
+        "a reply of one paragraph",
+        "Re: § I. Two regions meet the latency criterion, one does not: the Sydney region's\n"
+        "95th percentile is 2.7 seconds, because inference for APAC tenants still runs in the US\n"
+        "region. Moving it to Sydney would also speed up the Japanese pilot tenants.",
+        "Two regions meet the latency criterion, one does not: the Sydney region's 95th\n"
+        "percentile is 2.7 seconds, because inference for APAC tenants still runs in the US\n"
+        "region. Moving it to Sydney would also speed up the Japanese pilot tenants.",
+    ),
+    (
+        "a reply with a status line",
+        "Re: § VI. An exception that costs us nothing will never end, so it has to cost the\n"
+        "customer something.\n\n*Status: EXPERIMENT PENDING — pilot with three banks, review in March*",
+        "An exception that costs us nothing will never end, so it has to cost the customer\n"
+        "something.\n\n*Status: EXPERIMENT PENDING — pilot with three banks, review in March*",
+    ),
+    (
+        "a one-line reply in a narrow letter",
+        "Re: § I. We agree with the date, and we will say so in the announcement next week.\n\n"
+        "Jonas will own the calls with the eleven\ncustomers in the first quarter.",
+        "We agree with the date, and we will say so in the\nannouncement next week.\n\n"
+        "Jonas will own the calls with the eleven\ncustomers in the first quarter.",
     ),
 ]
 
