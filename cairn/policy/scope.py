@@ -355,7 +355,23 @@ class Scope:
                 shown = self.visible_fields(name, domain)
                 if shown is not None and source not in shown:
                     hidden += names
+        if label == "Dossier" and not self.walks_out("HAS_FACT", domain, domain):
+            # Its summary is its facts' sentences, read over HAS_FACT (a dossier's facts share its
+            # access): a scope that may not walk there reads no fact as the dossier's, in
+            # ``dossier`` as in ``node``, a walk or an ask (red-team pass 18).
+            hidden.append("summary")
         return tuple(dict.fromkeys(hidden))
+
+    def walks_out(self, rel: str, from_domain: str, to_domain: str) -> bool:
+        """Whether the scope may walk an edge of type ``rel`` stored from a node in
+        ``from_domain`` to one in ``to_domain``, from its start (``acl.edge_allowed``, in Python)."""
+        return self.unrestricted or any(
+            rule.type == rel
+            and rule.direction in ("out", "both")
+            and matches(from_domain, rule.from_domains)
+            and matches(to_domain, rule.to_domains)
+            for rule in self.edges
+        )
 
     def visible_fields(self, label: str, domain: str) -> tuple[str, ...] | None:
         """Fields of a ``label`` node in ``domain`` the scope shows; None means all of them."""
