@@ -208,7 +208,8 @@ def _view(
     fields, masked = mask("Section", props, reader.scope)
     for name in ("responds_to", "responded_by"):
         if name in fields:
-            fields[name] = [n for n in map(numbering.of, fields[name]) if n is not None]
+            # Ascending, not storage order: the order edges were written in is no reader's business.
+            fields[name] = sorted(n for n in map(numbering.of, fields[name]) if n is not None)
     allowed = reader.scope.visible_fields("Section", str(props.get("domain", "")))
     if allowed is None or "section_number" in allowed:  # mask() drops the canonical number
         fields["section_number"] = numbering.of(props.get("section_number"))

@@ -81,6 +81,16 @@ def test_links_and_search_use_the_same_numbers(
     assert all(h["sectionNumber"] == number_of[h["id"]] for h in hits["hits"])
 
 
+@pytest.mark.parametrize("role", ["staff", "manager"])
+def test_links_read_in_ascending_order(client: TestClient, registry: PolicyRegistry, role: str) -> None:
+    """Links came in the order their edges were stored (``[32, 30, 17]``), which differs between
+    loads and would follow whatever else was written between them; they read ascending.
+    (External's rule masks both links.)"""
+    for s in tail(client, registry, role):
+        for link in ("respondsTo", "respondedBy"):
+            assert s[link] == sorted(s[link]), (s["title"], link, s[link])
+
+
 NODE = "query($id: ID!) { node(id: $id) { id fields masked } }"
 
 
