@@ -21,7 +21,8 @@ from cairn.policy.acl import (
     shown_or,
     status_in_view,
 )
-from cairn.schema.keys import TAKE_SECRET
+from cairn.policy.writes import hidden_among
+from cairn.schema.keys import HOLD_SECRET, TAKE_SECRET
 from cairn.schema.nodes import fulltext_index_name, vector_index_name
 
 # --- index names and the score scale -------------------------------------------------------------
@@ -177,8 +178,13 @@ CENTROID_SUM_FROM_FACTS = """
 _SAME_ACCESS = """d.status = 'active'
     AND d.domain = access.domain AND d.sensitivity = access.sensitivity
     AND d.namespaces = access.namespaces AND d.roles_allowed = access.roles_allowed"""
-VOTE_FOR_DOSSIERS = f"""{KEEP_PLAN}
-UNWIND $queries AS q
+
+
+def _vote(queries: str) -> str:
+    """The vote over the list expression ``queries`` (``$queries``, or the part of it a statement
+    still votes for): one row per dossier reached, ordered by its id. ``VOTE_FOR_DOSSIERS``
+    returns the rows, ``CLAIM_PACKETS`` collects them."""
+    return f"""UNWIND {queries} AS q
 CALL (q) {{
   WITH q, $accesses[q.p] AS access
   CALL db.index.vector.queryNodes($index, $fetch, q.vec) YIELD node AS f, score
@@ -216,9 +222,46 @@ OPTIONAL CALL (d) {{
   WITH d WHERE d.centroid_sum IS NULL
   {CENTROID_SUM_FROM_FACTS}
 }}
-RETURN d.id AS dossier_id, d.title AS title, packets, coalesce(d.centroid_sum, centroid_sum) AS centroid,
-       COUNT {{ (d)-[:HAS_FACT]->() }} AS size
-ORDER BY dossier_id
+WITH d.id AS dossier_id, d.title AS title, packets, coalesce(d.centroid_sum, centroid_sum) AS centroid,
+     COUNT {{ (d)-[:HAS_FACT]->() }} AS size
+ORDER BY dossier_id"""
+
+
+VOTE_FOR_DOSSIERS = f"""{KEEP_PLAN}
+{_vote("$queries")}
+RETURN dossier_id, title, packets, centroid, size
+"""
+
+# A packet transaction's first statement (docs/design.md §Dossier queries, "Round trips"): the
+# routing lock and the database's secret, then, under the lock, which packets were applied before
+# (``$markers``: per packet ``p`` its markers ``k`` in order, ``_markers``; the first found names
+# the dossier it went to), which of the ids a writer's packet claims (``$claimed``: null for an
+# operator) or the dossier its key went to are hidden from the writer (the scope in the
+# parameters), and the vote for every packet neither applied before nor refused. Clauses run in
+# order, as in ``TAKE_ROUTING_LOCK``, and each subquery imports what the one before it bound (the
+# first, the secret): nothing after the lock reads before it is held. The ids of a packet sent
+# without a ``packet_id`` are derived from the secret the service last saw; when the returned
+# ``secret`` differs, the caller checks them again with the ids it gives (``governor._claim``).
+CLAIM_PACKETS = f"""{KEEP_PLAN}
+{HOLD_SECRET}
+CALL (secret) {{
+  WITH secret WHERE secret IS NOT NULL
+  UNWIND $markers AS m
+  MATCH (:JournalEntry {{id: m.id}})-[:ABOUT]->(d:Dossier)
+  WITH m, min(d.id) AS applied_to
+  ORDER BY m.p, m.k
+  WITH m.p AS p, collect(applied_to)[0] AS applied_to
+  RETURN collect({{p: p, applied_to: applied_to}}) AS applied
+}}
+CALL (applied) {{
+  {hidden_among("$claimed + [a IN applied | a.applied_to]")}
+}}
+CALL (applied, hidden) {{
+  {_vote("[q IN $queries WHERE size(hidden) = 0 AND NOT q.p IN [a IN applied | a.p]]")}
+  RETURN collect({{dossier_id: dossier_id, title: title, packets: packets, centroid: centroid, size: size}})
+    AS dossiers
+}}
+RETURN secret, applied, hidden, dossiers
 """
 
 # --- packet writes (docs/design.md §Routing) -----------------------------------------------------

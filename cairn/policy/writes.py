@@ -49,6 +49,17 @@ RETURN n.id AS id, visible,
        CASE WHEN visible THEN n.domain END AS domain
 """
 
+
+def hidden_among(ids: str) -> str:
+    """A subquery body: ``hidden``, the stored ids among the list expression ``ids`` that the
+    scope in the parameters may not read (``hidden_ids`` in Cypher, for a statement that checks
+    them on its way, under the locks its earlier clauses took: ``CLAIM_PACKETS``)."""
+    return f"""UNWIND {ids} AS id
+  MATCH (n:Entity {{id: id}})
+  WHERE NOT {acl_visible("n")}
+  RETURN collect(DISTINCT n.id) AS hidden"""
+
+
 # The read ACL applied to records not yet stored (maps with the same access fields), so
 # "could anyone read this?" is answered by the very predicate reads use.
 READABLE_ROWS = f"""

@@ -9,10 +9,11 @@ they are advice for query authors, not events for operators.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from contextlib import nullcontext
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from neo4j import READ_ACCESS, Driver, GraphDatabase, Record
+from neo4j import READ_ACCESS, Driver, GraphDatabase, ManagedTransaction, Record
 from neo4j.exceptions import DriverError, Neo4jError
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
@@ -24,6 +25,9 @@ from cairn.runtime.settings import Settings
 POOL_SIZE = 64
 READ_ATTEMPTS = 3
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
 
 class Vector(list[float]):
     """A vector as a query parameter: a list (the driver packs it as one) whose repr is short.
@@ -31,7 +35,9 @@ class Vector(list[float]):
     The driver builds the debug line of every RUN before it asks whether debug is on (neo4j 6.1,
     ``Bolt5x0.run``: ``" ".join(map(repr, fields))``), and the repr of 384 floats took about
     0.3 ms of CPU per search, more than the rest of its parameters and the query text together
-    (issue #16). ``tests/e2e/test_read_round_trips.py`` checks what a search's RUN line holds."""
+    (issue #16); the 384 floats of each fact and centroid sum an ingest writes took ~11.7 ms of
+    repr per 64-fact statement (issue #15). ``tests/e2e/test_read_round_trips.py`` and
+    ``tests/e2e/test_write_round_trips.py`` check what the RUN lines hold."""
 
     __slots__ = ()
 
@@ -76,3 +82,18 @@ def read(driver: Driver, query: str, params: Mapping[str, Any]) -> list[Record]:
         default_access_mode=READ_ACCESS, bookmark_manager=driver.execute_query_bookmark_manager
     ) as session:
         return list(session.run(query, dict(params)))
+
+
+def write(
+    driver: Driver, work: Callable[Concatenate[ManagedTransaction, P], T], *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """``work`` in a managed write transaction (retried by the driver on a transient error) whose
+    BEGIN travels with its first statement, as ``driver.execute_query`` sends its own: one round
+    trip less per transaction (docs/design.md §One driver model). The driver offers that
+    pipelining only through ``execute_query`` (the session's ``_pipelined_begin`` switch, neo4j
+    6.1); where a driver has no such switch the BEGIN goes alone, as ``execute_write`` sends it.
+    ``tests/e2e/test_write_round_trips.py`` counts the round trips of a packet."""
+    with driver.session() as session:
+        pipelined = getattr(session, "_pipelined_begin", None)
+        with nullcontext() if pipelined is None else pipelined:
+            return session.execute_write(work, *args, **kwargs)

@@ -17,15 +17,17 @@ import hmac
 
 LOCK_ID = "dossier-routing"  # the one CairnLock node (cairn/memory/dossiers/lock.py)
 
-# Takes the routing lock (a write to the node) and returns the secret, set once under the lock
-# so every later transaction reads the same one.
-TAKE_SECRET = """
+# Takes the routing lock (a write to the node) and binds the secret as ``secret``, set once
+# under the lock so every later transaction reads the same one.
+HOLD_SECRET = """
 MERGE (l:CairnLock {id: $lock})
 SET l.held = true
 WITH l
 SET l.secret = coalesce(l.secret, $fresh)
-RETURN l.secret AS secret
+WITH l.secret AS secret
 """
+# The same, returning it.
+TAKE_SECRET = f"{HOLD_SECRET}RETURN secret\n"
 
 
 def keyed_with(secret: str, *parts: str) -> str:

@@ -52,6 +52,7 @@ FRAGMENTS: dict[tuple[str, str], str] = {
     ("cairn.graph.dossiers", "_VISIBLE_FACTS_BODY"): "a dossier `d`'s visible facts",
     ("cairn.graph.dossiers", "_TOP_FACTS"): "the found dossiers' facts, a subquery of the dossier searches",
     ("cairn.graph.dossiers", "KEEP_PLAN"): "the planner option prefixed to the ingest statements",
+    ("cairn.schema.keys", "HOLD_SECRET"): "the lock and the secret, leading TAKE_SECRET and CLAIM_PACKETS",
     ("cairn.graph.factors", "_ENTRY_INFLUENCES"): "the influence subquery over an entry `e`",
     ("cairn.graph.factors", "_ENTRY_COLUMNS"): "_ENTRY_INFLUENCES and the entry columns",
     ("cairn.graph.factors", "_NODE"): "the closure rows after a walk",

@@ -52,6 +52,7 @@ ALLOWLIST: dict[tuple[str, str], str] = {
             "ADD_RESTATED_PROVENANCE",  # the surviving fact of a packet's own duplicate
             "PACKETS_APPLIED",  # the packet's idempotency key, checked under the lock
             "VOTE_FOR_DOSSIERS",  # dossiers with exactly the packet's (checked) access
+            "CLAIM_PACKETS",  # the lock, the keys (hidden ids through the ACL) and the vote above
             "WRITE_JOURNAL_ENTRIES",
             "TAKE_ROUTING_LOCK",
             "SAVE_BLOCK_TAGS",

@@ -1,27 +1,29 @@
 """The dossier governor (docs/design.md §Routing): route a fact packet into a dossier, whole or not at all.
 
 ``process_fact_packet`` embeds the packet's facts in one batch, then runs ONE write
-transaction of four statements:
+transaction of three statements (four round trips with its BEGIN and COMMIT,
+tests/e2e/test_write_round_trips.py):
 
-1. take the routing lock (see ``lock``) and check whether this packet was applied before
-   (its idempotency key ``packet.key``);
-2. vote with every fact in one round trip (see ``voting``) and apply the append-or-create
-   rule (or an adjudicator's verdict);
-3. write the dossier and the facts that are not near-duplicates (cosine >= 0.92) of a fact
+1. take the routing lock (see ``lock``) and, under it, check whether this packet was applied
+   before (its idempotency key ``packet.key``), whether any id it would take is hidden from its
+   writer, and vote with every fact (see ``voting``): one statement (``_claim``), sent with the
+   BEGIN; then apply the append-or-create rule (or an adjudicator's verdict) in Python;
+2. write the dossier and the facts that are not near-duplicates (cosine >= 0.92) of a fact
    already in it or earlier in the packet, store its centroid sum (advanced in Python from
    the one the vote read) and re-choose its extractive summary (see ``summary``) from its
    pool of central facts inside Neo4j, so no stored vector is read back;
-4. journal every change (created / fact_skipped / summary_updated / fact_added).
+3. journal every change (created / fact_skipped / summary_updated / fact_added).
 
 ``ingest_packets`` applies up to ``PACKETS_PER_TRANSACTION`` packets in one transaction with the
-same steps, batched: one lock, one vote for all of them, one write for all of them, one journal
-statement (``_apply_group``).
+same steps, batched: one statement for the lock, their keys and one vote for all of them, one
+write for all of them, one journal statement (``_apply_group``).
 
 A failure anywhere rolls all of it back: the dossier and its facts appear whole or not at all.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -37,7 +39,6 @@ from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.adjudicator import Adjudicator
 from cairn.memory.dossiers.dedup import DEDUP_COSINE, same_fact
 from cairn.memory.dossiers.journal import Entry, entry_id, entry_rows, write_entries, write_rows
-from cairn.memory.dossiers.lock import secret
 from cairn.memory.dossiers.models import Access, FactPacket, InputError, Problem, parse_packet
 from cairn.memory.dossiers.summary import SUMMARY_PARAMS
 from cairn.memory.dossiers.voting import (
@@ -54,11 +55,14 @@ from cairn.memory.dossiers.voting import (
     run_vote,
     run_votes,
     tally,
+    vote_params,
+    votes_from,
 )
 from cairn.policy.scope import Scope
 from cairn.policy.writes import TAKEN_ID, hidden_ids, kept_on_update
+from cairn.runtime.database import Vector, write
 from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
-from cairn.schema.keys import keyed_with
+from cairn.schema.keys import LOCK_ID, keyed_with
 
 EMBED_CHUNK = 64  # facts per chunk when ingesting many packets (small: routing overlaps)
 EMBED_AHEAD = 8  # chunks embedded ahead of the transaction being routed
@@ -252,8 +256,7 @@ def process_fact_packet(
             candidates = session.execute_read(read_vote, vectors, packet)
         verdict = adjudicator.decide(packet, candidates, decide(candidates, len(packet.facts)))
         preset = _Preset(tuple(c.dossier_id for c in candidates), verdict)
-    with driver.session() as session:
-        result = session.execute_write(_apply_one, packet, vectors, model.name, preset, writer)
+    result = write(driver, _apply_one, packet, vectors, model.name, preset, writer)
     return _shown_to(result, writer, packet.access.domain)
 
 
@@ -344,7 +347,7 @@ def _fact_rows(
                     "source_block_ids": [packet.source_block_id],
                     "source_turn_ids": turns,
                     "turn_index": f.resolved_turn_index,
-                    "embedding": vectors[i].tolist(),
+                    "embedding": Vector(vectors[i].tolist()),
                     "embedding_model": model,
                     "packet_key": key,
                     **packet.access.props(),
@@ -445,20 +448,106 @@ def _apply_one(
     writer: Scope | None,
 ) -> RoutingResult:
     """The whole packet in one transaction (re-run from the top by the driver on a transient error)."""
-    stored = stored_as(secret(tx), packet)  # and the lock
-    markers = _markers(packet, stored)
-    packet, marker, (applied_to,) = stored, markers[0], _applied_to(tx, [markers])
-    if writer is not None:
+    claim = _claim(tx, [packet], [vectors], {0}, writer)
+    packet, applied_to = claim.packets[0], claim.applied[0]
+    if claim.hidden:
         # A key (given or hashed) whose packet, dossier or facts the writer cannot read is taken,
         # and said to be so in the words used for any hidden id, never where it went
         # (docs/design.md §Policy module).
-        facts = [fact_id(packet.key, i) for i in range(len(packet.facts))]
-        own = [marker, dossier_id_for(packet.key), *facts]
-        if hidden_ids(tx, writer, [*own, *([applied_to] if applied_to else [])]):
-            raise InputError("fact packet", [Problem("packet_id", f"the packet key {TAKEN_ID}")])
+        raise InputError("fact packet", [Problem("packet_id", f"the packet key {TAKEN_ID}")])
     if applied_to is not None:
         return RoutingResult(applied_to, "already_applied", packet.key)
-    return _apply(tx, packet, vectors, model, preset, writer=writer)
+    vote = claim.votes[0]
+    planned = _plan(packet, vectors, model, preset, vote)
+    summaries = _write(tx, [planned], writer)[0]
+    entries = _entries(packet, packet.key, planned.placements, planned.skipped, summaries, planned.candidates)
+    write_entries(tx, packet.key, entries, packet.access, planned.now)
+    return _result(planned)
+
+
+# The database's secret as this process last read it (``lock.secret``): a guess that lets a
+# packet's first statement check ids derived from it (``_claim``); every claim returns the real
+# one, and a wrong guess only costs the statements it saved.
+_secret_seen: list[str] = []
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """What a transaction's first statement found under the routing lock, per packet: the packet
+    under its stored key, the dossier it went to when applied before, its vote (the packets voted
+    for); and the writer's claimed ids that are hidden from it."""
+
+    packets: list[FactPacket]
+    applied: list[str | None]
+    votes: dict[int, Vote]
+    hidden: frozenset[str]
+
+
+def _claimed_ids(packet: FactPacket, writer: Scope | None) -> list[str] | None:
+    """The ids a writer's packet (under its stored key) would take: its first journal entry, the
+    dossier it would create and its facts; None for an operator or a scope that reads everything."""
+    if writer is None or writer.unrestricted:
+        return None
+    facts = [fact_id(packet.key, i) for i in range(len(packet.facts))]
+    return [entry_id(packet.key, 0), dossier_id_for(packet.key), *facts]
+
+
+def _claim(
+    tx: ManagedTransaction,
+    sent: list[FactPacket],
+    vectors: list[NDArray[np.float32]],
+    voting: set[int],
+    writer: Scope | None,
+) -> _Claim:
+    """Take the routing lock, and under it find which packets were applied before, which ids the
+    writer's packet claims are hidden from it, and the vote of the packets in ``voting`` that are
+    neither: one statement (``CLAIM_PACKETS``), whose BEGIN travels with it (``database.write``).
+
+    The packets' stored keys depend on the database's secret only for a packet sent without a
+    ``packet_id``; for such packets the ids are derived from the secret last seen, and if the
+    statement returns another (the first packet of the process, a restored database) they are
+    checked again, statement by statement, with the secret it returned. Only one packet at a time
+    carries a writer (``process_fact_packet``)."""
+    guess = _secret_seen[-1] if _secret_seen else None
+    keyed = any(not p.packet_id for p in sent)
+    packets = [stored_as(guess or "", p) for p in sent]
+    markers = [_markers(s, p) for s, p in zip(sent, packets, strict=True)]
+    params = vote_params([(v, p.access) for v, p in zip(vectors, packets, strict=True)])
+    params["queries"] = [q for q in params["queries"] if q["p"] in voting]
+    claimed = _claimed_ids(packets[0], writer) if writer is not None else None
+    record = tx.run(
+        cypher.CLAIM_PACKETS,
+        {
+            **(writer or Scope.system()).cypher_params(),
+            **params,
+            "lock": LOCK_ID,
+            "fresh": secrets.token_hex(32),
+            "markers": [
+                {"p": n, "k": k, "id": m} for n, group in enumerate(markers) for k, m in enumerate(group)
+            ],
+            "claimed": claimed,
+        },
+    ).single(strict=True)
+    key = str(record["secret"])
+    if key != guess:
+        _secret_seen.append(key)
+        del _secret_seen[:-1]
+    if keyed and key != guess:  # the ids checked were not the packets' own: check them again
+        packets = [stored_as(key, p) for p in sent]
+        applied = _applied_to(tx, [_markers(s, p) for s, p in zip(sent, packets, strict=True)])
+        own = _claimed_ids(packets[0], writer)
+        hidden: frozenset[str] = frozenset()
+        if own is not None and writer is not None:
+            hidden = hidden_ids(tx, writer, [*own, *(a for a in applied[:1] if a)])
+        todo = [n for n in sorted(voting) if applied[n] is None] if not hidden else []
+        votes = run_votes(tx, [(vectors[n], packets[n].access) for n in todo])
+        return _Claim(packets, applied, dict(zip(todo, votes, strict=True)), hidden)
+    found = {int(a["p"]): str(a["applied_to"]) for a in record["applied"]}
+    applied = [found.get(n) for n in range(len(sent))]
+    all_votes = votes_from(record["dossiers"], len(sent))
+    hidden = frozenset(str(h) for h in record["hidden"])
+    voted = {n: all_votes[n] for n in voting if applied[n] is None and not hidden}
+    return _Claim(packets, applied, voted, hidden)
 
 
 class _Pending:
@@ -535,24 +624,6 @@ class _Planned:
     now: str
 
 
-def _apply(
-    tx: ManagedTransaction,
-    packet: FactPacket,
-    vectors: NDArray[np.float32],
-    model: str,
-    preset: _Preset | None,
-    *,
-    writer: Scope | None = None,
-) -> RoutingResult:
-    """Vote, route, write and journal one packet; the caller holds the routing lock. ``writer``:
-    the caller's scope (None: an operator); the packet's block is linked only if the writer may read it."""
-    planned = _plan(packet, vectors, model, preset, run_vote(tx, vectors, packet.access))
-    summaries = _write(tx, [planned], writer)[0]
-    entries = _entries(packet, packet.key, planned.placements, planned.skipped, summaries, planned.candidates)
-    write_entries(tx, packet.key, entries, packet.access, planned.now)
-    return _result(planned)
-
-
 def _plan(
     packet: FactPacket,
     vectors: NDArray[np.float32],
@@ -604,7 +675,7 @@ def _plan(
             {
                 "dossier_id": did,
                 "appended": target is not None,
-                "centroid_sum": total.tolist(),
+                "centroid_sum": Vector(total.tolist()),
                 "facts": _fact_rows(packet, vectors, key, route.indexes, model, echoes),
             }
         )
@@ -696,23 +767,20 @@ def _apply_group(
 ) -> list[RoutingResult]:
     """Several packets in one transaction, in order, each under its own idempotency key.
 
-    Five statements for the group, whatever its size: the lock, which packets were applied
-    before, one vote for all the others (the vector index shows only committed facts, so each
+    Three statements for the group, whatever its size (four when some packet restated a stored
+    fact): the lock, which packets were applied before and one vote for all the others, in one
+    (``_claim``; the vector index shows only committed facts, so each
     packet's vote is the same at the start of the group as it would be later in it; the group's
     own writes are added exactly by ``_Pending``), every packet's routes (one ``WRITE_ROUTES``,
     packet after packet; the restated duplicates' provenance after it when there are any), then
     every journal entry.
     """
-    key = secret(tx)  # and the lock
-    sent, packets = packets, [stored_as(key, p) for p in packets]
-    applied = _applied_to(tx, [_markers(s, p) for s, p in zip(sent, packets, strict=True)])
-    todo: list[int] = []
-    seen: set[str] = set()
+    first: dict[str, int] = {}  # each key's first packet: only it is voted for, and written
     for n, p in enumerate(packets):
-        if applied[n] is None and p.key not in seen:
-            todo.append(n)
-        seen.add(p.key)
-    votes = dict(zip(todo, run_votes(tx, [(vectors[n], packets[n].access) for n in todo]), strict=True))
+        first.setdefault(p.key if p.packet_id else f"content {p.key}", n)
+    claim = _claim(tx, packets, vectors, set(first.values()), None)
+    packets, applied, votes = claim.packets, claim.applied, claim.votes
+    todo = sorted(votes)
     pending = _Pending()
     planned = {n: _plan(packets[n], vectors[n], model, None, votes[n], pending) for n in todo}
     summaries = dict(zip(planned, _write(tx, list(planned.values()), None), strict=True))
@@ -740,8 +808,7 @@ def _route_group(
     """One transaction for the group; if it fails, each packet alone (so only a bad one fails)."""
     checked = [_checked_vectors(p, v) for p, v in zip(packets, vectors, strict=True)]
     try:
-        with driver.session() as session:
-            return session.execute_write(_apply_group, packets, checked, model.name)
+        return write(driver, _apply_group, packets, checked, model.name)
     except Exception:  # retried packet by packet: the one at fault raises there, alone
         if len(packets) == 1:
             raise

@@ -28,7 +28,7 @@ their view.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -40,6 +40,7 @@ from cairn.graph import dossiers as cypher
 from cairn.graph.dossiers import index_score, plain_cosine
 from cairn.memory.dossiers.dedup import DEDUP_COSINE
 from cairn.memory.dossiers.models import Access
+from cairn.runtime.database import Vector
 
 TOP_K_PER_FACT = 10
 VOTE_THRESHOLD = 0.4  # plain cosine (docs/design.md §Routing)
@@ -139,7 +140,7 @@ def vote_params(
     return {
         "dup_score": index_score(dup_threshold),
         "queries": [
-            {"p": p, "i": i, "vec": v}
+            {"p": p, "i": i, "vec": Vector(v)}
             for p, (vectors, _) in enumerate(packets)
             for i, v in enumerate(np.asarray(vectors).tolist())
         ],
@@ -154,10 +155,16 @@ def vote_params(
 def run_votes(tx: ManagedTransaction, packets: Sequence[tuple[NDArray[np.float32], Access]]) -> list[Vote]:
     """One round trip for several packets: every hit of every fact, and the state of every dossier
     hit, one ``Vote`` per packet (as if each had voted alone on the graph the statement reads)."""
-    votes = [Vote([], {}, {}) for _ in packets]
     if not packets:
-        return votes
-    for r in tx.run(cypher.VOTE_FOR_DOSSIERS, vote_params(packets)):  # by dossier id
+        return []
+    return votes_from(tx.run(cypher.VOTE_FOR_DOSSIERS, vote_params(packets)), len(packets))
+
+
+def votes_from(rows: Iterable[Any], n: int) -> list[Vote]:
+    """One ``Vote`` per packet of ``n`` from the vote's rows (``VOTE_FOR_DOSSIERS`` records, or
+    the maps ``CLAIM_PACKETS`` collects: one per dossier reached, by dossier id)."""
+    votes = [Vote([], {}, {}) for _ in range(n)]
+    for r in rows:  # by dossier id
         did = str(r["dossier_id"])
         centroid = None if r["centroid"] is None else np.asarray(r["centroid"], dtype=np.float64)
         state = DossierState(centroid, int(r["size"]))
