@@ -49,14 +49,14 @@ DOMAINS = [
 ]
 
 
-def _scope(domains: tuple[str, ...], to: tuple[str, ...]) -> Scope:
+def _scope(domains: tuple[str, ...], source: tuple[str, ...], to: tuple[str, ...]) -> Scope:
     profile = RoleProfile(
         name="probe",
         domains=domains,
         sensitivity_ceiling="high",
         namespaces=("public",),
         max_hops=2,
-        edges=(EdgeRule(type="HAS_FACT", direction="out", from_domains=domains, to_domains=to),),
+        edges=(EdgeRule(type="HAS_FACT", direction="out", from_domains=source, to_domains=to),),
         fields={"Fact": (FieldRule(domains=("*",), fields=("*",)),)},
     )
     return Scope.from_profile(profile)
@@ -84,12 +84,12 @@ def test_the_shortcuts_give_the_regex_verdict(driver: Driver) -> None:
     """
     disagreements = []
     seen: set[tuple[bool, bool]] = set()
-    for domains, to in itertools.product(GLOBS, repeat=2):
-        scope = _scope(domains, to)
+    for domains, source, to in itertools.product(GLOBS, repeat=3):
+        scope = _scope(domains, source, to)
         records, _, _ = driver.execute_query(query, {**scope.cypher_params(), "pairs": pairs})
         for r in records:
             seen.add((r["visible"], r["edge"]))
             if r["visible"] != r["visible_by_regex"] or r["edge"] != r["edge_by_regex"]:
-                disagreements.append((domains, to, r["a"], r["b"], r["visible"], r["edge"]))
+                disagreements.append((domains, source, to, r["a"], r["b"], r["visible"], r["edge"]))
     assert disagreements == []
     assert seen == {(True, True), (True, False), (False, False)}  # the grid tells them apart
