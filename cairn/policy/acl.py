@@ -44,9 +44,13 @@ END"""
 
 
 def acl_visible(var: str) -> str:
-    """Cypher predicate: true when ``var`` is visible to the scope."""
+    """Cypher predicate: true when ``var`` is visible to the scope.
+
+    The domain is looked up among the scope's globs without a wildcard (``$domain_exact``) before
+    the regex: the same verdict (a literal glob matches only itself), but ``=~`` with a parameter
+    compiles its pattern on every row, and a search checks hundreds (docs/design.md §Policy module)."""
     return f"""($unrestricted OR (
-  coalesce({var}.domain, '') =~ $domain_re
+  (coalesce({var}.domain, '') IN $domain_exact OR coalesce({var}.domain, '') =~ $domain_re)
   AND $role IN coalesce({var}.roles_allowed, [])
   AND any(ns IN coalesce({var}.namespaces, []) WHERE ns IN $namespaces)
   AND coalesce({var}.sensitivity, '') IN $sensitivities))"""
@@ -216,14 +220,17 @@ def edge_allowed_between_visible(rel: str, start: str, end: str, walk: str) -> s
     up by type (``$edge_rules``) rather than scanned, and a rule whose from (to) globs cover every
     domain of the scope (``from_all``, ``to_all``: Scope.cypher_params) accepts a visible end
     without its regex, since a visible node's domain is in the scope (as ``edge_allowed_from``
-    does for the walk). Used alone, without ``acl_visible`` on both ends, it would accept too
-    much: never use it so. A fact search evaluates it on every candidate (docs/design.md §Policy
-    module)."""
+    does for the walk); an end whose domain is one of the rule's globs without a wildcard
+    (``from_exact``, ``to_exact``) is accepted without it too, as the regex would. Used alone,
+    without ``acl_visible`` on both ends, it would accept too much: never use it so. A fact search
+    evaluates it on every candidate (docs/design.md §Policy module)."""
     if rel not in RELATION_TYPES or walk not in ("out", "in"):
         raise ValueError(f"an edge type and a walk of 'out' or 'in', not {rel!r} and {walk!r}")
     return f"""($unrestricted OR any(rule IN coalesce($edge_rules['{rel}'], []) WHERE rule.{walk}
-  AND (rule.from_all OR coalesce({start}.domain, '') =~ rule.from_re)
-  AND (rule.to_all OR coalesce({end}.domain, '') =~ rule.to_re)))"""
+  AND (rule.from_all OR coalesce({start}.domain, '') IN rule.from_exact
+       OR coalesce({start}.domain, '') =~ rule.from_re)
+  AND (rule.to_all OR coalesce({end}.domain, '') IN rule.to_exact
+       OR coalesce({end}.domain, '') =~ rule.to_re)))"""
 
 
 def edge_allowed_from(rel: str, here: tuple[str, str], there: tuple[str, str], outgoing: str) -> str:

@@ -91,6 +91,14 @@ class PolicyRegistry:
         return self.roles.get(role)
 
 
+def literal_globs(globs: tuple[str, ...] | list[str]) -> list[str]:
+    """The globs that hold no wildcard: each matches only itself, so a value equal to one of them
+    matches ``glob_regex(globs)``. Cypher tests a value's membership in a list parameter by a hash
+    lookup, where ``=~`` with a parameter compiles the pattern again for every row; a predicate
+    tries the list first and the regex only for what it does not hold (same verdict, less CPU)."""
+    return [g for g in globs if "*" not in g and "?" not in g]
+
+
 def glob_regex(globs: tuple[str, ...] | list[str]) -> str:
     """One anchored regex matching any of the fnmatch globs (for Cypher's =~)."""
     return _glob_regex(tuple(globs))

@@ -15,6 +15,7 @@ from cairn.policy.profiles import (
     FieldRule,
     RoleProfile,
     glob_regex,
+    literal_globs,
     matches,
 )
 from cairn.schema.catalog import RELATION_TYPES
@@ -218,6 +219,10 @@ class Scope:
                 "in": r.direction in ("in", "both"),
                 "from_re": glob_regex(r.from_domains),
                 "to_re": glob_regex(r.to_domains),
+                # The rule's globs without a wildcard: a domain equal to one matches the regex too
+                # (acl.edge_allowed_between_visible tests these first).
+                "from_exact": literal_globs(r.from_domains),
+                "to_exact": literal_globs(r.to_domains),
                 # The rule's globs cover every domain the scope sees (acl.edge_allowed_from).
                 "from_all": _covers_scope(self.domains, r.from_domains),
                 "to_all": _covers_scope(self.domains, r.to_domains),
@@ -236,6 +241,9 @@ class Scope:
             # rank map built and looked up per node; an unknown or missing level is in no list.
             "sensitivities": [level for level, rank in SENSITIVITY_RANK.items() if rank <= self.ceiling],
             "domain_re": glob_regex(self.domains),
+            # The scope's domain globs without a wildcard, each matched by ``domain_re`` too: a
+            # node whose domain is one of them is in scope without the regex (acl.acl_visible).
+            "domain_exact": literal_globs(self.domains),
             "rules": rules,
             "edge_rules": by_type,  # the same rules keyed by edge type (acl.edge_allowed_from)
             "edge_types": sorted({r.type for r in self.edges}),
