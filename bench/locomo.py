@@ -79,6 +79,8 @@ VARIANTS: dict[str, FusionConfig] = {
     "cairn_score_text0.5": FusionConfig(text_weight=0.5),
     "cairn_prf3": FusionConfig(feedback=3),
     "cairn_rrf_prf3": FusionConfig(fusion="rrf", feedback=3),
+    "cairn_uncentred": FusionConfig(centre=0.0),
+    "cairn_centre0.5": FusionConfig(centre=0.5),
 }
 
 
@@ -317,7 +319,10 @@ def markdown(data: dict[str, Any]) -> list[str]:
         "left out of the full-text query; facts within 3 turns of a top-10 hit in its session get 0.3 of "
         "its score; a third list, the dense candidates that name one of the question's names, at 0.25; "
         "facts whose source turns are all cited higher up listed after those that cite a new turn; "
-        "one round trip); `cairn_previous` is the default before the named list and the distinct "
+        "the dense query centred: minus the mean vector of the visible facts; "
+        "one round trip); `cairn_uncentred` is the default before centring (2026-11-27), "
+        "`cairn_centre0.5` subtracts half the mean, every other variant is centred; "
+        "`cairn_previous` is the default before the named list and the distinct "
         "sources (2026-11-26), `cairn_no_names` and `cairn_no_distinct_sources` leave out one of them; "
         "`cairn_content_encoded` embeds the content words as a second text (a second forward pass; "
         "the default before 2026-11-27 pools the question's own token vectors over them), "

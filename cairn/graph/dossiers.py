@@ -717,6 +717,32 @@ _FACT_HIT_FIELDS = f"""f {{.id, .text, .fact_type, .confidence, added_at: {iso_t
 # A candidate inside the query: the node itself (its fields are read only for the facts returned).
 _FACT_CANDIDATE = "{f: f, dossier_id: d.id, score: score}"
 
+# The caller's view, in one pass over the facts it may see and read (the candidates' own filter):
+# the full-text list's N and avgdl (``FACT_FULLTEXT``), and the dense query centred on the view
+# (``FusionConfig.centre``, docs/design.md §Fact search scores): ``$vec`` minus ``$centre`` times
+# the mean vector of those facts (one without a vector, which ingest never writes, counts as
+# zero), so what every fact of the view shares says less than what sets a fact apart. A dossier
+# whose facts are all such facts adds its stored ``centroid_sum`` (the sum of its fact vectors,
+# kept by the governor, merges and splits), one vector instead of each fact's, whose reads were
+# most of the centring's cost; any other dossier adds its visible facts' vectors one by one, so a
+# hidden fact's vector never moves the query. No visible fact, or ``$centre`` 0: ``$vec`` as it is.
+FACT_VIEW = f"""
+  OPTIONAL MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact)
+  WHERE {_FACT_CANDIDATE_VISIBLE}
+  WITH d, collect(f) AS seen
+  WITH size(seen) AS n, size([g IN seen WHERE g.text IS NOT NULL]) AS texts,
+       reduce(c = 0, g IN seen | c + coalesce(size(g.text), 0)) AS chars,
+       CASE WHEN $centre = 0 OR size(seen) = 0 THEN []
+            WHEN d.centroid_sum IS NOT NULL AND size(seen) = COUNT {{ (d)-[:HAS_FACT]->(:Fact) }}
+            THEN [d.centroid_sum] ELSE [g IN seen WHERE g.embedding IS NOT NULL | g.embedding] END AS parts
+  WITH sum(n) AS n, sum(texts) AS texts, sum(chars) AS chars,
+       reduce(acc = [], p IN collect(parts) | acc + p) AS sums
+  RETURN n, CASE WHEN texts = 0 THEN null ELSE toFloat(chars) / texts END AS avgdl,
+    CASE WHEN size(sums) = 0 THEN $vec
+    ELSE [i IN range(0, size($vec) - 1) | $vec[i] - $centre * reduce(s = 0.0, v IN sums | s + v[i]) / n]
+    END AS qvec
+"""
+
 # The dense list is the first ``$depth`` of the ``$dense_pool`` best visible candidates (cosine
 # order); the named list those of them whose text holds one of the question's names as a whole
 # word (``$name_pattern``: one regular expression for all of them, ``facts.name_pattern``; null
@@ -733,7 +759,7 @@ _DENSE_AND_NAMED = """size(visible) AS dense_count, visible[..$depth] AS dense,
 # fetch when nothing is hidden; checking all of it was a third of the list's cost). Candidates of
 # equal score at the cut keep the index's order.
 FACT_DENSE_FROM_INDEX = f"""
-  CALL db.index.vector.queryNodes($vector_index, $dense_fetch, $vec) YIELD node, score
+  CALL db.index.vector.queryNodes($vector_index, $dense_fetch, qvec) YIELD node, score
   WITH collect({{f: node, score: score}}) AS fetched
   CALL (fetched) {{
     UNWIND fetched AS hit
@@ -753,7 +779,7 @@ FACT_DENSE_FROM_INDEX = f"""
 FACT_DENSE_EXACT = f"""
   MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact)
   WHERE f.embedding IS NOT NULL AND {_FACT_CANDIDATE_VISIBLE}
-  WITH f, d, vector.similarity.cosine(f.embedding, $vec) AS score
+  WITH f, d, vector.similarity.cosine(f.embedding, qvec) AS score
   ORDER BY score DESC, f.id
   LIMIT $dense_pool
   WITH collect({_FACT_CANDIDATE}) AS visible
@@ -763,19 +789,15 @@ FACT_DENSE_EXACT = f"""
 # "Fact search scores"): Lucene's own score counts hidden facts in its IDF and average length,
 # so it only finds, per query word, the facts holding it; every statistic is taken here from the
 # visible ones. N: visible facts; avgdl: their mean length in characters (BM25 reads length only
-# as dl / avgdl); df: visible facts holding the word (Lucene's english analyzer decides, as for
+# as dl / avgdl; both from ``FACT_VIEW``'s pass over the visible facts, which the centred query
+# needs too); df: visible facts holding the word (Lucene's english analyzer decides, as for
 # the match); tf: the word's occurrences in the fact's lower-cased text, at least 1. Lucene's
 # form: idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl)), idf = ln(1 + (N - df + 0.5) / (df + 0.5)).
 # A fact found by several words is checked for visibility and split into words once (``holds``:
 # the query words whose index match found it), not once per word.
 # No query words (``$terms`` empty): no row reaches the index and the list is empty.
 FACT_FULLTEXT = f"""
-  WITH $terms AS terms WHERE size(terms) > 0
-  CALL () {{
-    MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact)
-    WHERE {_FACT_CANDIDATE_VISIBLE}
-    RETURN count(f) AS n, avg(size(f.text)) AS avgdl
-  }}
+  WITH n, avgdl, $terms AS terms WHERE size(terms) > 0
   CALL (terms) {{
     UNWIND terms AS t
     CALL db.index.fulltext.queryNodes($text_index, t) YIELD node AS f
@@ -807,7 +829,7 @@ FACT_FEEDBACK = f"""
   MATCH (g:Fact) WHERE g.id IN ids
   WITH collect(g.embedding) AS tops
   WHERE size(tops) > 0
-  WITH [i IN range(0, size($vec) - 1) | $vec[i] + reduce(a = 0.0, e IN tops | a + e[i]) / size(tops)] AS v
+  WITH [i IN range(0, size(qvec) - 1) | qvec[i] + reduce(a = 0.0, e IN tops | a + e[i]) / size(tops)] AS v
   CALL db.index.vector.queryNodes($vector_index, $dense_fetch, v) YIELD node, score
   WITH collect({{f: node, score: score}}) AS fetched
   CALL (fetched) {{
@@ -926,10 +948,13 @@ FACT_DOSSIER_HEADERS = f"""
 
 
 def fact_search_query(dense: str) -> str:
-    """Both ranked lists, the seeds' block neighbours, the ranked pool and its headers: one round
-    trip. ``dense`` is ``FACT_DENSE_FROM_INDEX`` or ``FACT_DENSE_EXACT``."""
+    """The view (BM25's statistics, the centred query), both ranked lists, the seeds' block
+    neighbours, the ranked pool and its headers: one round trip. ``dense`` is
+    ``FACT_DENSE_FROM_INDEX`` or ``FACT_DENSE_EXACT``."""
     return (
-        f"CALL () {{{dense}}}\nCALL () {{{FACT_FULLTEXT}}}\nCALL (dense) {{{FACT_FEEDBACK}}}\n"
+        f"CALL () {{{FACT_VIEW}}}\n"
+        f"CALL (qvec) {{{dense}}}\nCALL (n, avgdl) {{{FACT_FULLTEXT}}}\n"
+        f"CALL (qvec, dense) {{{FACT_FEEDBACK}}}\n"
         f"CALL (dense, named, text, feedback) {{{FACT_FUSE}}}\n"
         f"CALL (fused) {{{FACT_BLOCK_NEIGHBOURS}}}\n"
         f"CALL (dense, named, text, feedback, fused, neighbours) {{{FACT_RANK_POOL}}}\n"

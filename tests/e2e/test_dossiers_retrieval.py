@@ -134,10 +134,10 @@ def test_visible_facts_walks_each_dossiers_facts_a_bounded_number_of_times(diet_
 def test_the_full_text_list_checks_a_fact_once_however_many_words_find_it(diet_db: Driver) -> None:
     """A fact found by several query words is checked for visibility (and split into words) once,
     not once per word: every fact holds "user", so adding "meat" and "avoids" walks no more edges."""
-    from cairn.graph.dossiers import FACT_FULLTEXT
+    from cairn.graph.dossiers import FACT_FULLTEXT, FACT_VIEW
     from cairn.memory.dossiers.facts import BM25_B, BM25_K1, TEXT_SEPARATORS
 
-    query = f"CALL () {{{FACT_FULLTEXT}}} RETURN text"
+    query = f"CALL () {{{FACT_VIEW}}} CALL (n, avgdl) {{{FACT_FULLTEXT}}} RETURN text"
 
     def walked(terms: list[str]) -> tuple[int, list[str]]:
         params = {
@@ -149,6 +149,8 @@ def test_the_full_text_list_checks_a_fact_once_however_many_words_find_it(diet_d
             "k1": BM25_K1,
             "b": BM25_B,
             "depth": 10,
+            "centre": 0.0,
+            "vec": [],
         }
         with diet_db.session() as session:
             result = session.run("PROFILE " + query, params)
@@ -206,7 +208,7 @@ def test_the_fact_search_checks_only_the_candidates_it_can_keep(
 
     vec = [float(x) for x in embedder.embed(["Which pets does Caroline have?"])[0]]
     params = {**Scope.system().cypher_params(), "statuses": ["active"], "vec": vec, "depth": 3}
-    dense = f"CALL () {{{FACT_DENSE_FROM_INDEX}}} RETURN dense"
+    dense = f"WITH $vec AS qvec CALL (qvec) {{{FACT_DENSE_FROM_INDEX}}} RETURN dense"
     seeds = f"WITH $fused AS fused CALL (fused) {{{FACT_BLOCK_NEIGHBOURS}}} RETURN neighbours"
     with session_db.session() as session:
         result = session.run(
@@ -685,7 +687,9 @@ RARE_FACTS = [
 
 def test_full_text_finds_a_rare_word_that_dense_misses(empty_db: Driver, embedder: Embedder) -> None:
     """Dense ranks the pottery facts first (the question is about pottery); the rare word brings
-    the one fact that names the Zorvex up through the full-text list."""
+    the one fact that names the Zorvex up through the full-text list. Both searches leave the
+    query uncentred: centring alone already lifts the Zorvex fact here
+    (``test_the_centred_query_finds_what_sets_a_fact_apart``)."""
     target = "The warranty for the Zorvex expires in March"
     facts = [*RARE_FACTS, "Melanie signed pottery classes for her kids at the studio", target]
     process_fact_packet(
@@ -694,8 +698,8 @@ def test_full_text_finds_a_rare_word_that_dense_misses(empty_db: Driver, embedde
         embedder=embedder,
     )
     question = "Did Melanie take her kids to pottery with the Zorvex?"
-    dense = FactRetriever(empty_db, embedder, FusionConfig(text_weight=0.0, neighbour_weight=0.0))
-    fused = FactRetriever(empty_db, embedder, FusionConfig(neighbour_weight=0.0))
+    dense = FactRetriever(empty_db, embedder, FusionConfig(text_weight=0.0, neighbour_weight=0.0, centre=0.0))
+    fused = FactRetriever(empty_db, embedder, FusionConfig(neighbour_weight=0.0, centre=0.0))
     dense_order = [h.fact["text"] for h in dense.search(Scope.system(), question, top_k=20).hits]
     fused_hits = fused.search(Scope.system(), question, top_k=20).hits
     fused_order = [h.fact["text"] for h in fused_hits]
@@ -704,6 +708,70 @@ def test_full_text_finds_a_rare_word_that_dense_misses(empty_db: Driver, embedde
     assert hit.matched == ("dense", "name", "text")  # it names the Zorvex, as the question does
     assert hit.fact["source_turn_ids"] == []
     assert hit.observed_at is not None and hit.observed_at.startswith("2023-05-08")
+
+
+CENTRE_QUESTION = "Did Melanie take her kids to pottery with the Zorvex?"
+ZORVEX = "The warranty for the Zorvex expires in March"
+HIDDEN_POTTERY = [
+    "Melanie teaches pottery to her kids at the studio every Sunday",
+    "Melanie's kids made clay pots in pottery class",
+    "Melanie and her kids glazed pottery bowls together",
+]
+
+
+def test_the_centred_query_finds_what_sets_a_fact_apart(
+    empty_db: Driver, embedder: Embedder, registry: PolicyRegistry
+) -> None:
+    """Centring (``FusionConfig.centre``): the dense query minus the mean vector of the caller's
+    visible facts. In a memory all about Melanie, her kids and pottery, what every fact shares
+    (those words) ranks the pottery facts first; the one fact set apart, the Zorvex, rises in the
+    dense list alone. Hidden facts never move the centre: staff's answer, scores included, is the
+    same with them stored, also when one sits in a dossier whose stored centroid sum counts it
+    (that dossier's visible facts are then summed one by one); the director, who sees them, gets
+    another centre."""
+    process_fact_packet(
+        empty_db,
+        packet(
+            "Friends",
+            [*RARE_FACTS, "Melanie signed pottery classes for her kids at the studio", ZORVEX],
+            "s1",
+        ),
+        embedder=embedder,
+    )
+    staff, director = scope_of(registry, "staff"), scope_of(registry, "director")
+    dense_only = {"text_weight": 0.0, "neighbour_weight": 0.0, "name_weight": 0.0}
+
+    def answer(scope: Scope, **config: Any) -> list[tuple[str, float, float | None]]:
+        retriever = FactRetriever(empty_db, embedder, FusionConfig(**dense_only, **config))
+        hits = retriever.search(scope, CENTRE_QUESTION, top_k=20).hits
+        return [
+            (h.fact["text"], round(h.score, 6), None if h.cosine is None else round(h.cosine, 6))
+            for h in hits
+        ]
+
+    centred, plain = answer(staff), answer(staff, centre=0.0)
+    assert [t for t, _, _ in plain].index(ZORVEX) >= 5
+    assert [t for t, _, _ in centred].index(ZORVEX) <= 3
+
+    vectors = {
+        t: [float(x) for x in v] for t, v in zip(HIDDEN_POTTERY, embedder.embed(HIDDEN_POTTERY), strict=True)
+    }
+    # one hidden fact in staff's dossier, counted in its stored sum as the governor would count it
+    empty_db.execute_query(
+        """MATCH (d:Dossier)-[:HAS_FACT]->(:Fact {text: $zorvex})
+        CREATE (d)-[:HAS_FACT]->(f:Entity:Fact {id: 'fact_hidden_mate', text: $text, embedding: $vec,
+                                                source_block_id: 's1', added_at: datetime()})
+        SET f += $access, d.centroid_sum = [i IN range(0, size($vec) - 1) | d.centroid_sum[i] + $vec[i]]""",
+        zorvex=ZORVEX,
+        text=HIDDEN_POTTERY[0],
+        vec=vectors[HIDDEN_POTTERY[0]],
+        access=RESTRICTED,
+    )
+    _seed(empty_db, vectors, [(t, f"D9:{i}", RESTRICTED) for i, t in enumerate(HIDDEN_POTTERY[1:])])
+    assert answer(staff) == centred
+    seen = {t: c for t, _, c in answer(director)}
+    assert set(seen) >= set(HIDDEN_POTTERY)
+    assert all(seen[t] != c for t, _, c in centred)  # every cosine moved with the director's centre
 
 
 def test_query_terms_pass_no_syntax_through() -> None:

@@ -16,7 +16,9 @@ graph expansion: the facts of the same source block (a conversation session) as 
 hit get a small share of its score, which brings in the other half of a multi-hop answer
 told in the same session. A third list takes the dense candidates that name whom the question
 asks about (``query_names``), and facts that only restate turns better-ranked facts already cite
-are listed after those citing a new one (docs/design.md §Fact search scores).
+are listed after those citing a new one. The dense query is centred on the caller's view (minus
+the mean vector of the facts it may see, ``FusionConfig.centre``), so a fact is found by what sets
+it apart, not by what the whole memory shares (docs/design.md §Fact search scores).
 What was measured for each choice is in bench/results/locomo.md.
 
 Scope: every candidate list is filtered by the caller's Scope inside Cypher (the policy
@@ -27,8 +29,8 @@ until the list is full or the index has nothing more; only then does the dense s
 to an exact scan over the visible facts. The full-text side takes every match of each word,
 so it has no fetch to grow. Hidden facts cost time, never a rank or a score.
 
-One round trip per search: both lists, the top fused seeds' block neighbours, the ranked pool
-and the headers of the returned facts' dossiers come from one query (``FACT_SEARCH`` in
+One round trip per search: the centred query, both lists, the top fused seeds' block neighbours,
+the ranked pool and the headers of the returned facts' dossiers come from one query (``FACT_SEARCH`` in
 ``cairn.graph.dossiers``, imported as ``cypher``); only the top_k facts' fields travel
 (carrying every candidate's was most of the latency), their timestamps as text (``iso_text``),
 never a vector (a dossier's visible facts' vectors only when some are hidden, to rebuild its
@@ -167,6 +169,10 @@ class FusionConfig:
     # A fact whose source turns are all cited by better-ranked facts restates them: it is listed
     # after every fact that brings a turn not yet cited (the ranked pool is partitioned, in order).
     distinct_sources: bool = True
+    # The dense query is centred on the caller's view: minus this times the mean vector of the facts
+    # the caller may see (``cypher.FACT_VIEW``), so a fact is found by what sets it apart
+    # from the rest of the memory, not by what all of it shares (0: not centred).
+    centre: float = 1.0
 
     def __post_init__(self) -> None:
         if self.content_vector not in CONTENT_VECTORS:
@@ -190,7 +196,7 @@ class FactHit:
     fact: dict[str, Any]
     dossier: DossierView
     score: float  # fused score (see cypher.FACT_FUSE); comparable within one search only
-    cosine: float | None  # the fact's exact cosine to the query, when it was a dense candidate
+    cosine: float | None  # the fact's exact cosine to the (centred) query, when it was a dense candidate
     matched: tuple[str, ...]  # "dense", "name", "text", "feedback", "block": which lists brought it
 
     @property
@@ -263,6 +269,7 @@ class FactRetriever:
             "rrf_k": cfg.rrf_k,
             "dense_weight": cfg.dense_weight,
             "text_weight": cfg.text_weight,
+            "centre": cfg.centre,
             "feedback": cfg.feedback,
             "feedback_weight": cfg.feedback_weight,
             "seeds": cfg.seeds if cfg.neighbour_weight > 0 else 0,
