@@ -245,7 +245,8 @@ def _without_inline(
     Fenced code is never wrapped nor read as sentences (``_code``): a line of it that holds a
     hidden reference goes whole, and prose beside a fence is a paragraph of its own (review 36: a
     reference in code took its paragraph, closing fence and all, as a sentence, and the rest of
-    the letter read as code). Same length as ``lines`` (a wrap longer than its paragraph ends in
+    the letter read as code); a table row that holds one goes whole too (cut at a sentence in a
+    cell, it lost its later cells). Same length as ``lines`` (a wrap longer than its paragraph ends in
     its last entry): decision paragraphs are found on the text as stored."""
     out = list(lines)
     code = _code(lines)
@@ -264,6 +265,9 @@ def _without_inline(
         for first, past, lead, more in _items(lines, i, end):
             parts = [lines[k][len(lead if k == first else more) :] for k in range(first, past)]
             cut = any(token.search(part) for part in parts for token in tokens)
+            if cut and parts[0].lstrip().startswith("|"):  # a table row goes whole, as code does
+                out[first:past] = [""] * (past - first)
+                continue
             indented = lead and not lead.strip(" \t")  # code, or a line the list does not continue
             if cut or (reflow and not indented and all(_prose(part) for part in parts)):
                 if past - first == 1:  # a one-line item goes on under its text, not as a new item

@@ -116,3 +116,11 @@ def test_a_reference_in_fenced_code_takes_its_line_not_the_fence(lead: str) -> N
     )
     plain = read(lead + CODE.format(ref="'other'")).replace("y = load('other')  # the plan\n", "")
     assert read(lead + CODE.format(ref="`knowledge/x.md`")) == plain
+
+
+def test_a_reference_in_a_table_takes_its_row() -> None:
+    """A table row is not prose either (review 36): a hidden reference cut out of a cell's second
+    sentence left the row as ``| Done.``, its later cells and closing pipe gone, which only a letter
+    that lost something showed. The row goes whole, as the table written without it."""
+    table = "| step | who |\n|---|---|\n{row}| Next | Jonas |\n\nAfter."
+    assert read(table.format(row="| Done. See `plan.md` | Dana |\n")) == read(table.format(row=""))
