@@ -84,12 +84,13 @@ BUNDLES = ("bundle_view", "bundle_full")
 # body before the governance strip of schema 7: exec tags, decision lines, the access line; a
 # factor's mirrored fields before pass 11; journal times, excerpts and session titles before pass
 # 13; a section's body before the strip closed up behind what it dropped, pass 16, or inside a
-# block quote, pass 17, or before every paragraph was wrapped at one width, pass 18), which the
-# same reader today may not be shown. So a
+# block quote, pass 17, or before every paragraph was wrapped at one width, pass 18, or when a
+# reference in fenced code took its closing fence or a table row its later cells, review 36),
+# which the same reader today may not be shown. So a
 # trace is read only in the form this version writes, an older one reads as missing, and
 # ``cairn db migrate`` deletes the older ones (``drop_stale_traces``). Bump TRACE_VERSION whenever
 # what the mask shows a role changes.
-TRACE_VERSION = 6
+TRACE_VERSION = 7
 TRACE_FILE = f"trace.v{TRACE_VERSION}.json.gz"
 # Trace file names of earlier versions: "trace.json", "trace.json.gz", "trace.v<n>.json.gz" with n
 # below TRACE_VERSION (a later version's, left by a downgrade, is not this version's to delete).

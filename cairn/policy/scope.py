@@ -127,6 +127,19 @@ def derivation_sources(label: str, source_label: str, source_field: str) -> tupl
     return tuple(sources)
 
 
+# What a dossier and its journal quote of the facts it holds, read over HAS_FACT (a dossier's facts
+# share its access): its summary (their sentences), and its entries' values, excerpt, rationale,
+# details and confidence (a ``fact_added`` entry's new value is its fact's text and its details
+# name the fact, a ``summary_updated`` one's values are summaries, a skipped duplicate's excerpt a
+# fact). Hidden wherever the scope may not walk HAS_FACT from a dossier of that domain
+# (``Scope.derived_hidden``), which then lists none of its facts either (red-team pass 18; review
+# 36: its journal, read over ABOUT, still quoted every fact). A dossier's title, a few of its
+# facts' words, names it and is kept.
+HELD_FACT_FIELDS: dict[str, tuple[str, ...]] = {
+    "Dossier": ("summary",),
+    "JournalEntry": ("new_value", "previous_value", "excerpt", "rationale", "details", "confidence"),
+}
+
 # Labels some of whose fields another field rule may hide (``Scope.derived_hidden``).
 MASKED_BY_OTHER_FIELDS = frozenset({*DERIVED_FIELDS, "Factor"})
 
@@ -363,11 +376,10 @@ class Scope:
                 shown = self.visible_fields(name, domain)
                 if shown is not None and source not in shown:
                     hidden += names
-        if label == "Dossier" and not self.walks_out("HAS_FACT", domain, domain):
-            # Its summary is its facts' sentences, read over HAS_FACT (a dossier's facts share its
-            # access): a scope that may not walk there reads no fact as the dossier's, in
-            # ``dossier`` as in ``node``, a walk or an ask (red-team pass 18).
-            hidden.append("summary")
+        if label in HELD_FACT_FIELDS and not self.walks_out("HAS_FACT", domain, domain):
+            # A scope that may not walk HAS_FACT reads no fact as the dossier's, in ``dossier`` as
+            # in ``node``, a walk, an ask or the dossier's journal (``HELD_FACT_FIELDS``).
+            hidden += HELD_FACT_FIELDS[label]
         return tuple(dict.fromkeys(hidden))
 
     def walks_out(self, rel: str, from_domain: str, to_domain: str) -> bool:

@@ -242,14 +242,21 @@ def _without_inline(
     authors wrap wider than any one width, so a paragraph wrapped again beside others left as
     written told the reader that it had lost a reference (red-team pass 18: 20 of the 39 demo
     letters external reads were ``WRAP`` or a status line wide, every letter as written 79-91).
-    Same length as ``lines`` (a wrap longer than its paragraph ends in its last entry): decision
-    paragraphs are found on the text as stored."""
+    Fenced code is never wrapped nor read as sentences (``_code``): a line of it that holds a
+    hidden reference goes whole, and prose beside a fence is a paragraph of its own (review 36: a
+    reference in code took its paragraph, closing fence and all, as a sentence, and the rest of
+    the letter read as code); a table row that holds one goes whole too (cut at a sentence in a
+    cell, it lost its later cells). Same length as ``lines`` (a wrap longer than its paragraph ends in
+    its last entry): decision paragraphs are found on the text as stored."""
     out = list(lines)
     code = _code(lines)
-    for i, end in _paragraphs(lines, dropped):
+    for k in code:  # a line of code is its own sentence: it goes whole, the fences stay
+        if not FENCE.match(lines[k]) and any(token.search(lines[k]) for token in tokens):
+            out[k] = ""
+    for i, end in _paragraphs(lines, dropped | code):
         block = lines[i:end]
         cut = any(token.search(line) for line in block for token in tokens)
-        if not cut and (not reflow or code.intersection(range(i, end))):
+        if not cut and not reflow:
             continue
         if all(_prose(line) for line in block) and (cut or not any(line[:1].isspace() for line in block)):
             text = _cut(" ".join(line.strip() for line in block), tokens)
@@ -258,6 +265,9 @@ def _without_inline(
         for first, past, lead, more in _items(lines, i, end):
             parts = [lines[k][len(lead if k == first else more) :] for k in range(first, past)]
             cut = any(token.search(part) for part in parts for token in tokens)
+            if cut and parts[0].lstrip().startswith("|"):  # a table row goes whole, as code does
+                out[first:past] = [""] * (past - first)
+                continue
             indented = lead and not lead.strip(" \t")  # code, or a line the list does not continue
             if cut or (reflow and not indented and all(_prose(part) for part in parts)):
                 if past - first == 1:  # a one-line item goes on under its text, not as a new item

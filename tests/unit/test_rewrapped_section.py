@@ -94,3 +94,33 @@ def test_lists_quotes_and_code_are_wrapped_by_their_items() -> None:
         "  the press.\n"
         "\n```\nkeep   this    line as it is, however long it is, it is code and not prose at all\n```"
     )
+
+
+CODE = "```python\nx = 1\n\ny = load({ref})  # the plan\nz = y\n```"
+
+
+@pytest.mark.parametrize("lead", ["", "The loader reads it so:\n"])
+def test_a_reference_in_fenced_code_takes_its_line_not_the_fence(lead: str) -> None:
+    """Code is not prose (review 36): a hidden reference inside a fence took the paragraph it
+    stood in, closing fence and all, as if it were a sentence, so the rest of the letter read as
+    code, which only a letter that lost something did; and a line of prose touching a fence was
+    wrapped only where the paragraph lost one. The code line that holds the reference goes (a
+    code line is its sentence), the fences stay, and prose beside a fence is wrapped as any."""
+    after = "\n\nThe second stack never gets cheaper, whichever year we look at it, and we looked."
+    shown = read(lead + CODE.format(ref='"plan.txt"') + after)
+    assert shown == read(lead + CODE.replace("y = load({ref})  # the plan\n", "") + after)
+    assert shown == (
+        lead
+        + "```python\nx = 1\n\nz = y\n```\n\n"
+        + "The second stack never gets cheaper, whichever year we look at it, and\nwe looked."
+    )
+    plain = read(lead + CODE.format(ref="'other'")).replace("y = load('other')  # the plan\n", "")
+    assert read(lead + CODE.format(ref="`knowledge/x.md`")) == plain
+
+
+def test_a_reference_in_a_table_takes_its_row() -> None:
+    """A table row is not prose either (review 36): a hidden reference cut out of a cell's second
+    sentence left the row as ``| Done.``, its later cells and closing pipe gone, which only a letter
+    that lost something showed. The row goes whole, as the table written without it."""
+    table = "| step | who |\n|---|---|\n{row}| Next | Jonas |\n\nAfter."
+    assert read(table.format(row="| Done. See `plan.md` | Dana |\n")) == read(table.format(row=""))

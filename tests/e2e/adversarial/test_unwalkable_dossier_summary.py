@@ -70,3 +70,28 @@ def test_a_scope_that_walks_has_fact_reads_the_summary(client: TestClient, regis
     full = data(client, registry, DOSSIER)["dossier"]
     node = data(client, registry, NODE)["node"]
     assert node["fields"]["summary"] == full["summary"] and "summary" not in node["masked"]
+
+
+HISTORY = (
+    "query($i: ID!) { dossier(id: $i) { history { op previousValue newValue excerpt rationale details } } }"
+)
+WALK = "query($i: ID!) { neighbourhood(id: $i, hops: 2) { nodes { id fields masked } } }"
+
+
+@pytest.mark.usefixtures("dossiers")
+@pytest.mark.parametrize("narrowing", NARROWED, ids=lambda h: h["X-Edge-Allow"])
+def test_no_journal_entry_quotes_the_summary_where_has_fact_is_not_walked(
+    client: TestClient, registry: PolicyRegistry, narrowing: dict[str, str]
+) -> None:
+    """The dossier's journal quotes its summary (a ``summary_updated`` entry's values, a split's)
+    and its facts (a skipped duplicate's ``excerpt``): read over ABOUT, not HAS_FACT, it showed
+    the passport that may not walk HAS_FACT the sentences the summary no longer shows (review 36)."""
+    full = data(client, registry, DOSSIER)["dossier"]
+    sentences = [f["text"] for f in full["facts"]]
+    history = data(client, registry, HISTORY)["dossier"]["history"]
+    assert any(s in json.dumps(history) for s in sentences)  # the unnarrowed read quotes them
+
+    narrowed = data(client, registry, HISTORY, **narrowing)["dossier"]["history"]
+    walk = data(client, registry, WALK, **narrowing)["neighbourhood"]["nodes"]
+    told = json.dumps([narrowed, walk])
+    assert not [s for s in sentences if s in told]
