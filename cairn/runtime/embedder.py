@@ -262,10 +262,12 @@ class Embedder:
         return vectors[0], (vectors[1] if vectors[1].any() else None)
 
     def _pass(self, texts: list[str], spare_core: SpareCore) -> Future[NDArray[np.float32]]:
-        return self._enqueue(_Request(texts, spare_core=spare_core))
+        return self._submit(texts, spare_core)
 
-    def _submit(self, texts: list[str]) -> Future[NDArray[np.float32]]:
-        return self._enqueue(_Request(texts))
+    def _submit(self, texts: list[str], spare_core: SpareCore = False) -> Future[NDArray[np.float32]]:
+        """The queue every pass of ``embed`` and ``aembed`` takes: one door, so what stands in
+        for it sees them all (the tests' memory of vectors, tests/conftest.py MemoEmbedder.submit)."""
+        return self._enqueue(_Request(texts, spare_core=spare_core))
 
     def _enqueue(self, request: _Request) -> Future[NDArray[np.float32]]:
         if self._pid != os.getpid():
