@@ -100,7 +100,9 @@ class _QueryModel:
     weights and versions it came from; where that folder cannot be written it is exported in memory.
     """
 
-    def __init__(self, model: Any, model_path: Path) -> None:
+    def __init__(self, model: Any, model_path: Path, *, export: bool = True) -> None:
+        """``export=False``: from the cached graph only (``LookupError`` when there is none that
+        loads), so that no torch code runs (``Embedder.prepare_query_model``)."""
         from onnxruntime import InferenceSession, SessionOptions
 
         self.tokenizer = model.tokenizer
@@ -116,8 +118,11 @@ class _QueryModel:
             # None there yet, or a file that cannot be read or loaded (cut short by a crash or a
             # full disk, written by another program; onnxruntime's errors share no base class):
             # exported again, over it.
-            except Exception:
-                pass
+            except Exception as error:
+                if not export:
+                    raise LookupError(f"no query graph to load at {path}") from error
+        if not export:
+            raise LookupError("no cache folder for the query graph")
         graph = _exported(model, path)
         self.session = InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
@@ -218,7 +223,8 @@ class Embedder:
         self.name = name
         self._path = model_path or packaged_model_path()
         self._model = SentenceTransformer(str(self._path), device="cpu")
-        self._query_model: _QueryModel | None = None  # built by the model thread at its first small pass
+        # Built by the model thread at its first small pass, or before by ``prepare_query_model``.
+        self._query_model: _QueryModel | None = None
         self._model.max_seq_length = MAX_TOKENS
         self._pending: deque[_Request] = deque()
         self._ready = threading.Condition()
@@ -262,10 +268,12 @@ class Embedder:
         return vectors[0], (vectors[1] if vectors[1].any() else None)
 
     def _pass(self, texts: list[str], spare_core: SpareCore) -> Future[NDArray[np.float32]]:
-        return self._enqueue(_Request(texts, spare_core=spare_core))
+        return self._submit(texts, spare_core)
 
-    def _submit(self, texts: list[str]) -> Future[NDArray[np.float32]]:
-        return self._enqueue(_Request(texts))
+    def _submit(self, texts: list[str], spare_core: SpareCore = False) -> Future[NDArray[np.float32]]:
+        """The queue every pass of ``embed`` and ``aembed`` takes: one door, so what stands in
+        for it sees them all (the tests' memory of vectors, tests/conftest.py MemoEmbedder.submit)."""
+        return self._enqueue(_Request(texts, spare_core=spare_core))
 
     def _enqueue(self, request: _Request) -> Future[NDArray[np.float32]]:
         if self._pid != os.getpid():
@@ -406,6 +414,21 @@ class Embedder:
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return _normalised(pooled), (list(hidden) if tokens else None)
+
+    def prepare_query_model(self, *, export: bool = True) -> bool:
+        """Build the query model now rather than at the first small pass; whether it is built.
+
+        ``export=False`` builds it only from the cached graph, running no torch code: for a
+        process that forks children to run the model (tests/e2e/warm_cli.py), whose children then
+        share one session instead of each importing onnxruntime and loading the 90 MB graph
+        (seconds each on a loaded 2-core machine), and which must not start torch's OpenMP threads
+        (GNU OpenMP's pool does not survive a fork). Not on the model thread: before it runs."""
+        if self._query_model is None:
+            try:
+                self._query_model = _QueryModel(self._model, self._path, export=export)
+            except LookupError:
+                return False
+        return True
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Word pieces per text before truncation (special tokens included), to see who exceeds the window."""

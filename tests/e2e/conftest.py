@@ -147,7 +147,9 @@ def started(request: pytest.FixtureRequest) -> Iterator[None]:
     it) imports the CLI and loads its model meanwhile; its readiness is awaited on first use."""
     if any("warm_cli" in getattr(item, "fixturenames", ()) for item in request.session.items):
         _EARLY_CLI.append(WarmCLI(wait=False))
-    model = threading.Thread(target=get_embedder, name="load-model")
+    # The query model too (exporting its graph to the user's cache on a machine's first run): the
+    # warm CLI builds its own from that file before its first fork, so that its children share it.
+    model = threading.Thread(target=lambda: get_embedder().prepare_query_model(), name="load-model")
     model.start()
     try:
         request.getfixturevalue("neo4j_running")

@@ -2,7 +2,9 @@
 service tests start and stop `cairn serve`): one process imports the CLI and loads the model
 once, then forks a fresh child for every command. Each child is a process of its own (its own
 connections; killed or signalled like any other) that does not import torch and load the model
-again. The parent never connects to Neo4j and never runs the model, so a child starts clean.
+again, nor build the query model (ONNX Runtime's session, loaded by the parent from the cached
+graph before its first fork). The parent never connects to Neo4j and never runs the model (no
+torch code, so no OpenMP threads that a fork would lose), so a child starts clean.
 
 Protocol, one line each way on the server's stdin/stdout, fields separated by NUL:
   run OUT ENV ARG...  -> the child's pid (stdout and stderr to the file OUT; ENV: JSON, set first)
@@ -98,12 +100,18 @@ def serve() -> None:
     import cairn.cli  # noqa: F401 (everything a command imports)
     from cairn.runtime.embedder import get_embedder
 
-    get_embedder()  # loaded, not run: the children run it
+    model = get_embedder()  # loaded, not run: the children run it
     done: dict[int, int] = {}
+    shared = False
     print("ready", flush=True)
     for line in sys.stdin:
         verb, *rest = line.rstrip("\n").split("\0")
         if verb == "run":
+            if not shared:
+                # The query model from the graph the test process exported (tests/e2e/conftest.py
+                # `started`), built once here instead of in each child that serves or searches.
+                model.prepare_query_model(export=False)
+                shared = True
             sys.stdout.flush()
             pid = os.fork()
             if pid == 0:

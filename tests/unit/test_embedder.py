@@ -200,6 +200,48 @@ def test_a_cached_graph_that_cannot_be_loaded_is_exported_again(
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
 
 
+def test_a_query_model_prepared_without_export_only_loads_the_cached_graph(
+    model: Embedder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``prepare_query_model(export=False)`` (the warm CLI before its first fork,
+    tests/e2e/warm_cli.py) runs no torch code: with no cached graph it builds nothing and says so;
+    with one it builds the session, which a forked child's small pass then uses as it is."""
+    import os
+
+    from cairn.runtime import embedder
+
+    exports: list[int] = []
+    export = embedder._export
+
+    def counted(*args: Any) -> None:
+        exports.append(1)
+        export(*args)
+
+    monkeypatch.setattr(embedder, "_export", counted)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(model, "_query_model", None)
+    assert model.prepare_query_model(export=False) is False
+    assert exports == [] and model._query_model is None
+    assert model.prepare_query_model() is True  # exported, to the cache
+    assert exports == [1]
+    texts = ["a query about the Frankfurt region"]
+    want = model._query_model.run(texts)[0] if model._query_model is not None else None
+    monkeypatch.setattr(model, "_query_model", None)
+    assert model.prepare_query_model(export=False) is True
+    assert exports == [1]
+    prepared = model._query_model
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a child of a process that prepared the model and never ran torch's threads here
+        vector = model.embed(texts)  # its own model thread, the parent's session
+        os.write(write, b"1" if model._query_model is prepared and vector.shape == (1, 384) else b"0")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"1"
+    assert prepared is not None
+    np.testing.assert_allclose(prepared.run(texts)[0], want, atol=1e-6)
+
+
 def _pooled(model: Embedder, texts: list[str]) -> np.ndarray:
     """torch's mean token vector of the text (one text: no padding), unnormalised."""
     rows = model._model.encode(texts, output_value="token_embeddings", show_progress_bar=False)
