@@ -458,6 +458,42 @@ def test_a_batch_skips_its_applied_packets_and_repeated_keys(empty_db: Driver, e
     assert count(empty_db, "Dossier") == 3
 
 
+@pytest.mark.parametrize("remembered", ["the database's", "none"])
+def test_a_batch_skips_a_packet_whose_id_is_another_packets_stored_key(
+    empty_db: Driver, embedder: Embedder, remembered: str
+) -> None:
+    """Two packets of one batch stored under one key: one sent without a ``packet_id`` (stored
+    under its content hash keyed with the database's secret, the key every result shows) and one
+    sent with that key as its ``packet_id``. The second is the first's re-send: it is
+    ``already_applied`` and writes nothing. Deciding which packets to route by the keys as sent
+    (before the statement returned the secret) routed both: the second's facts overwrote the
+    first's under the same ids, and the dossier's centroid sum counted both packets' vectors."""
+    first = ingest_packets(empty_db, [parse_packet(VEGETARIAN)], embedder=embedder)[0]  # the secret
+    unkeyed = parse_packet(packet("Running", ["User runs three times a week"], "b2"))
+    stored_key = governor.stored_as(first_secret(empty_db), unkeyed).key
+    keyed = parse_packet(packet("Tea", ["User drinks green tea every morning"], "b3", packet_id=stored_key))
+    if remembered == "none":  # a new process: the ids are derived again once the secret is read
+        governor._secret_seen.clear()
+    results = ingest_packets(empty_db, [unkeyed, keyed], embedder=embedder)
+    assert [r.action for r in results] == ["created", "already_applied"]
+    assert results[0].packet_key == stored_key and results[1].dossier_id == results[0].dossier_id
+    assert first.dossier_id != results[0].dossier_id
+    assert facts_of(empty_db, results[0].dossier_id) == ["User runs three times a week"]
+    records, _, _ = empty_db.execute_query(
+        """MATCH (d:Dossier {id: $id})-[:HAS_FACT]->(f:Fact)
+        RETURN d.centroid_sum AS stored, collect(f.embedding) AS vectors""",
+        id=results[0].dossier_id,
+    )
+    stored, vectors = records[0]["stored"], records[0]["vectors"]
+    assert np.allclose(stored, np.sum(vectors, axis=0), atol=1e-6)
+
+
+def first_secret(driver: Driver) -> str:
+    """The database's secret, as the lock node keeps it (``lock.secret``)."""
+    records, _, _ = driver.execute_query("MATCH (l:CairnLock) RETURN l.secret AS secret")
+    return str(records[0]["secret"])
+
+
 def test_a_failing_packet_in_a_batch_is_retried_alone_and_nothing_of_it_is_written(
     empty_db: Driver, embedder: Embedder
 ) -> None:

@@ -762,6 +762,16 @@ def _result(planned: _Planned) -> RoutingResult:
     )
 
 
+def _first_of_keys(packets: Sequence[FactPacket]) -> dict[str, int]:
+    """Each key's first packet, by the packets' keys as they are (sent: a content hash is told
+    apart from a client's ``packet_id``; stored: both are the stored key). Packets of one key as
+    sent share their stored key, so the first of a stored key is the first of its key as sent."""
+    first: dict[str, int] = {}
+    for n, p in enumerate(packets):
+        first.setdefault(p.key if p.packet_id else f"content {p.key}", n)
+    return first
+
+
 def _apply_group(
     tx: ManagedTransaction, packets: list[FactPacket], vectors: list[NDArray[np.float32]], model: str
 ) -> list[RoutingResult]:
@@ -775,12 +785,13 @@ def _apply_group(
     packet after packet; the restated duplicates' provenance after it when there are any), then
     every journal entry.
     """
-    first: dict[str, int] = {}  # each key's first packet: only it is voted for, and written
-    for n, p in enumerate(packets):
-        first.setdefault(p.key if p.packet_id else f"content {p.key}", n)
-    claim = _claim(tx, packets, vectors, set(first.values()), None)
+    claim = _claim(tx, packets, vectors, set(_first_of_keys(packets).values()), None)
     packets, applied, votes = claim.packets, claim.applied, claim.votes
-    todo = sorted(votes)
+    # Only the first packet of each key is written, and the keys that decide are the stored ones,
+    # known once the statement returned the secret: a packet sent with another's stored key as
+    # its ``packet_id`` is that packet's re-send (voted for, as its key as sent differs; not written).
+    stored_first = _first_of_keys(packets)
+    todo = [n for n in sorted(votes) if stored_first[packets[n].key] == n]
     pending = _Pending()
     planned = {n: _plan(packets[n], vectors[n], model, None, votes[n], pending) for n in todo}
     summaries = dict(zip(planned, _write(tx, list(planned.values()), None), strict=True))

@@ -20,6 +20,7 @@ import pytest
 from neo4j import Driver
 from starlette.testclient import TestClient
 
+from cairn.memory.dossiers import governor
 from cairn.memory.dossiers.governor import process_fact_packet
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.writes import TAKEN_ID
@@ -87,12 +88,18 @@ def test_a_hidden_packets_key_is_taken_and_names_nothing(
     assert graph_checksum(hidden) == before
 
 
+@pytest.mark.parametrize("remembered", ["the database's", "none", "another database's"])
 def test_a_hashed_key_equal_to_a_hidden_packets_is_taken_too(
-    hidden: Driver, client: TestClient, registry: PolicyRegistry
+    hidden: Driver, client: TestClient, registry: PolicyRegistry, remembered: str
 ) -> None:
-    # The attacker resends a packet without packet_id: its key is the hash of its content.
+    # The attacker resends a packet without packet_id: its key is the hash of its content, keyed
+    # with the database's secret; the service derives it first from the secret it remembers
+    # (governor._claim), which a new process lacks and a restored database does not match: the
+    # ids are then checked again with the real one.
     same = packet(None, OWN_ACCESS, "A hashed packet the operator wrote")
     applied = process_fact_packet(hidden, same)
+    if remembered != "the database's":
+        governor._secret_seen[:] = [] if remembered == "none" else ["0" * 64]
     hidden.execute_query(  # ...and then make that packet's records hidden from the attacker
         "MATCH (n:Entity) WHERE n.id IN [$d, $f, $j] SET n.namespaces = ['confidential']",
         d=applied.dossier_id,
