@@ -872,23 +872,29 @@ FACT_FUSE = f"""
 # A fact further than the window by its stored turns is passed over before anything else is
 # checked: the distance below would drop it anyway (unknown where a turn is hidden, and an unknown
 # distance is not within the window), so this changes no answer, only how many of a block's facts
-# have their visibility checked (a tenth of a session, not all of it). The check is a subquery per
-# fact kept, so no plan can walk the block's edges first.
+# have their visibility checked (a tenth of a session, not all of it). The block's facts within the
+# window are collected per seed before the check: the planner inlines the check's subquery and
+# merged its predicates with the window's into one filter over the whole block, testing the access
+# rules first; an aggregation is a boundary no predicate is moved across. Every fact kept is still
+# checked, by the subquery per fact, so no plan can walk the block's edges first. The seed's turn
+# as the caller is shown it (null where hidden) is read once per seed, not once per neighbour.
 FACT_BLOCK_NEIGHBOURS = f"""
   UNWIND fused[..$seeds] AS top
   MATCH (s:Fact {{id: top.id}})
   WHERE {field_shown("s", "source_block_id")}
+  WITH top, s, CASE WHEN {field_shown("s", "turn_index")} THEN s.turn_index END AS turn
   MATCH (f:Fact {{source_block_id: s.source_block_id}})
   WHERE f <> s AND ($window IS NULL OR abs(s.turn_index - f.turn_index) <= $window)
+  WITH top, turn, collect(f) AS near
+  UNWIND near AS f
   CALL (f) {{
     MATCH (d:Dossier)-[:HAS_FACT]->(f)
     WHERE {_FACT_CANDIDATE_VISIBLE} AND {field_shown("f", "source_block_id")}
     RETURN d
   }}
   WITH top, f, d, 0.0 AS score,
-       CASE WHEN s.turn_index IS NULL OR f.turn_index IS NULL
-              OR NOT ({field_shown("s", "turn_index")} AND {field_shown("f", "turn_index")}) THEN null
-            ELSE abs(s.turn_index - f.turn_index) END AS distance
+       CASE WHEN turn IS NULL OR f.turn_index IS NULL OR NOT {field_shown("f", "turn_index")} THEN null
+            ELSE abs(turn - f.turn_index) END AS distance
   WHERE $window IS NULL OR distance <= $window
   RETURN collect({{f: f, dossier_id: d.id, boost: $neighbour_weight * top.score}}) AS neighbours
 """

@@ -116,6 +116,16 @@ def _edges_walked(plan: dict[str, Any]) -> int:
     return int(walked) + sum(_edges_walked(c) for c in plan.get("children", []))
 
 
+def _rows_access_checked(plan: dict[str, Any]) -> int:
+    """Rows entering every operator of a PROFILE that tests an access rule (a node's
+    ``sensitivity``, ``cairn/policy/acl.py``), summed over the plan: how many candidates had
+    their visibility checked, whatever operator the planner merged the check into."""
+    details = str(plan.get("args", {}).get("Details", ""))
+    children = plan.get("children", [])
+    entering = sum(int(c.get("rows", 0)) for c in children) if "sensitivity" in details else 0
+    return entering + sum(_rows_access_checked(c) for c in children)
+
+
 def test_visible_facts_walks_each_dossiers_facts_a_bounded_number_of_times(diet_db: Driver) -> None:
     """VISIBLE_FACTS counts a dossier's stored facts once, not once per visible fact (n² edges)."""
     from cairn.graph.dossiers import VISIBLE_FACTS
@@ -235,7 +245,8 @@ def test_the_fact_search_checks_only_the_candidates_it_can_keep(
             },
         )
         near = sorted(n["f"]["turn_index"] for n in result.single(strict=True)["neighbours"])
-        seeds_walked = _edges_walked(result.consume().profile or {})
+        seeds_profile = result.consume().profile or {}
+        seeds_walked = _edges_walked(seeds_profile)
     assert found[0]["f"]["text"] == "Caroline adopted a grey kitten"
     scores = [h["score"] for h in found]
     assert len(found) == 3 and scores == sorted(scores, reverse=True)
@@ -243,6 +254,9 @@ def test_the_fact_search_checks_only_the_candidates_it_can_keep(
     assert dense_walked == 2 * 3  # was 2 * 20: every fetched fact
     assert near == [8, 9, 11, 12]
     assert seeds_walked == 2 * 4  # was 2 * 19: the whole session
+    # rows entering the access tests (the fact's, then its dossier's): the window's 4 facts each,
+    # not the session's 19 (the planner had merged the window into the fact's access filter)
+    assert _rows_access_checked(seeds_profile) == 2 * 4
 
 
 def test_retrieval_returns_distinct_dossiers_ranked_by_best_fact(diet_db: Driver, embedder: Embedder) -> None:
