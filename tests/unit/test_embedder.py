@@ -148,21 +148,29 @@ def test_a_small_pass_runs_on_the_query_model_and_a_larger_one_on_torchs_default
     np.testing.assert_allclose(got, direct(model, small), atol=1e-5)
 
 
+@pytest.fixture
+def exports(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per export of the query model's graph."""
+    from cairn.runtime import embedder
+
+    counts: list[int] = []
+    export = embedder._export
+
+    def counted(*args: Any) -> None:
+        counts.append(1)
+        export(*args)
+
+    monkeypatch.setattr(embedder, "_export", counted)
+    return counts
+
+
 def test_the_query_models_graph_is_exported_once_and_kept_by_what_it_came_from(
-    model: Embedder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    model: Embedder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, exports: list[int]
 ) -> None:
     """The exported graph is cached under the user's cache folder, named by the weights and the
     exporting versions; a cache that cannot be written leaves the graph in memory."""
     from cairn.runtime import embedder
 
-    exports: list[int] = []
-    export = embedder._export
-
-    def counted(*args: Any) -> None:
-        exports.append(1)
-        export(*args)
-
-    monkeypatch.setattr(embedder, "_export", counted)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     texts = ["a query about the Frankfurt region"]
     first = embedder._QueryModel(model._model, model._path)
@@ -201,23 +209,13 @@ def test_a_cached_graph_that_cannot_be_loaded_is_exported_again(
 
 
 def test_a_query_model_prepared_without_export_only_loads_the_cached_graph(
-    model: Embedder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    model: Embedder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, exports: list[int]
 ) -> None:
     """``prepare_query_model(export=False)`` (the warm CLI before its first fork,
     tests/e2e/warm_cli.py) runs no torch code: with no cached graph it builds nothing and says so;
     with one it builds the session, which a forked child's small pass then uses as it is."""
     import os
 
-    from cairn.runtime import embedder
-
-    exports: list[int] = []
-    export = embedder._export
-
-    def counted(*args: Any) -> None:
-        exports.append(1)
-        export(*args)
-
-    monkeypatch.setattr(embedder, "_export", counted)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(model, "_query_model", None)
     assert model.prepare_query_model(export=False) is False
