@@ -47,6 +47,7 @@ from cairn.policy.scope import Scope
 from cairn.runtime.embedder import BATCH_SIZE, Embedder, SpareCore
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import Settings
+from cairn.schema.keys import LOCK_ID
 from tests.llm_server import StubLLMServer
 
 RESTRICTED = {
@@ -489,8 +490,11 @@ def test_a_batch_skips_a_packet_whose_id_is_another_packets_stored_key(
 
 
 def first_secret(driver: Driver) -> str:
-    """The database's secret, as the lock node keeps it (``lock.secret``)."""
-    records, _, _ = driver.execute_query("MATCH (l:CairnLock) RETURN l.secret AS secret")
+    """The database's secret, as the routing lock node keeps it (``lock.secret``); the
+    correspondence's lock is a CairnLock too, and no test's wipe deletes either."""
+    records, _, _ = driver.execute_query(
+        "MATCH (l:CairnLock {id: $lock}) RETURN l.secret AS secret", lock=LOCK_ID
+    )
     return str(records[0]["secret"])
 
 
