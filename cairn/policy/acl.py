@@ -158,8 +158,8 @@ def status_in_view(var: str) -> str:
     active ones unless archived are asked for), decided by its ``status`` only where the scope
     shows that field: where the rules hide it, every dossier is in view, or whether one turned up
     in a search or a relation would tell the hidden status (a merged dossier holds no facts, so it
-    ranks nowhere anyway; docs/design.md §Policy module, "Filters read only what the caller
-    sees")."""
+    ranks nowhere anyway; docs/design.md §Correspondence, "Filters read only what the
+    caller sees")."""
     return f"({var}.status IN $statuses OR NOT {field_shown(var, 'status')})"
 
 

@@ -204,9 +204,10 @@ ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|Dr|Mr|Mrs|Ms|No|St|appro
 # A parenthesis that holds nothing but references (``(§ XXXIV)``, ``(`plan.md`)``, ``(see § II, § V)``).
 PARENTHESIS = re.compile(r"[ \t]*\(([^()\n]*)\)")
 FILLER = re.compile(r"[\s,;]+|\b(?:and|or|see|cf\.?)\b")
-# Where a paragraph is wrapped again: one width for every letter (docs/design.md §Policy module,
-# "Sections"): a width read off the letter (its widest line shown as written, else 72) told which
-# letters had lost a reference, since the authors' own lines are wider (red-team pass 18).
+# Where a paragraph is wrapped again: one width for every letter (docs/design.md §Correspondence,
+# "wrapped again at one width"): a width read off the letter (its widest line shown as written,
+# else 72) told which letters had lost a reference, since the authors' own lines are wider
+# (red-team pass 18).
 WRAP = 72
 
 

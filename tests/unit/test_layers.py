@@ -1,4 +1,4 @@
-"""The packages of ``cairn`` form layers, each importing only those below it (docs/design.md, "Layout").
+"""The packages of ``cairn`` form layers, each importing only those below it (docs/design.md, "Layers").
 
 An upward import is how a capability ends up depending on its caller: the Pre-Selector reaching
 into a capability's query module, a reader borrowing the ingest parser's grammar. Checked on the

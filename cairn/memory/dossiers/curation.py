@@ -86,8 +86,8 @@ def _unreadable(
     """A writer whose field rules hide a field the change sets or reads (``needs``: dossier id ->
     fields of the dossier, or of its journal entries (``label``), which carry its domain;
     ``status`` is read into errors and set) may not make it: refused in words that depend on its
-    rules alone, before any status is read (docs/design.md §Policy module, "an update leaves
-    alone what its writer cannot read")."""
+    rules alone, before any status is read (docs/design.md §Policy module, "Updates leave
+    alone what the writer cannot read")."""
     if writer is None:
         return
     for did, fields in needs.items():
