@@ -439,10 +439,6 @@ def _word_set(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS)
 
 
-def _importance(node: CandidateNode) -> float:
-    return _importance_of(node.fields.get("importance"))
-
-
 def _importance_of(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
         return DEFAULT_IMPORTANCE

@@ -41,7 +41,6 @@ PREV = "acme-corp-unify-cloud-platform-2022"
 NEXT = "acme-prod-pivot-cloud-only-tiers-2024"
 COST = "acme-e-onprem-support-cost-2023"
 ALIAS = "acme-e-alias-descope-onprem-2024"
-SURVEY = "acme-e-emea-onprem-customer-survey-2024"
 HIDDEN = "acme-corp-secret-board-memo-2024"
 
 
