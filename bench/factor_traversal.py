@@ -228,7 +228,7 @@ def measure(driver: Driver, scope: Scope, model: Model, rng: random.Random) -> d
     }
 
 
-def floor(driver: Driver, scope: Scope) -> dict[str, float]:
+def floor(driver: Driver) -> dict[str, float]:
     """The cheapest round trip on the same read path, for context."""
     for _ in range(WARMUP):
         read(driver, "RETURN 1 AS one", {})
@@ -260,7 +260,7 @@ def main() -> None:
                 "edges": sum(len(v) for v in model.out.values()),
             }
             result["roles"] = {role: measure(driver, scope, model, rng) for role, scope in scopes.items()}
-            result["round_trip_floor"] = floor(driver, scopes["staff"])
+            result["round_trip_floor"] = floor(driver)
             results["sizes"][str(n)] = result
         wipe_graph(driver)
         driver.close()

@@ -151,7 +151,7 @@ def fresh_start(settings: Settings) -> None:
     shutil.rmtree(settings.traces, ignore_errors=True)
 
 
-def start_service(settings: Settings) -> subprocess.Popen[bytes]:
+def start_service() -> subprocess.Popen[bytes]:
     env = {**os.environ, "CAIRN_HOST": "127.0.0.1", "CAIRN_PORT": str(PORT), "CAIRN_LOG_LEVEL": "WARNING"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "cairn.cli", "serve", "--demo"],
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> None:
     with running_neo4j() as settings:
         registry = PolicyRegistry.load(settings.policy_file)
         fresh_start(settings)
-        service = start_service(settings)
+        service = start_service()
         try:
             warm = [asyncio.run(run_level(registry, c, WARMUP_S, seed=c + 1)) for c in LEVELS]
             memory_warm = rss_mb(service.pid)
