@@ -1,7 +1,7 @@
-"""The relation catalog: every relationship type Cairn stores, and what it may join.
+"""The relation catalog: every relationship type Cairn stores, and the causal relations.
 
 The policy layer gates traversal by these names, so a type that is not here cannot be
-walked by anyone; ingest refuses an edge whose endpoints do not fit its entry.
+walked by anyone; ingest refuses a causal relation name that is not in ``CAUSAL_RELATIONS``.
 """
 
 from __future__ import annotations
@@ -12,52 +12,19 @@ from enum import StrEnum
 
 
 class Rel(StrEnum):
-    CAUSAL_PRECEDES = "CAUSAL_PRECEDES"
-    ALIAS_OF = "ALIAS_OF"
-    DEPENDS_ON = "DEPENDS_ON"
-    INFLUENCED_BY = "INFLUENCED_BY"
-    HAS_FACT = "HAS_FACT"
-    ABOUT = "ABOUT"
-    CURRENT_STATE = "CURRENT_STATE"
-    PART_OF = "PART_OF"
-    FROM_BLOCK = "FROM_BLOCK"
-    RESPONDS_TO = "RESPONDS_TO"
+    """Every relationship type, with the labels it joins (start -> end) and what it means."""
 
+    CAUSAL_PRECEDES = "CAUSAL_PRECEDES"  # Decision|Event|Fact -> the same: cause precedes effect
+    ALIAS_OF = "ALIAS_OF"  # Decision -> Event: a decision's projection into a lower domain
+    DEPENDS_ON = "DEPENDS_ON"  # Factor|Option -> Factor: a prerequisite with min_value
+    INFLUENCED_BY = "INFLUENCED_BY"  # JournalEntry -> Factor: the factors behind a change
+    HAS_FACT = "HAS_FACT"  # Dossier -> Fact
+    ABOUT = "ABOUT"  # JournalEntry -> Dossier|Factor: the journalled change's subject
+    CURRENT_STATE = "CURRENT_STATE"  # Factor -> JournalEntry: the latest entry
+    PART_OF = "PART_OF"  # JournalEntry|Turn -> Session|Block
+    FROM_BLOCK = "FROM_BLOCK"  # Fact -> Block it was extracted from
+    RESPONDS_TO = "RESPONDS_TO"  # Section -> Section it answers
 
-@dataclass(frozen=True)
-class RelationSpec:
-    rel: Rel
-    sources: frozenset[str]
-    targets: frozenset[str]
-    causal: bool
-    meaning: str
-
-
-def _spec(rel: Rel, sources: str, targets: str, causal: bool, meaning: str) -> RelationSpec:
-    return RelationSpec(rel, frozenset(sources.split()), frozenset(targets.split()), causal, meaning)
-
-
-CATALOG: dict[Rel, RelationSpec] = {
-    s.rel: s
-    for s in (
-        _spec(
-            Rel.CAUSAL_PRECEDES,
-            "Decision Event Fact",
-            "Decision Event Fact",
-            True,
-            "cause precedes effect (fixture relation kept in property `relation`)",
-        ),
-        _spec(Rel.ALIAS_OF, "Decision", "Event", False, "projection of a decision into a lower domain"),
-        _spec(Rel.DEPENDS_ON, "Factor Option", "Factor", False, "prerequisite with min_value"),
-        _spec(Rel.INFLUENCED_BY, "JournalEntry", "Factor", False, "factors behind a change"),
-        _spec(Rel.HAS_FACT, "Dossier", "Fact", False, "dossier holds fact"),
-        _spec(Rel.ABOUT, "JournalEntry", "Dossier Factor", False, "journalled change of"),
-        _spec(Rel.CURRENT_STATE, "Factor", "JournalEntry", False, "latest journal entry"),
-        _spec(Rel.PART_OF, "JournalEntry Turn", "Session Block", False, "belongs to"),
-        _spec(Rel.FROM_BLOCK, "Fact", "Block", False, "extracted from block"),
-        _spec(Rel.RESPONDS_TO, "Section", "Section", False, "section answers section"),
-    )
-}
 
 RELATION_TYPES: tuple[str, ...] = tuple(r.value for r in Rel)
 
