@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -36,3 +39,22 @@ def test_write_batches_and_window_must_be_positive(
     monkeypatch.setenv(name, value)
     with pytest.raises(ValidationError):
         Settings()
+
+
+def test_the_readme_names_every_setting_with_its_default() -> None:
+    """The README's Configuration section is where an operator looks for a setting: every
+    variable ``Settings`` reads is named there, and a default it states in parentheses (a value
+    first: ``(15: how long ...)``) is the one the code has."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    missing, wrong = [], []
+    for field in Settings.model_fields.values():
+        assert field.alias is not None
+        if field.alias not in section:
+            missing.append(field.alias)
+        stated = re.search(rf"`{field.alias}` \((\d[^:),]*)[:),]", section)
+        default = field.default
+        spellings = {str(default)} | ({f"{default:g}"} if isinstance(default, int | float) else set())
+        if stated and stated.group(1).strip() not in spellings:
+            wrong.append(f"{field.alias}: README {stated.group(1)!r}, code {field.default!r}")
+    assert (missing, wrong) == ([], [])
