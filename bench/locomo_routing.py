@@ -12,7 +12,7 @@ overall:
 - facts skipped as duplicates, and how many of those had a text different from the fact
   they were folded into;
 - ingest facts/s against raw embedding of the same texts with the same model object and the
-  same batches (``EMBED_CHUNK``), measured before and after the ingest and averaged.
+  same batches (``governor.embed_chunks``), measured before and after the ingest and averaged.
 
 Run: ``python -m bench.locomo_routing --data ../shared/data/locomo/locomo-dev.json``
 (own Neo4j: CAIRN_TEST_* env, as bench.dossier_routing).
@@ -37,7 +37,7 @@ from neo4j import Driver  # settings above must be in place first
 
 from cairn.graph.dossiers import FACT_DISTRIBUTION
 from cairn.memory.dossiers.gardener import split_incoherent_dossiers
-from cairn.memory.dossiers.governor import EMBED_CHUNK, ingest_packets
+from cairn.memory.dossiers.governor import embed_chunks, ingest_packets
 from cairn.memory.dossiers.models import FactPacket, parse_packet
 from cairn.runtime.database import sync_driver
 from cairn.runtime.embedder import Embedder, get_embedder
@@ -80,15 +80,8 @@ def conversation_packets(conv: dict[str, Any]) -> list[FactPacket]:
 
 
 def raw_embedding_seconds(embedder: Embedder, packets: list[FactPacket]) -> float:
-    """The same texts in the same batches as ``ingest_packets`` embeds them."""
-    batches: list[list[str]] = []
-    size = 0
-    for p in packets:
-        if not batches or size + len(p.facts) > EMBED_CHUNK:
-            batches.append([])
-            size = 0
-        batches[-1] += [f.text for f in p.facts]
-        size += len(p.facts)
+    """The texts ``ingest_packets`` embeds, one model call per chunk it cuts them into."""
+    batches = [[f.text for p in chunk for f in p.facts] for chunk in embed_chunks(packets)]
     started = time.perf_counter()
     for batch in batches:
         embedder.embed(batch)

@@ -853,6 +853,21 @@ def _transactions(chunks: list[list[FactPacket]]) -> list[tuple[int, int]]:
     return spans
 
 
+def embed_chunks(packets: Sequence[FactPacket]) -> list[list[FactPacket]]:
+    """The packets in order, cut into chunks of at most ``EMBED_CHUNK`` facts (a packet with more
+    makes a chunk of its own): the unit ``ingest_packets`` groups into transactions, and the
+    batches the routing bench times raw embedding in."""
+    chunks: list[list[FactPacket]] = []
+    size = 0
+    for p in packets:
+        if not chunks or size + len(p.facts) > EMBED_CHUNK:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(p)
+        size += len(p.facts)
+    return chunks
+
+
 def ingest_packets(
     driver: Driver,
     packets: Sequence[FactPacket],
@@ -874,14 +889,7 @@ def ingest_packets(
     an ``adjudicator`` every packet has its own transaction (its verdict is reached before the lock).
     """
     model = embedder or get_embedder()
-    chunks: list[list[FactPacket]] = []
-    size = 0
-    for p in packets:
-        if not chunks or size + len(p.facts) > EMBED_CHUNK:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(p)
-        size += len(p.facts)
+    chunks = embed_chunks(packets)
 
     def embed(span: tuple[int, int]) -> NDArray[np.float32]:
         # One call per transaction: the embedder sorts its texts by length into batches, so
