@@ -7,23 +7,16 @@ only, FORBIDDEN_WRITE, FILTER_NOT_ALLOWED, INVALID_ARGUMENT, INVALID_INPUT).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import strawberry
 from graphql import GraphQLError
-from strawberry.permission import BasePermission
-from strawberry.types import Info
 
 from cairn.ingest.correspondence.collisions import default_log_path
 from cairn.ingest.correspondence.sync import SyncReport, check_source, sync_bytes
 from cairn.memory import correspondence as corr
-from cairn.resolvers.context import RequestContext, run_domain
-from cairn.resolvers.permissions import CanSearch, CanWrite, PassportRequired, caller_of
-
-Ctx = Info[RequestContext, Any]
-READ: list[type[BasePermission]] = [PassportRequired]
-SEARCH: list[type[BasePermission]] = [PassportRequired, CanSearch]
-WRITE: list[type[BasePermission]] = [PassportRequired, CanWrite]
+from cairn.resolvers.context import run_domain
+from cairn.resolvers.permissions import READ, SEARCH, WRITE, Ctx, caller_of
 
 
 @strawberry.type(description="A correspondence section as the caller may see it; masked fields are null.")

@@ -11,22 +11,16 @@ from __future__ import annotations
 from typing import Any, cast
 
 import strawberry
-from strawberry.permission import BasePermission
 from strawberry.scalars import JSON
-from strawberry.types import Info
 
 from cairn.errors import in_range
 from cairn.memory.dossiers import blocks, curation, facts, gardener, governor, retriever
 from cairn.memory.dossiers.facts import FactHit
 from cairn.memory.dossiers.retriever import DossierView
 from cairn.memory.dossiers.voting import VOTE_THRESHOLD
-from cairn.resolvers.context import RequestContext, run_domain
-from cairn.resolvers.permissions import CanSearch, CanWrite, PassportRequired, caller_of
+from cairn.resolvers.context import run_domain
+from cairn.resolvers.permissions import READ, SEARCH, WRITE, Ctx, caller_of
 
-Ctx = Info[RequestContext, Any]
-READ: list[type[BasePermission]] = [PassportRequired]
-WRITE: list[type[BasePermission]] = [PassportRequired, CanWrite]
-SEARCH: list[type[BasePermission]] = [PassportRequired, CanSearch]
 MAX_TOP_K = 50
 
 

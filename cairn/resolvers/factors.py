@@ -11,9 +11,7 @@ from datetime import datetime
 from typing import Any, cast
 
 import strawberry
-from strawberry.permission import BasePermission
 from strawberry.scalars import JSON
-from strawberry.types import Info
 
 from cairn.errors import in_range
 from cairn.memory.factors import questions
@@ -30,14 +28,10 @@ from cairn.memory.factors.journal import (
 )
 from cairn.memory.factors.models import FactorError, FactorState, JournalEntryView, NodeRef, WhyBlocked, iso
 from cairn.memory.factors.router import LearnedRouter
-from cairn.resolvers.context import RequestContext, run_domain
-from cairn.resolvers.permissions import CanWrite, PassportRequired, caller_of
+from cairn.resolvers.context import run_domain
+from cairn.resolvers.permissions import READ, WRITE, Ctx, caller_of
 from cairn.runtime.embedder import get_embedder
 from cairn.runtime.llm import LLMClient
-
-Ctx = Info[RequestContext, Any]
-READ: list[type[BasePermission]] = [PassportRequired]
-WRITE: list[type[BasePermission]] = [PassportRequired, CanWrite]
 
 
 @strawberry.type(description="A factor journal entry as the caller may see it; masked fields are null.")

@@ -1,4 +1,5 @@
-"""Permission classes: every root field declares which of these it needs."""
+"""Permission classes: every root field declares which of these it needs (``READ``, ``WRITE``,
+``SEARCH``), and ``Ctx``, the ``info`` every resolver is given."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from strawberry.types import Info
 from cairn.policy.passport import Caller, PassportError
 from cairn.resolvers.context import RequestContext
 
+Ctx = Info[RequestContext, Any]
 
-def caller_of(info: Info[RequestContext, Any]) -> Caller:
+
+def caller_of(info: Ctx) -> Caller:
     """The verified caller; raises the passport refusal (fail closed) when there is none."""
     ctx = info.context
     if ctx.caller is None:
@@ -24,7 +27,7 @@ def caller_of(info: Info[RequestContext, Any]) -> Caller:
 class PassportRequired(BasePermission):
     message = "passport required"
 
-    def has_permission(self, source: Any, info: Info[RequestContext, Any], **kwargs: Any) -> bool:
+    def has_permission(self, source: Any, info: Ctx, **kwargs: Any) -> bool:
         caller_of(info)
         return True
 
@@ -33,7 +36,7 @@ class CanWrite(BasePermission):
     message = "this role may not write"
     error_extensions = {"code": "FORBIDDEN_WRITE"}  # noqa: RUF012  (strawberry's own attribute)
 
-    def has_permission(self, source: Any, info: Info[RequestContext, Any], **kwargs: Any) -> bool:
+    def has_permission(self, source: Any, info: Ctx, **kwargs: Any) -> bool:
         return caller_of(info).profile.can_write
 
 
@@ -41,5 +44,10 @@ class CanSearch(BasePermission):
     message = "this role may not search"
     error_extensions = {"code": "FORBIDDEN_SEARCH"}  # noqa: RUF012  (strawberry's own attribute)
 
-    def has_permission(self, source: Any, info: Info[RequestContext, Any], **kwargs: Any) -> bool:
+    def has_permission(self, source: Any, info: Ctx, **kwargs: Any) -> bool:
         return caller_of(info).profile.can_search
+
+
+READ: list[type[BasePermission]] = [PassportRequired]
+WRITE: list[type[BasePermission]] = [PassportRequired, CanWrite]
+SEARCH: list[type[BasePermission]] = [PassportRequired, CanSearch]

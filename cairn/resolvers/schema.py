@@ -48,7 +48,6 @@ from strawberry.extensions import (
     QueryDepthLimiter,
     SchemaExtension,
 )
-from strawberry.permission import BasePermission
 from strawberry.scalars import JSON
 from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema_converter import GraphQLCoreConverter
@@ -67,7 +66,7 @@ from cairn.resolvers.context import RequestContext, run_domain
 from cairn.resolvers.correspondence import CorrespondenceMutation, CorrespondenceQuery
 from cairn.resolvers.dossiers import DossierMutation, DossierQuery
 from cairn.resolvers.factors import FactorMutation, FactorQuery
-from cairn.resolvers.permissions import CanSearch, CanWrite, PassportRequired, caller_of
+from cairn.resolvers.permissions import READ, SEARCH, WRITE, Ctx, caller_of
 from cairn.resolvers.types import (
     AskMode,
     AskPayload,
@@ -80,11 +79,6 @@ from cairn.resolvers.types import (
     envelope_of,
 )
 from cairn.runtime.embedder import get_embedder
-
-Ctx = Info[RequestContext, Any]
-READ: list[type[BasePermission]] = [PassportRequired]
-WRITE: list[type[BasePermission]] = [PassportRequired, CanWrite]
-SEARCH: list[type[BasePermission]] = [PassportRequired, CanSearch]
 
 
 @strawberry.type
