@@ -20,15 +20,20 @@ RETURN n.id AS id, n.embedding_model AS model, n.embedding_text_sha AS sha, n.he
 
 STORED_CAUSAL = "MATCH (a:Entity)-[:CAUSAL_PRECEDES]->(b:Entity) RETURN a.id AS a, b.id AS b"
 
-# Whether a stored element differs from the row about to be SET on it (a null on both
-# sides is equal: SET += removes a property given as null).
-_DIFFERS = """(old.timestamp IS NULL) <> (row.timestamp IS NULL)
+# Whether a stored element's properties differ from the row's about to be SET on it (a null on
+# both sides is equal: SET += removes a property given as null; a null on one side differs, where
+# `<>` alone would be null, not true).
+_PROPS_DIFFER = (
+    "any(k IN keys(row.props) WHERE (old[k] IS NULL) <> (row.props[k] IS NULL) OR old[k] <> row.props[k])"
+)
+# ... or its timestamp from the row's.
+_DIFFERS = f"""(old.timestamp IS NULL) <> (row.timestamp IS NULL)
   OR old.timestamp <> datetime(row.timestamp)
-  OR any(k IN keys(row.props) WHERE (old[k] IS NULL) <> (row.props[k] IS NULL) OR old[k] <> row.props[k])"""
+  OR {_PROPS_DIFFER}"""
 # A vertex row's timestamp is null when the writer may not read the stored one: it is kept.
-_VERTEX_DIFFERS = """(row.timestamp IS NOT NULL
+_VERTEX_DIFFERS = f"""(row.timestamp IS NOT NULL
    AND (old.timestamp IS NULL OR old.timestamp <> datetime(row.timestamp)))
-  OR any(k IN keys(row.props) WHERE (old[k] IS NULL) <> (row.props[k] IS NULL) OR old[k] <> row.props[k])"""
+  OR {_PROPS_DIFFER}"""
 _COUNTS = """RETURN sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END) AS created,
        sum(CASE WHEN old IS NOT NULL AND coalesce(changed, false) THEN 1 ELSE 0 END) AS updated"""
 
@@ -68,7 +73,7 @@ MATCH (d:Decision {{id: row.decision_id}})
 MATCH (e:Event {{id: row.event_id}})
 WHERE {acl_visible("d")} AND {acl_visible("e")}
 OPTIONAL MATCH (d)-[old:ALIAS_OF]->(e)
-WITH row, d, e, old, any(k IN keys(row.props) WHERE old[k] <> row.props[k]) AS changed
+WITH row, d, e, old, {_PROPS_DIFFER} AS changed
 MERGE (d)-[r:ALIAS_OF]->(e)
 SET r += row.props
 {_COUNTS}
