@@ -1,4 +1,4 @@
-"""The "writes nothing" witness of the refusal tests (tests/e2e/tests/e2e/commits.py): it
+"""The "writes nothing" witness of the refusal tests (tests/e2e/commits.py): it
 moves with every committed change, from any session or driver, and with nothing else."""
 
 from __future__ import annotations

@@ -90,3 +90,32 @@ def test_a_made_up_reference_is_caught() -> None:
     assert unresolved('# (docs/design.md, "Made up")', design) == ['"Made up"']
     # A reference wrapped over two comment lines is read whole.
     assert unresolved("# docs/design.md §Embedded\n    # Neo4j start-up: why\n", design) == []
+
+
+# A repository path as comments and docs write it (``cairn/policy/acl.py``, ``tests/e2e/commits.py``).
+_PATH = re.compile(
+    r"\b(?:cairn|bench|tests|web|fixtures|docs|scripts|neo4j)/[A-Za-z0-9_./-]+"
+    r"\.(?:py|js|mjs|html|css|yaml|json|jsonl|cypher|md|xml|grass)\b"
+)
+# Named but not kept: `make fuzz` writes its counts to the first; test_layers plants the second.
+_NOT_KEPT = {"bench/results/fuzz.md", "cairn/resolvers/planted.py"}
+
+
+def missing_paths(text: str) -> list[str]:
+    return sorted({p for p in _PATH.findall(text) if p not in _NOT_KEPT and not (ROOT / p).exists()})
+
+
+def test_every_path_a_comment_or_doc_names_exists() -> None:
+    found = []
+    texts = [ROOT / "README.md", DESIGN, ROOT / "Makefile"]
+    for top in SOURCES:
+        texts += [p for p in sorted((ROOT / top).rglob("*")) if p.suffix in SUFFIXES and p.is_file()]
+    for path in texts:
+        if path != Path(__file__).resolve():
+            found += [
+                f"{path.relative_to(ROOT)}: {p}" for p in missing_paths(path.read_text(encoding="utf-8"))
+            ]
+    assert found == []
+    assert missing_paths("see tests/e2e/tests/e2e/commits.py and cairn/policy/acl.py") == [
+        "tests/e2e/tests/e2e/commits.py"
+    ]
