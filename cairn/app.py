@@ -56,7 +56,7 @@ from cairn.runtime.llm import LLMClient
 from cairn.runtime.logging import configure_logging
 from cairn.runtime.settings import REPO_ROOT, Settings, get_settings
 from cairn.runtime.tokens import count_tokens
-from cairn.schema.migrate import READ_VERSION, SCHEMA_VERSION
+from cairn.schema.migrate import SCHEMA_VERSION, probe_schema_version
 from cairn.schema.unique_json import DuplicateKey, unique_keys
 
 WEB_DIR = REPO_ROOT / "web"
@@ -478,14 +478,6 @@ class CairnGraphQL(GraphQL[RequestContext, None]):
         return response
 
 
-def _stored_schema_version(services: Services) -> int | None:
-    """One auto-commit read, never retried: a probe must answer now, not after the driver's
-    managed-transaction retries (CAIRN_NEO4J_RETRY_S) against a server that is down."""
-    with services.driver.session() as session:
-        record = session.run(READ_VERSION).single()
-    return int(record["version"]) if record else None
-
-
 def create_app(settings: Settings | None = None) -> Starlette:
     settings = settings or get_settings()
     if problem := secret_problem(settings.passport_secret, min_chars=1):  # `cairn serve` wants more
@@ -532,7 +524,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             return JSONResponse({"ready": False, "reason": "starting"}, status_code=503)
         try:
             # Abandoned, not awaited, past the timeout: a blocked socket cannot be cancelled.
-            probe = anyio.to_thread.run_sync(_stored_schema_version, services, abandon_on_cancel=True)
+            probe = anyio.to_thread.run_sync(probe_schema_version, services.driver, abandon_on_cancel=True)
             version = await asyncio.wait_for(probe, READY_TIMEOUT_S)
         except TimeoutError:
             return JSONResponse(

@@ -226,3 +226,12 @@ def sections_to_reembed(driver: Driver) -> int:
 def schema_version(driver: Driver) -> int | None:
     records, _, _ = driver.execute_query(READ_VERSION)
     return int(records[0]["version"]) if records else None
+
+
+def probe_schema_version(driver: Driver) -> int | None:
+    """``schema_version`` for the service's readiness probe: one auto-commit read, never retried,
+    since a probe must answer now, not after the driver's managed-transaction retries
+    (CAIRN_NEO4J_RETRY_S) against a server that is down."""
+    with driver.session() as session:
+        record = session.run(READ_VERSION).single()
+    return int(record["version"]) if record else None

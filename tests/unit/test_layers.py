@@ -174,3 +174,17 @@ def test_one_driver_path() -> None:
             if name in makers:
                 found.add(str(path.relative_to(ROOT.parent)))
     assert found == {"cairn/runtime/database.py", "cairn/runtime/neo4j_server.py"}
+
+
+def test_entry_points_run_no_query_themselves() -> None:
+    """The app, the CLI, the commands and the resolvers open no session and send no query: what
+    they ask of the graph goes through a domain or schema function, where its Cypher lives."""
+    opens = {"session", "execute_query", "begin_transaction"}
+    found = [
+        f"{path.relative_to(ROOT.parent)}:{node.lineno} calls .{node.func.attr}()"
+        for path, tree in _sources()
+        if _package(path) in {"app", "cli", "commands", "resolvers"}
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in opens
+    ]
+    assert found == []
