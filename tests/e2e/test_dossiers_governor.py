@@ -9,7 +9,6 @@ dossier, access-separated routing and the optional adjudicator.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,7 +24,6 @@ from cairn.memory.dossiers import governor
 from cairn.memory.dossiers.adjudicator import LLMAdjudicator, parse_adjudication
 from cairn.memory.dossiers.governor import (
     DEDUP_COSINE,
-    RoutingResult,
     find_candidate_dossiers,
     ingest_packets,
     process_fact_packet,
@@ -45,9 +43,7 @@ from cairn.memory.dossiers.voting import (
     tally,
     vote_params,
 )
-from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
-from cairn.policy.writes import TAKEN_ID
 from cairn.runtime.embedder import BATCH_SIZE, Embedder, SpareCore
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import Settings
@@ -373,121 +369,6 @@ def test_eight_concurrent_packets_on_one_topic_make_one_dossier(empty_db: Driver
     assert sorted(r.action for r in results).count("created") == 1
     journal = get_dossier_history(empty_db, Scope.system(), results[0].dossier_id)
     assert [e["op"] for e in journal].count("created") == 1
-
-
-def waiting(driver: Driver) -> int:
-    """Packets waiting for the routing lock: blocked on it in Neo4j, or queued for a transaction
-    (``governor._Committer``)."""
-    records, _, _ = driver.execute_query("SHOW TRANSACTIONS YIELD status RETURN status")
-    committer = getattr(governor, "_committers", {}).get(driver)
-    queued = 0 if committer is None else len(committer._queue)
-    return sum(str(r["status"]).startswith("Blocked") for r in records) + queued
-
-
-def route_behind_the_lock(
-    driver: Driver,
-    packets: Sequence[FactPacket],
-    vectors: Sequence[Any],
-    embedder: Embedder,
-    monkeypatch: pytest.MonkeyPatch,
-    writer: Scope | None = None,
-) -> tuple[list[Any], int]:
-    """Each packet routed by its own thread while a transaction holds the routing lock: the first
-    packet's transaction waits for it, then the others arrive; the lock is let go once all of them
-    wait. Each packet's result (or error), and how many write transactions routed them."""
-    transactions: list[str] = []
-    real_write = governor.write
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        transactions.append(args[1].__name__)
-        return real_write(*args, **kwargs)
-
-    monkeypatch.setattr(governor, "write", counted)
-    results: list[Any] = [None] * len(packets)
-
-    def route(i: int) -> None:
-        try:
-            results[i] = process_fact_packet(
-                driver, packets[i], embedder=embedder, vectors=vectors[i], writer=writer
-            )
-        except Exception as exc:  # compared by the caller
-            results[i] = exc
-
-    threads = [threading.Thread(target=route, args=(i,)) for i in range(len(packets))]
-    with driver.session() as session, session.begin_transaction() as holder:
-        holder.run(cypher.TAKE_ROUTING_LOCK, lock=LOCK_ID, marker=None).consume()
-        for n, t in enumerate(threads):
-            t.start()
-            deadline = time.monotonic() + 60
-            while waiting(driver) < n + 1 and time.monotonic() < deadline:
-                time.sleep(0.05)
-        assert waiting(driver) == len(packets)
-        holder.rollback()
-    for t in threads:
-        t.join(timeout=120)
-    return results, len(transactions)
-
-
-def test_packets_waiting_for_the_lock_share_one_transaction(
-    empty_db: Driver, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Packets that arrive while another packet's transaction holds the routing lock wait for it
-    together and are then routed in one transaction, with the same outcome as one after another:
-    one dossier, created once, every fact in it (docs/design.md §Fact packets)."""
-    packets = [parse_packet(packet("Vegetarian", f, f"block_c{i}")) for i, f in enumerate(SAME_TOPIC)]
-    vectors = [embedder.embed([f.text for f in p.facts]) for p in packets]
-    results, transactions = route_behind_the_lock(empty_db, packets, vectors, embedder, monkeypatch)
-    assert all(isinstance(r, RoutingResult) for r in results), results
-    assert transactions == 2  # the first packet alone, then the seven that waited behind it
-    assert count(empty_db, "Dossier") == 1
-    assert len({r.dossier_id for r in results}) == 1
-    stored = facts_of(empty_db, results[0].dossier_id)
-    skipped = [s.text for r in results for s in r.skipped]
-    assert sorted(stored + skipped) == sorted(f for facts in SAME_TOPIC for f in facts)
-    journal = get_dossier_history(empty_db, Scope.system(), results[0].dossier_id)
-    assert [e["op"] for e in journal].count("created") == 1
-
-
-def test_a_shared_transaction_refuses_only_the_packet_whose_key_is_hidden(
-    empty_db: Driver, embedder: Embedder, settings: Settings, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A writer's packets that wait together share a transaction; one of them, not the first, is
-    sent under the key of a packet the writer cannot read: it is refused as taken, naming nothing,
-    and the others are routed (the group's claim checks every packet's ids, not the first's)."""
-    hidden = process_fact_packet(
-        empty_db,
-        packet(
-            "Secret",
-            ["Project Falcon's budget is 4 million euros"],
-            "b0",
-            packet_id="rt-hid",
-            access=RESTRICTED,
-        ),
-        embedder=embedder,
-    )
-    assert hidden.action == "created"
-    writer = Scope.from_profile(
-        PolicyRegistry.load(settings.policy_file).roles["writer"], ceiling="low", namespaces=("internal",)
-    )
-    own = {
-        "domain": "acme/assistant",
-        "sensitivity": "low",
-        "namespaces": ["internal"],
-        "roles_allowed": ["staff", "writer"],
-    }
-    bodies = [
-        packet("Tea", ["User drinks green tea every morning"], "b1", packet_id="rt-own-1", access=own),
-        packet("Running", ["User runs three times a week"], "b2", packet_id="rt-own-2", access=own),
-        packet("Falcon", ["Falcon is a bird"], "b3", packet_id="rt-hid", access=own),
-    ]
-    packets = [parse_packet(b) for b in bodies]
-    vectors = [embedder.embed([f.text for f in p.facts]) for p in packets]
-    results, _ = route_behind_the_lock(empty_db, packets, vectors, embedder, monkeypatch, writer)
-    assert [getattr(r, "action", None) for r in results[:2]] == ["created", "created"]
-    assert isinstance(results[2], InputError)
-    assert TAKEN_ID in str(results[2]) and "dos-" not in str(results[2])
-    assert facts_of(empty_db, hidden.dossier_id) == ["Project Falcon's budget is 4 million euros"]
-    assert count(empty_db, "Dossier") == 3
 
 
 def test_restricted_packets_never_join_a_public_dossier(empty_db: Driver, embedder: Embedder) -> None:

@@ -23,13 +23,10 @@ A failure anywhere rolls all of it back: the dossier and its facts appear whole 
 
 from __future__ import annotations
 
-import os
 import secrets
-import threading
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from threading import Event
 from typing import Any, Literal
@@ -246,8 +243,6 @@ def process_fact_packet(
     With an ``adjudicator`` the packet is judged whole (one dossier), and the vote is also run
     before the lock, so that a slow LLM call never holds the lock; its verdict is used only if
     the vote under the lock agrees with it (same candidates), otherwise the rule decides.
-    Without one, packets routed meanwhile by other threads for the same writer may share its
-    transaction (``_Committer``); the result is the same as routing them one after another.
     """
     packet = _as_packet(packet)
     packet.access.check_writer(writer, "fact packet", edges=PACKET_EDGES, routes=True)
@@ -255,14 +250,13 @@ def process_fact_packet(
     if vectors is None:
         vectors = model.embed([f.text for f in packet.facts])
     vectors = _checked_vectors(packet, vectors)
+    preset: _Preset | None = None
     if adjudicator is not None:
         with driver.session() as session:
             candidates = session.execute_read(read_vote, vectors, packet)
         verdict = adjudicator.decide(packet, candidates, decide(candidates, len(packet.facts)))
         preset = _Preset(tuple(c.dossier_id for c in candidates), verdict)
-        result = write(driver, _apply_one, packet, vectors, model.name, preset, writer)
-    else:
-        result = _committer(driver).route(_Waiting(packet, vectors, model.name, writer))
+    result = write(driver, _apply_one, packet, vectors, model.name, preset, writer)
     return _shown_to(result, writer, packet.access.domain)
 
 
@@ -489,21 +483,13 @@ class _Claim:
     hidden: frozenset[str]
 
 
-def _claimed_ids(packets: Sequence[FactPacket], writer: Scope | None) -> list[str] | None:
-    """The ids a writer's packets (under their stored keys) would take: each one's first journal
-    entry, the dossier it would create and its facts; None for an operator or a scope that reads
-    everything."""
+def _claimed_ids(packet: FactPacket, writer: Scope | None) -> list[str] | None:
+    """The ids a writer's packet (under its stored key) would take: its first journal entry, the
+    dossier it would create and its facts; None for an operator or a scope that reads everything."""
     if writer is None or writer.unrestricted:
         return None
-    return [
-        i
-        for p in packets
-        for i in (
-            entry_id(p.key, 0),
-            dossier_id_for(p.key),
-            *(fact_id(p.key, n) for n in range(len(p.facts))),
-        )
-    ]
+    facts = [fact_id(packet.key, i) for i in range(len(packet.facts))]
+    return [entry_id(packet.key, 0), dossier_id_for(packet.key), *facts]
 
 
 def _claim(
@@ -520,16 +506,15 @@ def _claim(
     The packets' stored keys depend on the database's secret only for a packet sent without a
     ``packet_id``; for such packets the ids are derived from the secret last seen, and if the
     statement returns another (the first packet of the process, a restored database) they are
-    checked again, statement by statement, with the secret it returned. A writer's group
-    (``_Committer``) claims every packet's ids: one hidden id refuses the group, whose packets are
-    then applied one transaction each."""
+    checked again, statement by statement, with the secret it returned. Only one packet at a time
+    carries a writer (``process_fact_packet``)."""
     guess = _secret_seen[-1] if _secret_seen else None
     keyed = any(not p.packet_id for p in sent)
     packets = [stored_as(guess or "", p) for p in sent]
     markers = [_markers(s, p) for s, p in zip(sent, packets, strict=True)]
     params = vote_params([(v, p.access) for v, p in zip(vectors, packets, strict=True)])
     params["queries"] = [q for q in params["queries"] if q["p"] in voting]
-    claimed = _claimed_ids(packets, writer)
+    claimed = _claimed_ids(packets[0], writer) if writer is not None else None
     record = tx.run(
         cypher.CLAIM_PACKETS,
         {
@@ -550,10 +535,10 @@ def _claim(
     if keyed and key != guess:  # the ids checked were not the packets' own: check them again
         packets = [stored_as(key, p) for p in sent]
         applied = _applied_to(tx, [_markers(s, p) for s, p in zip(sent, packets, strict=True)])
-        own = _claimed_ids(packets, writer)
+        own = _claimed_ids(packets[0], writer)
         hidden: frozenset[str] = frozenset()
         if own is not None and writer is not None:
-            hidden = hidden_ids(tx, writer, [*own, *(a for a in applied if a)])
+            hidden = hidden_ids(tx, writer, [*own, *(a for a in applied[:1] if a)])
         todo = [n for n in sorted(voting) if applied[n] is None] if not hidden else []
         votes = run_votes(tx, [(vectors[n], packets[n].access) for n in todo])
         return _Claim(packets, applied, dict(zip(todo, votes, strict=True)), hidden)
@@ -788,11 +773,7 @@ def _first_of_keys(packets: Sequence[FactPacket]) -> dict[str, int]:
 
 
 def _apply_group(
-    tx: ManagedTransaction,
-    packets: list[FactPacket],
-    vectors: list[NDArray[np.float32]],
-    model: str,
-    writer: Scope | None = None,
+    tx: ManagedTransaction, packets: list[FactPacket], vectors: list[NDArray[np.float32]], model: str
 ) -> list[RoutingResult]:
     """Several packets in one transaction, in order, each under its own idempotency key.
 
@@ -802,13 +783,9 @@ def _apply_group(
     packet's vote is the same at the start of the group as it would be later in it; the group's
     own writes are added exactly by ``_Pending``), every packet's routes (one ``WRITE_ROUTES``,
     packet after packet; the restated duplicates' provenance after it when there are any), then
-    every journal entry. ``writer``: the scope all the packets are written for (``_Committer``);
-    an id one of them claims that is hidden from it refuses the group (``_route_group`` then
-    applies each packet alone, where that one is refused in ``_apply_one``'s words).
+    every journal entry.
     """
-    claim = _claim(tx, packets, vectors, set(_first_of_keys(packets).values()), writer)
-    if claim.hidden:
-        raise InputError("fact packet", [Problem("packet_id", f"the packet key {TAKEN_ID}")])
+    claim = _claim(tx, packets, vectors, set(_first_of_keys(packets).values()), None)
     packets, applied, votes = claim.packets, claim.applied, claim.votes
     # Only the first packet of each key is written, and the keys that decide are the stored ones,
     # known once the statement returned the secret: a packet sent with another's stored key as
@@ -817,7 +794,7 @@ def _apply_group(
     todo = [n for n in sorted(votes) if stored_first[packets[n].key] == n]
     pending = _Pending()
     planned = {n: _plan(packets[n], vectors[n], model, None, votes[n], pending) for n in todo}
-    summaries = dict(zip(planned, _write(tx, list(planned.values()), writer), strict=True))
+    summaries = dict(zip(planned, _write(tx, list(planned.values()), None), strict=True))
     journal: list[dict[str, Any]] = []
     results: list[RoutingResult] = []
     done: dict[str, str] = {}
@@ -850,108 +827,6 @@ def _route_group(
         process_fact_packet(driver, p, embedder=model, vectors=v)
         for p, v in zip(packets, checked, strict=True)
     ]
-
-
-@dataclass(frozen=True, eq=False)
-class _Waiting:
-    """A packet waiting for ``_Committer``, with what its transaction needs and where its result goes."""
-
-    packet: FactPacket
-    vectors: NDArray[np.float32]
-    model: str
-    writer: Scope | None
-    future: Future[RoutingResult] = field(default_factory=Future, compare=False)
-
-    def joins(self, other: _Waiting) -> bool:
-        """Whether the two may share a transaction: one writer's (or operators') packets, one model."""
-        return self.model == other.model and self.writer == other.writer
-
-
-class _Committer:
-    """Packets that threads (the service's requests) route at the same time, applied together.
-
-    A packet's transaction holds the routing lock from its first statement to its commit, so the
-    packets that arrive meanwhile used to wait in Neo4j one behind the other, each then paying its
-    own statements and commit under the lock. They wait here instead: a caller that finds no
-    transaction running leads, taking every waiting packet that may share a transaction with the
-    oldest one (``_Waiting.joins``, at most ``PACKETS_PER_TRANSACTION``); the others wait for their
-    results. A packet that finds nothing running goes at once, alone (``_apply_one``), as before;
-    two or more go through ``_apply_group``: one transaction, each packet under its own key and
-    routed as if one after another (its vote adds the earlier packets' writes, ``_Pending``), a
-    kill leaves whole packets only. A group that fails is applied packet by packet, so only a bad
-    packet fails, in the words it would fail alone (docs/design.md §Fact packets)."""
-
-    def __init__(self, driver: Driver) -> None:
-        self.driver = driver
-        self._queue: list[_Waiting] = []
-        self._ready = threading.Condition()
-        self._leading = False
-        self.pid = os.getpid()  # a forked child starts with none running (``_committer``)
-
-    def route(self, item: _Waiting) -> RoutingResult:
-        with self._ready:
-            self._queue.append(item)
-        while True:
-            with self._ready:
-                while self._leading and not item.future.done():
-                    self._ready.wait()
-                if item.future.done():
-                    return item.future.result()
-                self._leading = True
-                head = self._queue[0]
-                group = [w for w in self._queue if w.joins(head)][:PACKETS_PER_TRANSACTION]
-                self._queue = [w for w in self._queue if not any(w is g for g in group)]
-            try:
-                self._apply(group)
-            finally:
-                with self._ready:
-                    self._leading = False
-                    self._ready.notify_all()
-
-    def _apply(self, group: list[_Waiting]) -> None:
-        """Every packet's result or error set, whatever happens."""
-        try:
-            if len(group) > 1:
-                try:
-                    results = write(
-                        self.driver,
-                        _apply_group,
-                        [w.packet for w in group],
-                        [w.vectors for w in group],
-                        group[0].model,
-                        group[0].writer,
-                    )
-                except Exception:  # applied packet by packet: the one at fault fails there, alone
-                    pass
-                else:
-                    for w, result in zip(group, results, strict=True):
-                        w.future.set_result(result)
-                    return
-            for w in group:
-                try:
-                    w.future.set_result(
-                        write(self.driver, _apply_one, w.packet, w.vectors, w.model, None, w.writer)
-                    )
-                except Exception as exc:
-                    w.future.set_exception(exc)
-        except BaseException as exc:
-            for w in group:
-                if not w.future.done():
-                    w.future.set_exception(exc)
-            raise
-
-
-_committers: weakref.WeakKeyDictionary[Driver, _Committer] = weakref.WeakKeyDictionary()
-_committers_lock = threading.Lock()
-
-
-def _committer(driver: Driver) -> _Committer:
-    """The driver's ``_Committer`` in this process."""
-    with _committers_lock:
-        found = _committers.get(driver)
-        if found is None or found.pid != os.getpid():
-            found = _committers[driver] = _Committer(driver)
-        return found
 
 
 Progress = Callable[[int], None]
