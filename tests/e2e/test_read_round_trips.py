@@ -1,18 +1,21 @@
-"""The reads behind a search, a dossier search and a factor question's entity linking each take one
-round trip (docs/design.md §One driver model): an auto-commit query through ``database.read``,
-not ``driver.execute_query``, whose managed transaction adds a COMMIT (issue 15, mixed load). A
-dossier search reads its found dossiers' facts in the same query: one round trip in all."""
+"""The reads behind a search, a dossier search, a factor question's entity linking and the status
+question each take one round trip (docs/design.md §One driver model): an auto-commit query
+through ``database.read``, not ``driver.execute_query``, whose managed transaction adds a COMMIT
+(issue 15, mixed load). A dossier search reads its found dossiers' facts in the same query: one
+round trip in all."""
 
 from __future__ import annotations
 
 import logging
 import re
+from datetime import UTC, datetime
 
 import pytest
 from neo4j import Driver
 
 from cairn.memory.dossiers.facts import search_facts
 from cairn.memory.dossiers.retriever import retrieve_relevant_dossiers
+from cairn.memory.factors.ask import answer_question
 from cairn.memory.factors.router import LearnedRouter
 from cairn.memory.org_search import search_org
 from cairn.policy.profiles import PolicyRegistry
@@ -82,3 +85,22 @@ def test_a_searchs_run_line_does_not_spell_out_its_vector(
     assert not any(re.search(r"(-?\d+\.\d+(e-?\d+)?, ){50}", line) for line in runs)
     [record] = read(demo, "RETURN $v AS v", {"v": Vector(vector)})
     assert record["v"] == vector and type(record["v"]) is list
+
+
+def test_where_we_are_on_the_assessment_is_one_round_trip_per_read(
+    demo: Driver, registry: PolicyRegistry, embedder: Embedder
+) -> None:
+    """The status question (a fifth of the load bench's questions, with "where were we") reads the
+    category figures, the options, their dependencies, the last conversation and the unconfirmed
+    inferences: five reads, five round trips (eight when three went through ``execute_query``)."""
+    manager = Scope.from_profile(registry.roles["manager"])
+    counted = RoundTrips(demo)
+    now = datetime(2026, 11, 27, tzinfo=UTC)
+    question = "where are we on the assessment?"
+    got = answer_question(counted, manager, question, router=LearnedRouter(counted, embedder), now=now)  # type: ignore[arg-type]
+    assert got.route.intent == "status"
+    assert counted.trips == 5
+    assert (
+        got.answer
+        == answer_question(demo, manager, question, router=LearnedRouter(demo, embedder), now=now).answer
+    )

@@ -24,6 +24,7 @@ from cairn.memory.factors.models import NodeRef, UnconfirmedInference, day, fmt,
 from cairn.memory.factors.templates import HIDDEN, names, quote
 from cairn.memory.factors.traversal import downstream, visible_options
 from cairn.policy.scope import Scope
+from cairn.runtime.database import read
 
 Tier = Literal["exploratory", "low_risk", "medium_risk"]
 TIER_TEXT = {
@@ -163,7 +164,7 @@ class Assessment:
 
 
 def _categories(driver: Driver, scope: Scope) -> tuple[list[CategorySummary], Overall]:
-    records, _, _ = driver.execute_query(queries.CATEGORY_FIGURES, scope.cypher_params())
+    records = read(driver, queries.CATEGORY_FIGURES, scope.cypher_params())
     cats = []
     for r in records:
         total, assessed = int(r["total"]), int(r["assessed"])
@@ -234,7 +235,7 @@ def _shortfall(node: DepNode, value: float | None, threshold: float) -> float:
 
 
 def last_conversation(driver: Driver, scope: Scope) -> LastConversation | None:
-    records, _, _ = driver.execute_query(queries.LAST_CONVERSATION, scope.cypher_params())
+    records = read(driver, queries.LAST_CONVERSATION, scope.cypher_params())
     if not records:
         return None
     r = records[0]

@@ -47,6 +47,7 @@ from cairn.memory.factors.recalculation import (
 from cairn.policy.preselector import mask
 from cairn.policy.scope import Scope
 from cairn.policy.writes import TAKEN_ID, edge_problem, hidden_ids, less_visible, stored_ids
+from cairn.runtime.database import read
 from cairn.runtime.embedder import Embedder, get_embedder
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$")
@@ -221,7 +222,7 @@ def history(
 
 def unconfirmed_inferences(driver: Driver, scope: Scope) -> list[UnconfirmedInference]:
     """Assessed factors still marked unconfirmed, least confident first, with their evidence count."""
-    records, _, _ = driver.execute_query(queries.UNCONFIRMED_FACTORS, scope.cypher_params())
+    records = read(driver, queries.UNCONFIRMED_FACTORS, scope.cypher_params())
     return [
         UnconfirmedInference(
             id=r["id"],
