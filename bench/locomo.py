@@ -281,11 +281,12 @@ def warm_up(
 ) -> list[dict[str, Any]]:
     """Throw-away ingests and searches before anything is timed, one per conversation in ``convs``:
     the model's first batches, Neo4j's page cache, query plans and its JIT warm up here, so the
-    ingest and latency figures are those of a running service. One conversation was not enough: a
-    fresh JVM's compiler threads were still half of Neo4j's CPU over the next five ingests, falling
-    ingest by ingest as the server's write path (kernel, record store, GBPTree and Lucene writers)
-    reached C2 for the first time (docs/design.md §Dossier queries, "JIT"). Each ingest's Neo4j
-    CPU is returned, so the cold JVM's cost stays in the report."""
+    ingest and latency figures are nearer a running service's. One conversation was not enough:
+    over the next five ingests a fresh JVM spent 7.7 ms of Neo4j CPU per fact, half of it
+    compiling, falling ingest by ingest as the server's write path (kernel, record store, GBPTree
+    and Lucene writers) reached C2 for the first time; after five it spent 3.3 ms (docs/design.md
+    §Dossier queries, "JIT"). Each ingest's Neo4j CPU is returned, so the cold JVM's cost stays in
+    the report."""
     cpu: list[dict[str, Any]] = []
     for conv in convs:
         wipe_graph(driver)
@@ -383,7 +384,7 @@ def markdown(data: dict[str, Any]) -> list[str]:
         "`locomo_sweep.md`.",
         "",
         f"- Ingest (after {data.get('warm_ups', 1)} throw-away ingest(s) and searches, one per "
-        "conversation, so the server's JIT has compiled its hot code as a running service's has; "
+        "conversation, so Neo4j's JVM has compiled most of its write path, as a running service's has; "
         "the graph is wiped between conversations, its schema kept): "
         f"{data['ingest_facts_per_s']:.1f} facts/s vs raw embedding of the same texts "
         f"{data['raw_embed_facts_per_s']:.1f} facts/s (ratio {data['ingest_vs_raw_embedding']:.2f})."
