@@ -88,6 +88,24 @@ def jvm_cpu_s(pid: int | None) -> dict[str, float]:
     return out
 
 
+# The line Neo4j writes to debug.log when it drops a cached plan whose statistics have moved
+# (the statement is planned again on its next run).
+REPLAN = "Discarded stale query from the query cache"
+
+
+def replans(settings: Any) -> int | None:
+    """How many cached plans the embedded server has dropped so far (None for an external
+    server): the bench counts them around its ingests to show each statement is planned once."""
+    if not settings.embedded:
+        return None
+    log = settings.neo4j_home / "logs" / "debug.log"
+    try:
+        with log.open(errors="replace") as lines:
+            return sum(REPLAN in line for line in lines)
+    except OSError:
+        return None
+
+
 def scratch_dir(prefix: str) -> Path:
     """A fresh temporary folder, removed when the bench process exits."""
     path = Path(tempfile.mkdtemp(prefix=prefix))
