@@ -17,6 +17,7 @@ from cairn.policy.acl import (
     edge_allowed,
     edge_allowed_between_visible,
     field_shown,
+    fields_shown,
     search_fields_shown,
     shown_or,
     status_in_view,
@@ -706,6 +707,16 @@ ORDER BY {shown_or("j", "timestamp", "null")}, j.seq, j.id
 _FACT_CANDIDATE_VISIBLE = f"""{status_in_view("d")} AND {acl_visible("d")} AND {acl_visible("f")}
     AND {edge_allowed_between_visible("HAS_FACT", "d", "f", "out")} AND {search_fields_shown("f", "Fact")}"""
 
+# A candidate of every list after the view: the pair of its dossier and itself is one of the view's
+# (``candidates``, collected by ``FACT_VIEW`` under ``_FACT_CANDIDATE_VISIBLE``), so the access rules
+# are evaluated once per visible fact, not again in each list that meets it. A pair is the two
+# nodes' element ids in one string: Neo4j hashes the strings of a list that ``IN`` meets row after
+# row, so a lookup costs the same whatever the view's size, found or not; a list of ``[d, f]``
+# lists is scanned anew for every pair it does not hold (measured: 3,000 misses in 10,000 pairs
+# 2.0 s as lists, 9 ms as strings), which a caller who may not see much would pay per hidden fact.
+_FACT_PAIR = "elementId(d) + ' ' + elementId(f)"
+_FACT_IN_VIEW = f"{_FACT_PAIR} IN candidates"
+
 # What a caller may be shown of a fact hit (before masking); never the 384-float vector. A fact
 # that absorbed skipped duplicates lists every source turn in ``source_turn_ids``.
 # Its two timestamps travel as the text the caller is shown (``iso_text``), not as DateTimes.
@@ -726,18 +737,28 @@ _FACT_CANDIDATE = "{f: f, dossier_id: d.id, score: score}"
 # kept by the governor, merges and splits), one vector instead of each fact's, whose reads were
 # most of the centring's cost; any other dossier adds its visible facts' vectors one by one, so a
 # hidden fact's vector never moves the query. No visible fact, or ``$centre`` 0: ``$vec`` as it is.
+# The same pass yields ``candidates``, every (dossier, fact) pair it kept (``_FACT_PAIR``): each
+# list below admits a fact only as one of these pairs (``_FACT_IN_VIEW``), so the access rules run
+# once per visible fact per search, here, and every list's test is a hashed lookup, not the rules
+# again for each candidate of each list (issue #16). A fact's length is read once (``dl``), not once per sum.
 FACT_VIEW = f"""
   OPTIONAL MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact)
   WHERE {_FACT_CANDIDATE_VISIBLE}
-  WITH d, collect(f) AS seen
-  WITH size(seen) AS n, size([g IN seen WHERE g.text IS NOT NULL]) AS texts,
-       reduce(c = 0, g IN seen | c + coalesce(size(g.text), 0)) AS chars,
+  WITH d, f, size(f.text) AS dl
+  WITH d, collect(f) AS seen, count(dl) AS texts, coalesce(sum(dl), 0) AS chars
+  WITH d, seen, size(seen) AS n, texts, chars,
        CASE WHEN $centre = 0 OR size(seen) = 0 THEN []
             WHEN d.centroid_sum IS NOT NULL AND size(seen) = COUNT {{ (d)-[:HAS_FACT]->(:Fact) }}
             THEN [d.centroid_sum] ELSE [g IN seen WHERE g.embedding IS NOT NULL | g.embedding] END AS parts
   WITH sum(n) AS n, sum(texts) AS texts, sum(chars) AS chars,
-       reduce(acc = [], p IN collect(parts) | acc + p) AS sums
-  RETURN n, CASE WHEN texts = 0 THEN null ELSE toFloat(chars) / texts END AS avgdl,
+       reduce(acc = [], p IN collect(parts) | acc + p) AS sums, collect({{d: d, seen: seen}}) AS groups
+  CALL (groups) {{
+    UNWIND groups AS g
+    UNWIND g.seen AS f
+    WITH g.d AS d, f
+    RETURN collect({_FACT_PAIR}) AS candidates
+  }}
+  RETURN n, candidates, CASE WHEN texts = 0 THEN null ELSE toFloat(chars) / texts END AS avgdl,
     CASE WHEN size(sums) = 0 THEN $vec
     ELSE [i IN range(0, size($vec) - 1) | $vec[i] - $centre * reduce(s = 0.0, v IN sums | s + v[i]) / n]
     END AS qvec
@@ -755,17 +776,17 @@ _DENSE_AND_NAMED = """size(visible) AS dense_count, visible[..$depth] AS dense,
 # ``cairn.schema.migrate.FACT_INDEX``), so its score is the exact cosine on the same (1 + cos) / 2
 # scale as ``vector.similarity.cosine``: no candidate's vector is read again to re-score it.
 # The index answers best first, so the first ``$dense_pool`` visible candidates are the best ones:
-# the cut comes before the sort, and visibility is checked only until the pool is full (half the
-# fetch when nothing is hidden; checking all of it was a third of the list's cost). Candidates of
+# the cut comes before the sort, and candidates are looked up in the view only until the pool is
+# full (half the fetch when nothing is hidden). Candidates of
 # equal score at the cut keep the index's order.
 FACT_DENSE_FROM_INDEX = f"""
   CALL db.index.vector.queryNodes($vector_index, $dense_fetch, qvec) YIELD node, score
   WITH collect({{f: node, score: score}}) AS fetched
-  CALL (fetched) {{
+  CALL (fetched, candidates) {{
     UNWIND fetched AS hit
     WITH hit.f AS f, hit.score AS score
     MATCH (d:Dossier)-[:HAS_FACT]->(f)
-    WHERE {_FACT_CANDIDATE_VISIBLE}
+    WHERE {_FACT_IN_VIEW}
     WITH f, d, score
     LIMIT $dense_pool
     WITH f, d, score
@@ -778,7 +799,7 @@ FACT_DENSE_FROM_INDEX = f"""
 # answer out.
 FACT_DENSE_EXACT = f"""
   MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact)
-  WHERE f.embedding IS NOT NULL AND {_FACT_CANDIDATE_VISIBLE}
+  WHERE f.embedding IS NOT NULL AND {_FACT_IN_VIEW}
   WITH f, d, vector.similarity.cosine(f.embedding, qvec) AS score
   ORDER BY score DESC, f.id
   LIMIT $dense_pool
@@ -793,17 +814,17 @@ FACT_DENSE_EXACT = f"""
 # needs too); df: visible facts holding the word (Lucene's english analyzer decides, as for
 # the match); tf: the word's occurrences in the fact's lower-cased text, at least 1. Lucene's
 # form: idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl)), idf = ln(1 + (N - df + 0.5) / (df + 0.5)).
-# A fact found by several words is checked for visibility and split into words once (``holds``:
+# A fact found by several words is looked up in the view and split into words once (``holds``:
 # the query words whose index match found it), not once per word.
 # No query words (``$terms`` empty): no row reaches the index and the list is empty.
 FACT_FULLTEXT = f"""
-  WITH n, avgdl, $terms AS terms WHERE size(terms) > 0
-  CALL (terms) {{
+  WITH n, avgdl, candidates, $terms AS terms WHERE size(terms) > 0
+  CALL (terms, candidates) {{
     UNWIND terms AS t
     CALL db.index.fulltext.queryNodes($text_index, t) YIELD node AS f
     WITH f, collect(t) AS holds
     MATCH (d:Dossier)-[:HAS_FACT]->(f)
-    WHERE {_FACT_CANDIDATE_VISIBLE}
+    WHERE {_FACT_IN_VIEW}
     WITH f, d, holds, split(toLower(f.text), $separators) AS words
     RETURN collect({{f: f, dossier_id: d.id, holds: holds, words: words}}) AS found
   }}
@@ -832,11 +853,11 @@ FACT_FEEDBACK = f"""
   WITH [i IN range(0, size(qvec) - 1) | qvec[i] + reduce(a = 0.0, e IN tops | a + e[i]) / size(tops)] AS v
   CALL db.index.vector.queryNodes($vector_index, $dense_fetch, v) YIELD node, score
   WITH collect({{f: node, score: score}}) AS fetched
-  CALL (fetched) {{
+  CALL (fetched, candidates) {{
     UNWIND fetched AS hit
     WITH hit.f AS f, hit.score AS score
     MATCH (d:Dossier)-[:HAS_FACT]->(f)
-    WHERE {_FACT_CANDIDATE_VISIBLE}
+    WHERE {_FACT_IN_VIEW}
     WITH f, d, score
     ORDER BY score DESC, f.id
     LIMIT $depth
@@ -872,28 +893,33 @@ FACT_FUSE = f"""
 # A fact further than the window by its stored turns is passed over before anything else is
 # checked: the distance below would drop it anyway (unknown where a turn is hidden, and an unknown
 # distance is not within the window), so this changes no answer, only how many of a block's facts
-# have their visibility checked (a tenth of a session, not all of it). The block's facts within the
-# window are collected per seed before the check: the planner inlines the check's subquery and
-# merged its predicates with the window's into one filter over the whole block, testing the access
-# rules first; an aggregation is a boundary no predicate is moved across. Every fact kept is still
-# checked, by the subquery per fact, so no plan can walk the block's edges first. The seed's turn
-# as the caller is shown it (null where hidden) is read once per seed, not once per neighbour.
+# are looked up in the view (a tenth of a session, not all of it). The block's facts within the
+# window are collected per seed before the lookup (an aggregation is a boundary no predicate is
+# moved across: the planner once merged the access filter with the window's over the whole block).
+# Every fact kept is still looked up, by the subquery per fact, so no plan can walk the block's
+# edges first. The seed's turn as the caller is shown it (null where hidden) is read once per
+# seed, not once per neighbour; whether a fact's block and turn are shown is decided by one rule
+# lookup for both (``fields_shown``), not one per field.
+_BLOCK_AND_TURN = ("source_block_id", "turn_index")
 FACT_BLOCK_NEIGHBOURS = f"""
   UNWIND fused[..$seeds] AS top
   MATCH (s:Fact {{id: top.id}})
-  WHERE {field_shown("s", "source_block_id")}
-  WITH top, s, CASE WHEN {field_shown("s", "turn_index")} THEN s.turn_index END AS turn
+  WITH top, s, {fields_shown("s", _BLOCK_AND_TURN)} AS shown
+  WHERE shown.source_block_id
+  WITH top, s, CASE WHEN shown.turn_index THEN s.turn_index END AS turn
   MATCH (f:Fact {{source_block_id: s.source_block_id}})
   WHERE f <> s AND ($window IS NULL OR abs(s.turn_index - f.turn_index) <= $window)
   WITH top, turn, collect(f) AS near
   UNWIND near AS f
-  CALL (f) {{
+  CALL (f, candidates) {{
     MATCH (d:Dossier)-[:HAS_FACT]->(f)
-    WHERE {_FACT_CANDIDATE_VISIBLE} AND {field_shown("f", "source_block_id")}
-    RETURN d
+    WHERE {_FACT_IN_VIEW}
+    WITH d, {fields_shown("f", _BLOCK_AND_TURN)} AS shown
+    WHERE shown.source_block_id
+    RETURN d, shown.turn_index AS turn_shown
   }}
   WITH top, f, d, 0.0 AS score,
-       CASE WHEN turn IS NULL OR f.turn_index IS NULL OR NOT {field_shown("f", "turn_index")} THEN null
+       CASE WHEN turn IS NULL OR f.turn_index IS NULL OR NOT turn_shown THEN null
             ELSE abs(turn - f.turn_index) END AS distance
   WHERE $window IS NULL OR distance <= $window
   RETURN collect({{f: f, dossier_id: d.id, boost: $neighbour_weight * top.score}}) AS neighbours
@@ -959,10 +985,10 @@ def fact_search_query(dense: str) -> str:
     ``FACT_DENSE_FROM_INDEX`` or ``FACT_DENSE_EXACT``."""
     return (
         f"CALL () {{{FACT_VIEW}}}\n"
-        f"CALL (qvec) {{{dense}}}\nCALL (n, avgdl) {{{FACT_FULLTEXT}}}\n"
-        f"CALL (qvec, dense) {{{FACT_FEEDBACK}}}\n"
+        f"CALL (qvec, candidates) {{{dense}}}\nCALL (n, avgdl, candidates) {{{FACT_FULLTEXT}}}\n"
+        f"CALL (qvec, dense, candidates) {{{FACT_FEEDBACK}}}\n"
         f"CALL (dense, named, text, feedback) {{{FACT_FUSE}}}\n"
-        f"CALL (fused) {{{FACT_BLOCK_NEIGHBOURS}}}\n"
+        f"CALL (fused, candidates) {{{FACT_BLOCK_NEIGHBOURS}}}\n"
         f"CALL (dense, named, text, feedback, fused, neighbours) {{{FACT_RANK_POOL}}}\n"
         f"CALL (top) {{{FACT_DOSSIER_HEADERS}}}\n"
         "RETURN dense_fetched, dense_count,\n"

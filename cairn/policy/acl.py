@@ -153,6 +153,27 @@ def field_shown(var: str, name: str) -> str:
     return f"($unrestricted OR ({shown}))"
 
 
+def fields_shown(var: str, names: tuple[str, ...]) -> str:
+    """Cypher expression: a map from each of ``names`` to whether the scope shows that field on
+    node ``var`` (``field_shown`` for each), the node's field rule found once for all of them: a
+    read that needs several of one node's fields shown (a fact search's block neighbour, its block
+    and its turn) matches the rules' domain regexes once per node, not once per field. Only for
+    fields whose rule is the node's own label's alone; one that mirrors or is derived from another
+    field (scope.FACTOR_MIRRORS, FACTOR_ENTRY_DERIVED, DERIVED_FIELDS) is refused: its
+    ``field_shown`` reads other rules too."""
+    for name in names:
+        plain = f"""($unrestricted OR (coalesce(head([r IN $field_rules WHERE r.label IN labels({var})
+  AND coalesce({var}.domain, '') =~ r.re | r.all OR '{name}' IN r.fields]), false)))"""
+        if name == "id" or field_shown(var, name) != plain:
+            raise ValueError(f"field {name!r} is not decided by its own rule alone: use field_shown")
+    each = ", ".join(f"`{n}`: coalesce(r.all OR '{n}' IN r.fields, false)" for n in names)
+    hidden = ", ".join(f"`{n}`: false" for n in names)
+    shown = ", ".join(f"`{n}`: true" for n in names)
+    return f"""CASE WHEN $unrestricted THEN {{{shown}}}
+  ELSE coalesce(head([r IN $field_rules WHERE r.label IN labels({var})
+  AND coalesce({var}.domain, '') =~ r.re | {{{each}}}]), {{{hidden}}}) END"""
+
+
 def status_in_view(var: str) -> str:
     """Cypher predicate: dossier ``var`` is in the caller's view by its status (``$statuses``, the
     active ones unless archived are asked for), decided by its ``status`` only where the scope

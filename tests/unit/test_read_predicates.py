@@ -40,6 +40,12 @@ EDGE_MARK = "=~ rule.from_re"
 _WRITE = "a write; the mutation checks the caller's scope on what it touches before it runs"
 _SYSTEM = "runs as the system (gardener, ingest bookkeeping), never on a caller's behalf"
 _STORED = "the stored summary/centroid over all facts; readers see it only via VISIBLE_FACTS's check"
+# Fact search's lists: each admits a fact only as one of the (dossier, fact) pairs that FACT_VIEW,
+# in the same statement, collected under the policy's predicates (``candidates``), so the rules run
+# once per visible fact, not once per list (docs/design.md §Fact search scores). A list reads
+# ``candidates``, bound by the view alone: it cannot run outside FACT_SEARCH / FACT_SEARCH_EXACT,
+# which carry the predicates (checked here) and hold every fragment (tests/e2e/test_explain.py).
+_IN_VIEW = "a fact search list: admits only the view's (dossier, fact) pairs, checked by the policy there"
 ALLOWLIST: dict[tuple[str, str], str] = {
     **{
         ("cairn.graph.dossiers", n): _WRITE
@@ -110,6 +116,16 @@ ALLOWLIST: dict[tuple[str, str], str] = {
         )
     },
     **{
+        ("cairn.graph.dossiers", n): _IN_VIEW
+        for n in (
+            "FACT_DENSE_FROM_INDEX",
+            "FACT_DENSE_EXACT",
+            "FACT_FULLTEXT",
+            "FACT_FEEDBACK",
+            "FACT_BLOCK_NEIGHBOURS",
+        )
+    },
+    **{
         ("cairn.graph.dossiers", n): _STORED
         for n in ("CENTRAL_FACT_TEXTS", "CENTROID_SUM_FROM_FACTS", "SUMMARY_POOL_RANKED")
     },
@@ -166,6 +182,11 @@ def test_every_allowlisted_query_exists() -> None:
 
 @pytest.mark.parametrize(("where", "text"), READS, ids=[f"{m}.{n}" for (m, n), _ in READS])
 def test_every_read_query_carries_the_scope_predicates(where: tuple[str, str], text: str) -> None:
+    if ALLOWLIST.get(where) == _IN_VIEW:
+        # every match of the list is admitted through the view's pairs, each time it meets a fact
+        assert text.count("IN candidates") == text.count("MATCH (d:Dossier)-[:HAS_FACT]->(f")
+        assert text.count("IN candidates") >= 1
+        return
     if where in ALLOWLIST:
         return
     assert NODE_MARK in text, f"{where[0]}.{where[1]} matches nodes without the policy's vertex ACL"
@@ -215,3 +236,18 @@ def test_no_read_orders_or_windows_by_a_time_it_does_not_check(where: tuple[str,
         assert f"'{name}' IN r.fields" in checked, (
             f"{where[0]}.{where[1]} orders or windows by a raw {name}: {match.group(0)}"
         )
+
+
+def test_fields_shown_takes_only_fields_decided_by_their_own_rule() -> None:
+    """``fields_shown`` finds a node's field rule once for several fields; a field whose
+    ``field_shown`` also reads other rules (derived, mirrored) or defaults to shown (``id``)
+    would get a different verdict from it, so it is refused rather than answered wrongly."""
+    from cairn.policy.acl import field_shown, fields_shown
+
+    both = fields_shown("f", ("source_block_id", "turn_index"))
+    assert both.count("=~ r.re") == 1  # one rule lookup for both fields
+    assert "'source_block_id' IN r.fields" in both and "'turn_index' IN r.fields" in both
+    for refused in ("created_at", "observed_at", "id"):  # Fact fields derived from others; the id
+        with pytest.raises(ValueError, match=refused):
+            fields_shown("f", ("turn_index", refused))
+    assert field_shown("f", "created_at").count("=~ r.re") > 1

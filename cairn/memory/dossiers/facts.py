@@ -23,11 +23,13 @@ What was measured for each choice is in bench/results/locomo.md.
 
 Scope: every candidate list is filtered by the caller's Scope inside Cypher (the policy
 module's ``acl_visible`` on the fact and its dossier, and the HAS_FACT edge allowlist)
-before it is ordered, cut or counted. Both indexes are queried before the filter (they
-cannot take one). The vector index's fetch is larger than the list it must fill and grows
-until the list is full or the index has nothing more; only then does the dense side fall back
-to an exact scan over the visible facts. The full-text side takes every match of each word,
-so it has no fetch to grow. Hidden facts cost time, never a rank or a score.
+before it is ordered, cut or counted: the view's one pass over the visible facts collects the
+(dossier, fact) pairs that pass, and each list admits only those (the rules run once per fact).
+Both indexes are queried before the filter (they cannot take one). The vector index's fetch is
+larger than the list it must fill and grows until the list is full or the index has nothing
+more; only then does the dense side fall back to an exact scan over the visible facts. The
+full-text side takes every match of each word, so it has no fetch to grow. Hidden facts cost
+time, never a rank or a score.
 
 One round trip per search: the centred query, both lists, the top fused seeds' block neighbours,
 the ranked pool and the headers of the returned facts' dossiers come from one query (``FACT_SEARCH`` in
