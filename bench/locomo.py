@@ -93,6 +93,13 @@ VARIANTS: dict[str, FusionConfig] = {
     "cairn_rrf_prf3": FusionConfig(fusion="rrf", feedback=3),
     "cairn_uncentred": FusionConfig(centre=0.0),
     "cairn_centre0.5": FusionConfig(centre=0.5),
+    # session diversity: a session's n-th fact in the list counts 0.95**(n-1) (0.9**(n-1)) of its score
+    "cairn_session0.95": FusionConfig(block_decay=0.95, distinct_sources=False),
+    "cairn_session0.9": FusionConfig(block_decay=0.9, distinct_sources=False),
+    # the default before dossier mates (2026-11-27); and mates of the top 3 fused facts at 0.05, 0.15
+    "cairn_no_dossier": FusionConfig(dossier_weight=0.0),
+    "cairn_dossier0.05_3": FusionConfig(dossier_weight=0.05, dossier_seeds=3),
+    "cairn_dossier0.15_3": FusionConfig(dossier_weight=0.15, dossier_seeds=3),
 }
 
 
@@ -368,7 +375,12 @@ def markdown(data: dict[str, Any]) -> list[str]:
         "its score; a third list, the dense candidates that name one of the question's names, at 0.25; "
         "facts whose source turns are all cited higher up listed after those that cite a new turn; "
         "the dense query centred: minus the mean vector of the visible facts; "
-        "one round trip); `cairn_uncentred` is the default before centring (2026-11-27), "
+        "the other facts of a top-5 fused fact's dossier get 0.1 of its score; "
+        "one round trip); `cairn_no_dossier` is the default before dossier mates (2026-11-27), "
+        "`cairn_dossier0.05_3` and `cairn_dossier0.15_3` lift the top 3's mates by 0.05 and 0.15; "
+        "`cairn_session0.95` and `cairn_session0.9` list a session's n-th fact at 0.95**(n-1) (0.9**(n-1)) "
+        "of its score, without distinct sources; "
+        "`cairn_uncentred` is the default before centring (2026-11-27), "
         "`cairn_centre0.5` subtracts half the mean, every other variant is centred; "
         "`cairn_previous` is the default before the named list and the distinct "
         "sources (2026-11-26), `cairn_no_names` and `cairn_no_distinct_sources` leave out one of them; "

@@ -925,6 +925,23 @@ FACT_BLOCK_NEIGHBOURS = f"""
   RETURN collect({{f: f, dossier_id: d.id, boost: $neighbour_weight * top.score}}) AS neighbours
 """
 
+# Dossier mates (``FusionConfig.dossier_weight``; docs/design.md §Fact search scores): the other
+# facts of a top ``$dossier_seeds`` fused fact's dossier (a topic the routing grouped, across
+# sessions) get ``$dossier_weight`` of its score; a seed itself is never lifted this way. The seed's
+# dossier is taken only where the seed is in the view in it (``_FACT_IN_VIEW``, as every list), and
+# each mate must be in the view in that dossier too: a hidden mate is never lifted, a hidden dossier
+# lifts none. Zero seeds: no row, no read.
+FACT_DOSSIER_MATES = f"""
+  WITH [t IN fused[..$dossier_seeds] | t.id] AS seeds, fused[..$dossier_seeds] AS tops
+  UNWIND tops AS top
+  MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact {{id: top.id}})
+  WHERE {_FACT_IN_VIEW}
+  WITH seeds, top, d
+  MATCH (d)-[:HAS_FACT]->(f:Fact)
+  WHERE NOT f.id IN seeds AND {_FACT_IN_VIEW}
+  RETURN collect({{f: f, dossier_id: d.id, boost: $dossier_weight * top.score}}) AS mates
+"""
+
 
 # A fact's source turns as the caller is shown them (none where the field is hidden, so a hidden
 # value never moves the order).
@@ -945,8 +962,9 @@ _NEW_SOURCES_FIRST = f"""reduce(acc = {{cited: [], first: [], later: []}}, h IN 
         CASE WHEN size(turns) > 0 AND all(t IN turns WHERE t IN a.cited)
              THEN {{cited: a.cited, first: a.first, later: a.later + [h]}}
              ELSE {{cited: a.cited + turns, first: a.first + [h], later: a.later}} END) END)"""
-# The pool: every listed or expanded fact once, scored as fused plus its best seed's share
-# (a neighbour not in any list starts at 0), ordered; only the first ``$limit`` facts' fields
+# The pool: every listed or expanded fact once, scored as fused plus its best seed's share as a
+# block neighbour and its best seed's share as a dossier mate (a fact in no list starts at 0),
+# ordered; only the first ``$limit`` facts' fields
 # travel, and only their dossiers' headers are read.
 FACT_RANK_POOL = f"""
   UNWIND [x IN fused | {{id: x.id, fused: x.score}}]
@@ -955,15 +973,20 @@ FACT_RANK_POOL = f"""
        + [h IN text | {{id: h.f.id, f: h.f, dossier_id: h.dossier_id, list: 'text'}}]
        + [h IN feedback | {{id: h.f.id, f: h.f, dossier_id: h.dossier_id, list: 'feedback'}}]
        + [n IN neighbours | {{id: n.f.id, f: n.f, dossier_id: n.dossier_id, list: 'block',
-                              boost: n.boost}}] AS row
+                              boost: n.boost}}]
+       + [m IN mates | {{id: m.f.id, f: m.f, dossier_id: m.dossier_id, list: 'dossier',
+                         boost: m.boost}}] AS row
   WITH row.id AS id, collect(row) AS rows
   WITH id, [r IN rows WHERE r.f IS NOT NULL][0] AS first, [r IN rows | r.list] AS lists,
        coalesce([r IN rows WHERE r.fused IS NOT NULL][0].fused, 0.0) AS base,
-       reduce(b = 0.0, r IN rows | CASE WHEN r.boost > b THEN r.boost ELSE b END) AS boost,
+       reduce(b = 0.0, r IN rows | CASE WHEN r.list = 'block' AND r.boost > b THEN r.boost ELSE b END)
+           AS boost,
+       reduce(b = 0.0, r IN rows | CASE WHEN r.list = 'dossier' AND r.boost > b THEN r.boost ELSE b END)
+           AS mate,
        [r IN rows WHERE r.list IN ['dense', 'name'] | r.cosine][0] AS cosine
   WITH id, first, first.f AS f, cosine,
-       [m IN ['dense', 'name', 'text', 'feedback', 'block'] WHERE m IN lists] AS matched,
-       CASE WHEN 'block' IN lists THEN base + boost ELSE base END AS score
+       [m IN ['dense', 'name', 'text', 'feedback', 'block', 'dossier'] WHERE m IN lists] AS matched,
+       base + boost + mate AS score
   ORDER BY score DESC, id
   WITH collect({{f: f, dossier_id: first.dossier_id, score: score, cosine: cosine, matched: matched}}) AS pool
   WITH size(pool) AS total,
@@ -989,7 +1012,8 @@ def fact_search_query(dense: str) -> str:
         f"CALL (qvec, dense, candidates) {{{FACT_FEEDBACK}}}\n"
         f"CALL (dense, named, text, feedback) {{{FACT_FUSE}}}\n"
         f"CALL (fused, candidates) {{{FACT_BLOCK_NEIGHBOURS}}}\n"
-        f"CALL (dense, named, text, feedback, fused, neighbours) {{{FACT_RANK_POOL}}}\n"
+        f"CALL (fused, candidates) {{{FACT_DOSSIER_MATES}}}\n"
+        f"CALL (dense, named, text, feedback, fused, neighbours, mates) {{{FACT_RANK_POOL}}}\n"
         f"CALL (top) {{{FACT_DOSSIER_HEADERS}}}\n"
         "RETURN dense_fetched, dense_count,\n"
         "       total, ranked, facts, headers"

@@ -723,8 +723,9 @@ def test_full_text_finds_a_rare_word_that_dense_misses(empty_db: Driver, embedde
         embedder=embedder,
     )
     question = "Did Melanie take her kids to pottery with the Zorvex?"
-    dense = FactRetriever(empty_db, embedder, FusionConfig(text_weight=0.0, neighbour_weight=0.0, centre=0.0))
-    fused = FactRetriever(empty_db, embedder, FusionConfig(neighbour_weight=0.0, centre=0.0))
+    alone = {"neighbour_weight": 0.0, "dossier_weight": 0.0, "centre": 0.0}  # the lists only, no expansion
+    dense = FactRetriever(empty_db, embedder, FusionConfig(text_weight=0.0, **alone))
+    fused = FactRetriever(empty_db, embedder, FusionConfig(**alone))
     dense_order = [h.fact["text"] for h in dense.search(Scope.system(), question, top_k=20).hits]
     fused_hits = fused.search(Scope.system(), question, top_k=20).hits
     fused_order = [h.fact["text"] for h in fused_hits]
@@ -1119,3 +1120,78 @@ def test_a_fact_search_embeds_the_question_once(diet_db: Driver, monkeypatch: py
     assert passes[1:] == [[question + " ", content_words(question)]]
     with pytest.raises(ValueError, match="content_vector"):
         FusionConfig(content_vector="mean")
+
+
+SEED_DOSSIER_FACTS = """
+UNWIND $rows AS row
+MERGE (d:Entity:Dossier {id: row.dossier_id})
+  ON CREATE SET d.title = row.dossier_id, d.summary = '', d.status = 'active'
+SET d += row.dossier_access
+CREATE (f:Entity:Fact {id: row.fact_id, text: row.text, embedding: row.embedding, source_block_id: row.block,
+                       source_turn_id: row.turn, turn_index: row.turn_index,
+                       observed_at: datetime('2023-05-08T13:56:00Z'), added_at: datetime()})
+SET f += row.fact_access
+CREATE (d)-[:HAS_FACT]->(f)
+"""
+
+
+def test_dossier_mates_lift_a_seeds_topic_and_only_visible_facts(
+    empty_db: Driver, embedder: Embedder, registry: PolicyRegistry
+) -> None:
+    """``FusionConfig.dossier_weight``: the other facts of a top fused fact's dossier get a share of
+    its score (``dossier``), so a fact of the seed's topic told in another session passes one that
+    only shares the question's words; a mate the role may not see is never lifted: staff's answer,
+    scores included, is the same with it stored or not."""
+    public = {
+        "domain": "acme/assistant",
+        "sensitivity": "low",
+        "namespaces": ["public"],
+        "roles_allowed": list(ROLES),
+    }
+    facts = [  # (dossier, text, session): each in its own session, so no block neighbour is lifted
+        ("dos_band", "Melanie plays the clarinet in a community band", "s1"),
+        ("dos_band", "The community band rehearses in the old town hall on Thursdays", "s2"),
+        ("dos_sport", "Melanie plays tennis with her neighbour on weekends", "s3"),
+    ]
+    hidden = "The band gave Melanie a saxophone for her birthday"
+    texts = [t for _, t, _ in facts] + [hidden]
+    vectors = {t: [float(x) for x in v] for t, v in zip(texts, embedder.embed(texts), strict=True)}
+
+    def row(i: int, dossier: str, text: str, block: str, access: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "dossier_id": dossier,
+            "fact_id": f"fact_{i}",
+            "text": text,
+            "embedding": vectors[text],
+            "block": block,
+            "turn": f"D{i + 1}:1",
+            "turn_index": 0,
+            "dossier_access": public,
+            "fact_access": access,
+        }
+
+    empty_db.execute_query(SEED_DOSSIER_FACTS, rows=[row(i, *f, public) for i, f in enumerate(facts)])
+    question = "What instruments does Melanie play?"
+    staff = scope_of(registry, "staff")
+    mates = FusionConfig(dossier_weight=1.0, dossier_seeds=1)  # a mate's score >= the seed's
+
+    def answer(config: FusionConfig | None = None) -> list[tuple[str, float, tuple[str, ...]]]:
+        hits = FactRetriever(empty_db, embedder, config).search(staff, question, top_k=3).hits
+        return [(h.fact["text"], round(h.score, 9), h.matched) for h in hits]
+
+    seed, rehearsal, tennis = texts[:3]
+    plain, lifted = answer(FusionConfig(dossier_weight=0.0)), answer(mates)
+    assert [t for t, _, _ in plain] == [seed, tennis, rehearsal]
+    assert [t for t, _, _ in lifted] == [seed, rehearsal, tennis]
+    before, after = dict((t, s) for t, s, _ in plain), dict((t, s) for t, s, _ in lifted)
+    assert after[rehearsal] == pytest.approx(before[rehearsal] + before[seed])
+    assert (after[seed], after[tennis]) == (before[seed], before[tennis])  # a seed is never its own mate
+    assert [("dossier" in m) for _, _, m in lifted] == [False, True, False]
+
+    # a restricted fact in the band's dossier: no share for staff, no slot, no score moved
+    empty_db.execute_query(SEED_DOSSIER_FACTS, rows=[row(9, "dos_band", hidden, "s9", RESTRICTED)])
+    assert answer(mates) == lifted
+    director = FactRetriever(empty_db, embedder, mates).search(
+        scope_of(registry, "director"), question, top_k=4
+    )
+    assert [("dossier" in h.matched) for h in director.hits if h.fact["text"] == hidden] in ([True], [])

@@ -50,6 +50,7 @@ FRAGMENTS: dict[tuple[str, str], str] = {
     ("cairn.graph.dossiers", "FACT_FUSE"): "a FACT_SEARCH subquery body",
     ("cairn.graph.dossiers", "FACT_RANK_POOL"): "a FACT_SEARCH subquery body",
     ("cairn.graph.dossiers", "FACT_BLOCK_NEIGHBOURS"): "a FACT_SEARCH body over `fused`, `candidates`",
+    ("cairn.graph.dossiers", "FACT_DOSSIER_MATES"): "a FACT_SEARCH body over `fused`, `candidates`",
     ("cairn.graph.dossiers", "FACT_DOSSIER_HEADERS"): "a FACT_SEARCH subquery body",
     ("cairn.graph.dossiers", "SUMMARY_POOL_RANKED"): "a subquery body over the dossier `d`",
     ("cairn.graph.dossiers", "_VISIBLE_FACTS_BODY"): "a dossier `d`'s visible facts",

@@ -123,6 +123,7 @@ ALLOWLIST: dict[tuple[str, str], str] = {
             "FACT_FULLTEXT",
             "FACT_FEEDBACK",
             "FACT_BLOCK_NEIGHBOURS",
+            "FACT_DOSSIER_MATES",
         )
     },
     **{

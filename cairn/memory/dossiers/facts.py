@@ -14,7 +14,8 @@ reciprocal rank fusion (RRF, still a ``FusionConfig`` option) because it keeps h
 the best matches are. Then
 graph expansion: the facts of the same source block (a conversation session) as a top
 hit get a small share of its score, which brings in the other half of a multi-hop answer
-told in the same session. A third list takes the dense candidates that name whom the question
+told in the same session; the other facts of a top hit's dossier (a topic, across sessions)
+get a smaller share. A third list takes the dense candidates that name whom the question
 asks about (``query_names``), and facts that only restate turns better-ranked facts already cite
 are listed after those citing a new one. The dense query is centred on the caller's view (minus
 the mean vector of the facts it may see, ``FusionConfig.centre``), so a fact is found by what sets
@@ -175,6 +176,11 @@ class FusionConfig:
     # the caller may see (``cypher.FACT_VIEW``), so a fact is found by what sets it apart
     # from the rest of the memory, not by what all of it shares (0: not centred).
     centre: float = 1.0
+    # Dossier mates: the other facts of a top ``dossier_seeds`` fused fact's dossier (a topic the
+    # routing grouped across sessions) get this share of its score (0: off; multi-hop @10 +0.013,
+    # @10 up or flat on each development conversation: docs/design.md §Fact search scores).
+    dossier_weight: float = 0.1
+    dossier_seeds: int = 5
 
     def __post_init__(self) -> None:
         if self.content_vector not in CONTENT_VECTORS:
@@ -199,7 +205,8 @@ class FactHit:
     dossier: DossierView
     score: float  # fused score (see cypher.FACT_FUSE); comparable within one search only
     cosine: float | None  # the fact's exact cosine to the (centred) query, when it was a dense candidate
-    matched: tuple[str, ...]  # "dense", "name", "text", "feedback", "block": which lists brought it
+    # which lists brought it: "dense", "name", "text", "feedback", "block", "dossier"
+    matched: tuple[str, ...]
 
     @property
     def observed_at(self) -> str | None:
@@ -277,6 +284,8 @@ class FactRetriever:
             "seeds": cfg.seeds if cfg.neighbour_weight > 0 else 0,
             "window": cfg.neighbour_window,
             "neighbour_weight": cfg.neighbour_weight,
+            "dossier_seeds": cfg.dossier_seeds if cfg.dossier_weight > 0 else 0,
+            "dossier_weight": cfg.dossier_weight,
             # The query cuts the ranked pool at top_k; a block decay re-ranks it here, so it needs all.
             "limit": top_k if cfg.block_decay >= 1.0 else MAX_POOL,
         }
