@@ -76,8 +76,9 @@ def read(driver: Driver, query: str, params: Mapping[str, Any]) -> list[Record]:
     """One read, one round trip: an auto-commit query (``driver.execute_query``'s managed
     transaction adds a COMMIT round trip). A transient error is retried after a jittered pause,
     every row is read before it returns (a retry never follows rows already handed out), and it
-    shares ``execute_query``'s bookmarks, so it sees what the service's writes committed
-    (docs/design.md §One driver model)."""
+    shares ``execute_query``'s bookmarks. On one server (the embedded one, docker-compose's) it
+    sees every committed write; on a cluster, only those made through ``execute_query``, since
+    the write sessions keep their own bookmarks (docs/design.md §One driver model)."""
     with driver.session(
         default_access_mode=READ_ACCESS, bookmark_manager=driver.execute_query_bookmark_manager
     ) as session:
