@@ -1230,13 +1230,15 @@ def test_dossier_mates_go_through_the_seeds_visible_dossiers_only(
     mates = FusionConfig(dossier_weight=1.0, dossier_seeds=1)
 
     def answer(role: str) -> list[tuple[str, float, tuple[str, ...], str]]:
-        result = FactRetriever(empty_db, embedder, mates).search(scope_of(registry, role), BAND_QUESTION, top_k=3)
+        scope = scope_of(registry, role)
+        result = FactRetriever(empty_db, embedder, mates).search(scope, BAND_QUESTION, top_k=3)
         return [(h.fact["text"], round(h.score, 9), h.matched, h.dossier.id) for h in result.hits]
 
     seed, tennis = BAND_FACTS[0][1], BAND_FACTS[2][1]
     before = answer("staff")
     assert before[0][0] == seed and not any("dossier" in m for t, _, m, _ in before if t == tennis)
-    empty_db.execute_query(HIDDEN_DOSSIER_OVER, id="dos_secret", access=RESTRICTED, facts=["fact_0", "fact_2"])
+    over = ["fact_0", "fact_2"]  # the seed and tennis
+    empty_db.execute_query(HIDDEN_DOSSIER_OVER, id="dos_secret", access=RESTRICTED, facts=over)
     assert answer("staff") == before
     director = {t: m for t, _, m, _ in answer("director")}
     assert "dossier" in director[tennis]

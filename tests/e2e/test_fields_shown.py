@@ -74,7 +74,7 @@ def _labels_and_fields() -> tuple[list[str], list[str]]:
 LABELS, FIELDS = _labels_and_fields()
 
 
-def test_fields_shown_gives_field_shown_verdict_for_every_scope_label_domain_and_field(driver: Driver) -> None:
+def test_fields_shown_gives_field_shown_verdict_for_every_scope_label_domain_field(driver: Driver) -> None:
     assert len(FIELDS) >= 5 and "turn_index" in FIELDS and "source_block_id" in FIELDS
     nodes = [{"label": label, "domain": d} for label in LABELS for d in domains()]
     separate = ", ".join(f"`{n}`: {field_shown('n', n)}" for n in FIELDS)
@@ -100,9 +100,8 @@ def test_fields_shown_gives_field_shown_verdict_for_every_scope_label_domain_and
                         compared += 1
                         verdicts.add(r["separate"][name])
                         if not r["separate"][name] == r["together"][name] == r["alone"][name]:
-                            disagreements.append(
-                                (label, r["labels"], r["domain"], name, r["separate"][name], r["together"][name])
-                            )
+                            verdict = (r["separate"][name], r["together"][name], r["alone"][name])
+                            disagreements.append((label, r["labels"], r["domain"], name, verdict))
         finally:
             tx.rollback()
     assert disagreements == []

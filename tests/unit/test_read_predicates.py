@@ -187,7 +187,8 @@ def test_every_read_query_carries_the_scope_predicates(where: tuple[str, str], t
         # every match of the list is admitted through the view's pairs, each time it meets a fact
         # (a walk from a dossier already bound, ``MATCH (d)-[:HAS_FACT]->(f``, meets facts too)
         walks = re.findall(r"MATCH \([^)]*\)-\[:HAS_FACT\]->\([^)]*\)", text)
-        assert all(re.fullmatch(r"MATCH \(d(:Dossier)?\)-\[:HAS_FACT\]->\(f(:Fact)?( \{[^}]*\})?\)", w) for w in walks)
+        pair = r"MATCH \(d(:Dossier)?\)-\[:HAS_FACT\]->\(f(:Fact)?( \{[^}]*\})?\)"
+        assert all(re.fullmatch(pair, w) for w in walks)
         assert text.count("IN candidates") == len(walks) >= 1
         return
     if where in ALLOWLIST:
