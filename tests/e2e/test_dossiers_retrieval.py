@@ -1135,26 +1135,24 @@ CREATE (d)-[:HAS_FACT]->(f)
 """
 
 
-def test_dossier_mates_lift_a_seeds_topic_and_only_visible_facts(
-    empty_db: Driver, embedder: Embedder, registry: PolicyRegistry
-) -> None:
-    """``FusionConfig.dossier_weight``: the other facts of a top fused fact's dossier get a share of
-    its score (``dossier``), so a fact of the seed's topic told in another session passes one that
-    only shares the question's words; a mate the role may not see is never lifted: staff's answer,
-    scores included, is the same with it stored or not."""
-    public = {
-        "domain": "acme/assistant",
-        "sensitivity": "low",
-        "namespaces": ["public"],
-        "roles_allowed": list(ROLES),
-    }
-    facts = [  # (dossier, text, session): each in its own session, so no block neighbour is lifted
-        ("dos_band", "Melanie plays the clarinet in a community band", "s1"),
-        ("dos_band", "The community band rehearses in the old town hall on Thursdays", "s2"),
-        ("dos_sport", "Melanie plays tennis with her neighbour on weekends", "s3"),
-    ]
-    hidden = "The band gave Melanie a saxophone for her birthday"
-    texts = [t for _, t, _ in facts] + [hidden]
+PUBLIC = {
+    "domain": "acme/assistant",
+    "sensitivity": "low",
+    "namespaces": ["public"],
+    "roles_allowed": list(ROLES),
+}
+BAND_FACTS = [  # (dossier, text, session): each in its own session, so no block neighbour is lifted
+    ("dos_band", "Melanie plays the clarinet in a community band", "s1"),
+    ("dos_band", "The community band rehearses in the old town hall on Thursdays", "s2"),
+    ("dos_sport", "Melanie plays tennis with her neighbour on weekends", "s3"),
+]
+BAND_HIDDEN = "The band gave Melanie a saxophone for her birthday"
+BAND_QUESTION = "What instruments does Melanie play?"
+
+
+def _band_rows(embedder: Embedder) -> Any:
+    """The band facts' rows for ``SEED_DOSSIER_FACTS`` (and a builder for more, hidden ones)."""
+    texts = [t for _, t, _ in BAND_FACTS] + [BAND_HIDDEN]
     vectors = {t: [float(x) for x in v] for t, v in zip(texts, embedder.embed(texts), strict=True)}
 
     def row(i: int, dossier: str, text: str, block: str, access: dict[str, Any]) -> dict[str, Any]:
@@ -1166,12 +1164,24 @@ def test_dossier_mates_lift_a_seeds_topic_and_only_visible_facts(
             "block": block,
             "turn": f"D{i + 1}:1",
             "turn_index": 0,
-            "dossier_access": public,
+            "dossier_access": PUBLIC,
             "fact_access": access,
         }
 
-    empty_db.execute_query(SEED_DOSSIER_FACTS, rows=[row(i, *f, public) for i, f in enumerate(facts)])
-    question = "What instruments does Melanie play?"
+    return [row(i, *f, PUBLIC) for i, f in enumerate(BAND_FACTS)], row
+
+
+def test_dossier_mates_lift_a_seeds_topic_and_only_visible_facts(
+    empty_db: Driver, embedder: Embedder, registry: PolicyRegistry
+) -> None:
+    """``FusionConfig.dossier_weight``: the other facts of a top fused fact's dossier get a share of
+    its score (``dossier``), so a fact of the seed's topic told in another session passes one that
+    only shares the question's words; a mate the role may not see is never lifted: staff's answer,
+    scores included, is the same with it stored or not."""
+    rows, row = _band_rows(embedder)
+    texts = [t for _, t, _ in BAND_FACTS] + [BAND_HIDDEN]
+    hidden, question = BAND_HIDDEN, BAND_QUESTION
+    empty_db.execute_query(SEED_DOSSIER_FACTS, rows=rows)
     staff = scope_of(registry, "staff")
     mates = FusionConfig(dossier_weight=1.0, dossier_seeds=1)  # a mate's score >= the seed's
 
@@ -1195,3 +1205,40 @@ def test_dossier_mates_lift_a_seeds_topic_and_only_visible_facts(
         scope_of(registry, "director"), question, top_k=4
     )
     assert [("dossier" in h.matched) for h in director.hits if h.fact["text"] == hidden] in ([True], [])
+
+
+HIDDEN_DOSSIER_OVER = """
+MERGE (d:Entity:Dossier {id: $id})
+  ON CREATE SET d.title = $id, d.summary = '', d.status = 'active'
+SET d += $access
+WITH d
+MATCH (f:Fact) WHERE f.id IN $facts
+CREATE (d)-[:HAS_FACT]->(f)
+"""
+
+
+def test_dossier_mates_go_through_the_seeds_visible_dossiers_only(
+    empty_db: Driver, embedder: Embedder, registry: PolicyRegistry
+) -> None:
+    """The seed and another visible fact are also in a dossier staff may not see: its pair with
+    each is outside the view, so that dossier lifts no mate and is never the one reported; staff's
+    answer (order, scores, ``matched``, dossiers) is the same with it stored or not, while the
+    director, who sees it, has the other fact lifted through it (so the hidden dossier would
+    matter if it leaked)."""
+    rows, _ = _band_rows(embedder)
+    empty_db.execute_query(SEED_DOSSIER_FACTS, rows=rows)
+    mates = FusionConfig(dossier_weight=1.0, dossier_seeds=1)
+
+    def answer(role: str) -> list[tuple[str, float, tuple[str, ...], str]]:
+        scope = scope_of(registry, role)
+        result = FactRetriever(empty_db, embedder, mates).search(scope, BAND_QUESTION, top_k=3)
+        return [(h.fact["text"], round(h.score, 9), h.matched, h.dossier.id) for h in result.hits]
+
+    seed, tennis = BAND_FACTS[0][1], BAND_FACTS[2][1]
+    before = answer("staff")
+    assert before[0][0] == seed and not any("dossier" in m for t, _, m, _ in before if t == tennis)
+    over = ["fact_0", "fact_2"]  # the seed and tennis
+    empty_db.execute_query(HIDDEN_DOSSIER_OVER, id="dos_secret", access=RESTRICTED, facts=over)
+    assert answer("staff") == before
+    director = {t: m for t, _, m, _ in answer("director")}
+    assert "dossier" in director[tennis]
