@@ -317,6 +317,17 @@ def dense_search(embedder: Embedder, matrix: NDArray[np.float32], question: str)
     return np.argsort(-(matrix @ q), kind="stable")
 
 
+def warm_up_note(warm_ups: int) -> str:
+    """What the timed ingests followed: a fresh JVM compiles Neo4j's write path over its first
+    ingests (docs/design.md §Dossier queries), so without a warm-up the ratio is a cold start's."""
+    if warm_ups == 0:
+        return "no throw-away ingest first, so Neo4j's JVM was still compiling its write path"
+    return (
+        f"after {warm_ups} throw-away ingest(s) and searches, one per conversation, so Neo4j's JVM "
+        "has compiled most of its write path, as a running service's has"
+    )
+
+
 def neo4j_cpu_note(data: dict[str, Any]) -> str:
     """Neo4j's CPU per ingested fact, the share of it its JIT compiler threads took, and how many
     plans it made again; then the same CPU over the warm-up's ingests (a fresh JVM)."""
@@ -395,8 +406,7 @@ def markdown(data: dict[str, Any]) -> list[str]:
         "Earlier sweeps are in "
         "`locomo_sweep.md`.",
         "",
-        f"- Ingest (after {data.get('warm_ups', 1)} throw-away ingest(s) and searches, one per "
-        "conversation, so Neo4j's JVM has compiled most of its write path, as a running service's has; "
+        f"- Ingest ({warm_up_note(data.get('warm_ups', 1))}; "
         "the graph is wiped between conversations, its schema kept): "
         f"{data['ingest_facts_per_s']:.1f} facts/s vs raw embedding of the same texts "
         f"{data['raw_embed_facts_per_s']:.1f} facts/s (ratio {data['ingest_vs_raw_embedding']:.2f})."
