@@ -8,26 +8,37 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from cairn.schema.catalog import CAUSAL_RELATIONS, relation_name
+from cairn.schema.catalog import CAUSAL_RELATIONS, STATED_ON_CAUSE, relation_name
 from cairn.schema.timestamps import StoredDateTime
 
 Sensitivity = Literal["low", "medium", "high"]
 DOMAIN_PATTERN = r"^[a-z0-9_-]+(/[a-z0-9_*-]+)*$"
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
-DATE_FORMAT = "an ISO-8601 date-time with a UTC offset, e.g. 2024-03-01T09:30:00Z"
+DATE_FORMAT = "an ISO-8601 date-time with a UTC offset, e.g. 2024-03-01T09:30:00Z, or a date, e.g. 2024-03-01"
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 def _iso_text(value: Any) -> Any:
-    """Dates are ISO-8601 text: a bare number (read by pydantic as a Unix time) is refused."""
+    """Dates are ISO-8601 text: a bare number (read by pydantic as a Unix time) is refused.
+
+    A date without a time is that day at midnight UTC: public decision records carry days
+    (a PEP's "Created", a KEP's "creation-date", an ADR's "Date"), and a day names no zone.
+    A time without an offset stays refused: that instant depends on a zone nobody wrote."""
+    shown = json.dumps(value, ensure_ascii=False, default=str)[:60]
     if value is not None and not (isinstance(value, str) and ISO_DATE.match(value)):
-        shown = json.dumps(value, ensure_ascii=False, default=str)[:60]
         raise ValueError(f"{shown} is not a valid date-time: expected {DATE_FORMAT}")
+    if isinstance(value, str) and DATE_ONLY.match(value.strip()):
+        try:
+            day = date.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError(f"{shown} is not a valid date-time: expected {DATE_FORMAT}") from None
+        return datetime(day.year, day.month, day.day, tzinfo=UTC)
     return value
 
 
@@ -96,7 +107,11 @@ class TransitionRecord(Record):
         name = relation_name(value)
         if name not in CAUSAL_RELATIONS:
             known = ", ".join(CAUSAL_RELATIONS)
-            raise ValueError(f"unknown relation {value!r}: the relation catalog knows {known}")
+            passive = ", ".join(STATED_ON_CAUSE)
+            raise ValueError(
+                f"unknown relation {value!r}: the relation catalog knows {known} "
+                f"(stated on the earlier record: {passive})"
+            )
         return name
 
 

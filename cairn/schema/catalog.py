@@ -36,6 +36,9 @@ class CausalRelation:
     name: str
     reads_as: str  # how "<effect> <reads_as> <cause>" names it in an answer
     meaning: str
+    # The same link stated on the cause, as the earlier record's header says it ("Superseded-By"
+    # on PEP 333, "Obsoleted by" on RFC 2616): "<cause> <stated_on_cause> <effect>".
+    stated_on_cause: str | None = None
 
 
 # Strongest first: when two sources state the same cause → effect pair, the edge keeps the
@@ -47,19 +50,19 @@ CAUSAL_RELATIONS: dict[str, CausalRelation] = {
     r.name: r
     for r in (
         CausalRelation("causal", "follows from", "the cause directly brought the effect about"),
-        CausalRelation("replaces", "replaces", "the effect supersedes the cause"),
-        CausalRelation("requires", "requires", "the effect depends on the cause being in place"),
-        CausalRelation("supersedes", "supersedes", "the effect takes the cause's place"),
-        CausalRelation("obsoletes", "obsoletes", "the effect makes the cause obsolete"),
-        CausalRelation("deprecates", "deprecates", "the effect retires the cause"),
-        CausalRelation("reverts", "reverts", "the effect undoes the cause"),
+        CausalRelation("replaces", "replaces", "the effect supersedes the cause", "replaced_by"),
+        CausalRelation("requires", "requires", "the effect needs the cause in place", "required_by"),
+        CausalRelation("supersedes", "supersedes", "the effect takes the cause's place", "superseded_by"),
+        CausalRelation("obsoletes", "obsoletes", "the effect makes the cause obsolete", "obsoleted_by"),
+        CausalRelation("deprecates", "deprecates", "the effect retires the cause", "deprecated_by"),
+        CausalRelation("reverts", "reverts", "the effect undoes the cause", "reverted_by"),
         CausalRelation("depends_on", "depends on", "the effect needs the cause"),
-        CausalRelation("amends", "amends", "the effect changes part of the cause"),
-        CausalRelation("updates", "updates", "the effect revises the cause"),
-        CausalRelation("extends", "extends", "the effect adds to the cause"),
-        CausalRelation("refines", "refines", "the effect makes the cause more precise"),
-        CausalRelation("clarifies", "clarifies", "the effect explains the cause"),
-        CausalRelation("implements", "implements", "the effect carries the cause out"),
+        CausalRelation("amends", "amends", "the effect changes part of the cause", "amended_by"),
+        CausalRelation("updates", "updates", "the effect revises the cause", "updated_by"),
+        CausalRelation("extends", "extends", "the effect adds to the cause", "extended_by"),
+        CausalRelation("refines", "refines", "the effect makes the cause more precise", "refined_by"),
+        CausalRelation("clarifies", "clarifies", "the effect explains the cause", "clarified_by"),
+        CausalRelation("implements", "implements", "the effect carries the cause out", "implemented_by"),
         CausalRelation("supported_by", "supported by", "an event that supports a decision"),
         CausalRelation("based_on", "based on", "a decision that builds on an earlier one"),
         CausalRelation("informed_by", "informed by", "the cause informed the effect"),
@@ -71,6 +74,14 @@ CAUSAL_RELATIONS: dict[str, CausalRelation] = {
 }
 
 
+# Each relation's name as the earlier record states it, to the name it is stored under.
+STATED_ON_CAUSE: dict[str, str] = {
+    r.stated_on_cause: r.name for r in CAUSAL_RELATIONS.values() if r.stated_on_cause
+}
+
+
 def relation_name(written: str) -> str:
-    """The catalog spelling of a relation as a record writes it: "Depends-On" -> "depends_on"."""
-    return re.sub(r"[\s\-]+", "_", written.strip()).lower()
+    """The catalog spelling of a relation as a record writes it: "Depends-On" -> "depends_on";
+    a link stated on the cause is the same link: "Superseded-By" -> "supersedes"."""
+    name = re.sub(r"[\s\-]+", "_", written.strip()).lower()
+    return STATED_ON_CAUSE.get(name, name)

@@ -42,6 +42,7 @@ from tests.e2e.commits import last_commit
 from tests.e2e.warm_cli import WarmCLI
 
 ACME = REPO_ROOT / "fixtures" / "acme"
+PEPS = REPO_ROOT / "fixtures" / "peps"  # a real decision record: Python PEPs (its README)
 
 ROLES = REPO_ROOT / "fixtures" / "policy" / "roles.yaml"
 
@@ -194,11 +195,12 @@ def empty_db(driver: Driver) -> Driver:
     return driver
 
 
-# What the last load of the demo org, and of the AI-readiness demo domain (fixtures/factors),
-# left: the node count and graph_checksum (every node, relationship and property, its load
-# times included) and the last commit since which the graph is known to be that, so an
-# unchanged graph is not reloaded.
+# What the last load of the demo org, of the PEP record and of the AI-readiness demo domain
+# (fixtures/factors) left: the node count and graph_checksum (every node, relationship and
+# property, its load times included) and the last commit since which the graph is known to be
+# that, so an unchanged graph is not reloaded.
 _ACME_LOADED: dict[str, Any] = {}
+_PEPS_LOADED: dict[str, Any] = {}
 _FACTORS_LOADED: dict[str, Any] = {}
 
 
@@ -228,6 +230,12 @@ def load_acme(driver: Driver) -> Driver:
     """The graph exactly as a fresh load of the demo org writes it (parse, validate, embed,
     write: seconds), loaded again only when the graph changed (_loaded_once)."""
     return _loaded_once(driver, _ACME_LOADED, lambda drv: ingest_fixture_dir(drv, ACME))
+
+
+def load_peps(driver: Driver) -> Driver:
+    """The graph exactly as a fresh load of the PEP decision record writes it, loaded again only
+    when the graph changed (_loaded_once)."""
+    return _loaded_once(driver, _PEPS_LOADED, lambda drv: ingest_fixture_dir(drv, PEPS))
 
 
 def load_factors(driver: Driver, embedder: Embedder) -> Driver:

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from cairn.cli import app
 from cairn.ingest.fixtures import FixtureError, chronology_warnings, load_fixture_dir
 from cairn.ingest.org_memory import ingest_fixture_dir
+from cairn.ingest.records import iso_utc
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime.settings import Settings
 from cairn.schema.catalog import CAUSAL_RELATIONS
@@ -96,6 +97,14 @@ def test_a_bad_date_names_the_expected_format(tmp_path: Path, value: str) -> Non
     assert json.dumps(value) in problems[0]
 
 
+@pytest.mark.parametrize("written", ["2024-03-01", "2024-03-01T00:00:00Z", "2024-03-01T00:00:00+00:00"])
+def test_a_date_without_a_time_is_that_day_at_midnight_utc(tmp_path: Path, written: str) -> None:
+    """Public decision records carry days, not instants (PEP "Created", KEP "creation-date")."""
+    fs = load_fixture_dir(small_set(tmp_path, timestamp=written))
+    [late] = [d for d in fs.decisions if d.id == "d-late"]
+    assert iso_utc(late.timestamp) == "2024-03-01T00:00:00Z"
+
+
 def test_a_relation_outside_the_catalog_is_refused(tmp_path: Path) -> None:
     root = acme_copy(tmp_path)
     edit(root / "transitions" / "trans-acme-a1-to-a2.json", relation="vibes")
@@ -112,6 +121,11 @@ def test_a_relation_outside_the_catalog_is_refused(tmp_path: Path) -> None:
         ("Obsoletes", "obsoletes"),
         ("Depends-On", "depends_on"),
         (" Informed  by ", "informed_by"),
+        # Stated on the earlier record (the cause), as PEP and RFC headers do: the same link.
+        ("Superseded-By", "supersedes"),
+        ("Obsoleted by", "obsoletes"),
+        ("Updated-By", "updates"),
+        ("replaced_by", "replaces"),
     ],
 )
 def test_catalogued_relations_are_accepted_in_the_catalog_spelling(

@@ -344,6 +344,8 @@ def test_each_cause_carries_its_relation_and_the_transition_reason_or_its_ration
         ("Depends-On", "depends_on"),
         ("  supported   by ", "supported_by"),
         ("REPLACES", "replaces"),
+        ("Superseded-By", "supersedes"),
+        ("Obsoleted by", "obsoletes"),
         ("vibes", "vibes"),
     ],
 )
