@@ -211,7 +211,55 @@ PAYLOAD_KEYS = {
 }
 
 
+def _pairs(raw: Any) -> list[Any]:
+    """A transition naming several records at one end ("Obsoletes: 2145, 2616" is one header)
+    as one transition per cause → effect pair, each id the record's id and the listed end(s)."""
+    if not isinstance(raw, dict):
+        return [raw]
+    froms, tos = raw.get("from"), raw.get("to")
+    if not isinstance(froms, list) and not isinstance(tos, list):
+        return [raw]
+    starts = froms if isinstance(froms, list) and froms else [froms]
+    ends = tos if isinstance(tos, list) and tos else [tos]
+    many = (isinstance(froms, list), isinstance(tos, list))
+    out = []
+    for a in starts:
+        for b in ends:
+            listed = [str(end) for end, several in zip((a, b), many, strict=True) if several]
+            out.append({**raw, "from": a, "to": b, "id": ":".join([str(raw.get("id")), *listed])})
+    return out
+
+
+def _own_transitions(fs: FixtureSet, d: DecisionRecord, name: str, problems: list[Problem]) -> None:
+    """A decision's ``transitions``, read rather than dropped: an object is a transition from or
+    to the decision (the end it leaves out is the decision; its id and domain default to the
+    decision's), a string the id of a transition record of the set (checked in check_references)."""
+    for i, item in enumerate(d.transitions):
+        if isinstance(item, str):
+            continue
+        where = f"transitions[{i}]"
+        if not isinstance(item, dict):
+            problems.append(Problem(name, d.id, where, "expected a transition object or a transition id"))
+            continue
+        if "from" not in item and "to" not in item:
+            problems.append(Problem(name, d.id, where, "names neither 'from' nor 'to'"))
+            continue
+        raw = {"from": d.id, "to": d.id, "id": f"{d.id}.transitions.{i}", "domain": d.domain, **item}
+        _collect(fs, "transitions", name, raw, problems)
+
+
 def _collect(fs: FixtureSet, folder: str, name: str, raw: Any, problems: list[Problem]) -> None:
+    if folder == "transitions" and isinstance(raw, dict) and len(pairs := _pairs(raw)) > 1:
+        for one in pairs:
+            _collect_one(fs, folder, name, one, problems)
+        written = raw.get("id")
+        if isinstance(written, str):  # the id as written, for a decision naming the transition
+            fs.origin.setdefault(written, name)
+        return
+    _collect_one(fs, folder, name, raw, problems)
+
+
+def _collect_one(fs: FixtureSet, folder: str, name: str, raw: Any, problems: list[Problem]) -> None:
     record = _parse(FOLDERS[folder], name, raw, problems)
     if record is None:
         if isinstance(raw, dict) and isinstance(raw.get("id"), str):
@@ -231,6 +279,8 @@ def _collect(fs: FixtureSet, folder: str, name: str, raw: Any, problems: list[Pr
         "edges/aliases": fs.aliases,
     }
     targets[folder].append(record)
+    if isinstance(record, DecisionRecord):
+        _own_transitions(fs, record, name, problems)
 
 
 def parse_fixture_dir(root: Path) -> tuple[FixtureSet, list[Problem]]:
@@ -288,6 +338,8 @@ def check_references(
     label.update({d.id: "Decision" for d in fs.decisions})
     label.update({e.id: "Event" for e in fs.events})
     domain = {r.id: r.domain for r in [*fs.decisions, *fs.events]}
+    # Transition ids, as written too (a transition naming several records is one per pair).
+    transitions = set(fs.origin) - set(label) - {a.id for a in fs.aliases}
     problems: list[Problem] = []
 
     def need(file: str, rid: str, fld: str, ref: str, kinds: tuple[str, ...]) -> None:
@@ -309,6 +361,9 @@ def check_references(
             need(f, d.id, "based_on", ref, ("Decision",))
         for ref in d.led_to:
             need(f, d.id, "led_to", ref, ("Decision", "Event"))
+        for ref in d.transitions:
+            if isinstance(ref, str) and ref not in transitions and ref not in fs.broken:
+                problems.append(Problem(f, d.id, "transitions", f"refers to '{ref}', which does not exist"))
     for ev in fs.events:
         f = fs.origin[ev.id]
         for ref in ev.led_to:

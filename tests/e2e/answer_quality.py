@@ -10,8 +10,11 @@ and key in the text) and precision (share of the named causes that are expected)
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
+import pytest
 from neo4j import Driver
 
 from cairn.memory.ask import AskResult, AskService
@@ -51,7 +54,7 @@ def ask_every_anchor(driver: Driver, settings: Settings, anchors: Expected, trac
     return found
 
 
-def check_general_shape(anchors: Expected, relations: set[str]) -> None:
+def check_general_shape(anchors: Expected, relations: frozenset[str]) -> None:
     """At least 20 anchors, the given relation kinds, anchors with several causes, partial visibility."""
     assert len(anchors) >= 20
     stated = {r for per in anchors.values() for causes in per.values() if causes for r in causes.values()}
@@ -114,3 +117,45 @@ def check_nothing_hidden_surfaces(answers: Answers, anchors: Expected, role: str
         assert not [i for i in hidden if i in text], f"{anchor} as {role} names a hidden record"
         assert anchor not in {c["id"] for c in result.envelope["causes"]}
         assert text.count(f"[{anchor}]") == 1
+
+
+class AnswerQuality:
+    """The tests every decision record is held to. A test module subclasses it as ``Test…`` with
+    its record's name (``fixtures/<record>-expected-causes.yaml``), the relation kinds the record
+    must cover and the loader that writes it (loaded once while unchanged); further tests of the
+    subclass share its ``answers``."""
+
+    record: ClassVar[str]
+    relations: ClassVar[frozenset[str]]
+
+    @staticmethod
+    def load(driver: Driver) -> Driver:
+        """Write the record into the store (once while unchanged: tests/e2e/conftest.py)."""
+        raise NotImplementedError
+
+    @pytest.fixture(scope="class")
+    def anchors(self) -> Expected:
+        return expected_causes(self.record)
+
+    @pytest.fixture(scope="class")
+    def answers(
+        self, driver: Driver, settings: Settings, anchors: Expected, tmp_path_factory: pytest.TempPathFactory
+    ) -> Iterator[Answers]:
+        """Every anchor asked as every role once (None when the role may not see the anchor)."""
+        type(self).load(driver)
+        yield ask_every_anchor(driver, settings, anchors, tmp_path_factory.mktemp("traces"))
+
+    def test_the_record_has_the_general_shape(self, anchors: Expected) -> None:
+        check_general_shape(anchors, self.relations)
+
+    @pytest.mark.parametrize("role", ROLES)
+    def test_cause_recall_and_precision_are_one_for_every_role(
+        self, answers: Answers, anchors: Expected, role: str
+    ) -> None:
+        check_recall_and_precision(answers, anchors, role)
+
+    @pytest.mark.parametrize("role", ROLES)
+    def test_no_hidden_cause_surfaces_and_the_anchor_is_never_its_own_cause(
+        self, answers: Answers, anchors: Expected, role: str
+    ) -> None:
+        check_nothing_hidden_surfaces(answers, anchors, role)

@@ -105,6 +105,43 @@ def test_a_date_without_a_time_is_that_day_at_midnight_utc(tmp_path: Path, writt
     assert iso_utc(late.timestamp) == "2024-03-01T00:00:00Z"
 
 
+GPU = "acme-corp-adopt-gpu-platform-2023"
+
+
+def test_a_transition_may_name_several_records_at_one_end(tmp_path: Path) -> None:
+    """ "Obsoletes: 2145, 2616" is one header: one transition file, one edge per record named."""
+    root = acme_copy(tmp_path)
+    (root / "transitions" / "trans-acme-a1-to-a3.json").unlink()
+    edit(root / "transitions" / "trans-acme-a1-to-a2.json", to=[GPU, DESCOPE])
+    fs = load_fixture_dir(root)
+    edges = {(e.from_id, e.to_id): e for e in fs.causal_edges()}
+    for effect in (GPU, DESCOPE):
+        edge = edges[(UNIFY, effect)]
+        assert edge.relation == "causal" and edge.reason.startswith("Unified platform")
+        assert fs.origin[edge.id] == "transitions/trans-acme-a1-to-a2.json"
+    edit(root / "transitions" / "trans-acme-a1-to-a2.json", to=[GPU, "acme-no-such-decision"])
+    [problem] = problems_of(root)
+    assert problem.startswith("transitions/trans-acme-a1-to-a2.json")
+    assert "refers to 'acme-no-such-decision', which does not exist" in problem
+
+
+def test_a_decision_may_carry_its_transitions(tmp_path: Path) -> None:
+    """A decision's own "transitions" are read, never dropped: an inline link from or to the
+    decision (the end it leaves out is the decision), or the id of a transition record."""
+    root = acme_copy(tmp_path)
+    (root / "transitions" / "trans-acme-a1-to-a2.json").unlink()
+    inline = {"to": GPU, "relation": "Superseded-By", "reason": "stated on the earlier decision"}
+    edit(root / "decisions" / f"{UNIFY}.json", transitions=[inline, "trans-acme-a1-to-a3"])
+    fs = load_fixture_dir(root)
+    [edge] = [e for e in fs.causal_edges() if (e.from_id, e.to_id) == (UNIFY, GPU)]
+    assert edge.relation == "supersedes" and edge.reason == "stated on the earlier decision"
+    assert fs.origin[edge.id] == f"decisions/{UNIFY}.json"
+    edit(root / "decisions" / f"{UNIFY}.json", transitions=["trans-acme-gone", {"relation": "causal"}])
+    missing, empty = sorted(problems_of(root))
+    assert "field 'transitions'" in missing and "'trans-acme-gone', which does not exist" in missing
+    assert "field 'transitions[1]'" in empty and "names neither 'from' nor 'to'" in empty
+
+
 def test_a_relation_outside_the_catalog_is_refused(tmp_path: Path) -> None:
     root = acme_copy(tmp_path)
     edit(root / "transitions" / "trans-acme-a1-to-a2.json", relation="vibes")
