@@ -134,15 +134,17 @@ class AnswerQuality:
         raise NotImplementedError
 
     @pytest.fixture(scope="class")
-    def anchors(self) -> Expected:
-        return expected_causes(self.record)
+    @classmethod
+    def anchors(cls) -> Expected:
+        return expected_causes(cls.record)
 
     @pytest.fixture(scope="class")
+    @classmethod
     def answers(
-        self, driver: Driver, settings: Settings, anchors: Expected, tmp_path_factory: pytest.TempPathFactory
+        cls, driver: Driver, settings: Settings, anchors: Expected, tmp_path_factory: pytest.TempPathFactory
     ) -> Iterator[Answers]:
         """Every anchor asked as every role once (None when the role may not see the anchor)."""
-        type(self).load(driver)
+        cls.load(driver)
         yield ask_every_anchor(driver, settings, anchors, tmp_path_factory.mktemp("traces"))
 
     def test_the_record_has_the_general_shape(self, anchors: Expected) -> None:
