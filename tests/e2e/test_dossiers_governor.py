@@ -415,6 +415,7 @@ def test_batch_ingest_routes_in_order(empty_db: Driver, embedder: Embedder) -> N
     ]
     done: list[int] = []
     asked: list[SpareCore] = []
+    passes: list[int] = []
     while_routing: list[bool] = []
     embed = embedder.embed
     route_group = governor._route_group
@@ -423,6 +424,7 @@ def test_batch_ingest_routes_in_order(empty_db: Driver, embedder: Embedder) -> N
         texts: Sequence[str], batch_size: int = BATCH_SIZE, *, spare_core: SpareCore = False
     ) -> Any:
         asked.append(spare_core)
+        passes.append(batch_size)
         return embed(texts, batch_size, spare_core=spare_core)
 
     def routed(*args: Any) -> Any:
@@ -441,6 +443,9 @@ def test_batch_ingest_routes_in_order(empty_db: Driver, embedder: Embedder) -> N
     assert len(asked) == 1 and callable(asked[0])
     assert while_routing == [True]
     assert asked[0]() is False
+    # in passes smaller than a query batch, so each pads to texts of about its own length
+    # (docs/design.md §Dossier queries, "Embedding passes")
+    assert passes == [governor.INGEST_PASS] and governor.INGEST_PASS < BATCH_SIZE
 
 
 def test_a_batch_skips_its_applied_packets_and_repeated_keys(empty_db: Driver, embedder: Embedder) -> None:

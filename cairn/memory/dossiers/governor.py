@@ -61,11 +61,16 @@ from cairn.memory.dossiers.voting import (
 from cairn.policy.scope import Scope
 from cairn.policy.writes import TAKEN_ID, hidden_ids, kept_on_update
 from cairn.runtime.database import Vector, write
-from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
+from cairn.runtime.embedder import DIMENSIONS, SMALL_PASS, Embedder, get_embedder
 from cairn.schema.keys import LOCK_ID, keyed_with
 
 EMBED_CHUNK = 64  # facts per chunk when ingesting many packets (small: routing overlaps)
 EMBED_AHEAD = 8  # chunks embedded ahead of the transaction being routed
+# Texts per forward pass when an ingest embeds a transaction's texts, sorted by length: passes of
+# at most ``SMALL_PASS`` run on ONNX Runtime (one thread), which took less than half of torch's CPU
+# for the same texts, and each pads only to texts of about its own length (docs/design.md
+# §Dossier queries, "Embedding passes").
+INGEST_PASS = SMALL_PASS
 # Embedding batches per ingest_packets transaction, from either end of the call: the first
 # transaction waits for one batch only, so routing starts early; the last takes one batch only, so
 # little routing is left once the model has finished; the ones between take two, then four (up to
@@ -878,8 +883,9 @@ def ingest_packets(
 ) -> list[RoutingResult]:
     """Route many packets in order, embedding ahead while earlier ones are written.
 
-    Embedding (torch, GIL released) runs on its own thread up to ``EMBED_AHEAD`` chunks ahead of
-    routing (waiting on Neo4j), so throughput approaches that of embedding alone. Each
+    Embedding (the model thread, GIL released) runs up to ``EMBED_AHEAD`` chunks ahead of
+    routing (waiting on Neo4j), in length-sorted passes of ``INGEST_PASS`` texts on ONNX Runtime,
+    so throughput approaches that of embedding alone. Each
     transaction takes the packets of ``TRANSACTION_CHUNKS`` chunks of up to ``EMBED_CHUNK`` facts
     (the first one chunk, so routing starts early; later ones more, so fewer commits:
     docs/design.md §Dossier queries), whose texts are embedded in one call, at most
@@ -892,16 +898,17 @@ def ingest_packets(
     chunks = embed_chunks(packets)
 
     def embed(span: tuple[int, int]) -> NDArray[np.float32]:
-        # One call per transaction: the embedder sorts its texts by length into batches, so
-        # each batch pads to texts of about its own length, as raw embedding of the same texts
-        # does (per chunk, in packet order, each batch padded to its longest text: ~1.3x the
-        # model time; docs/design.md §Dossier queries).
-        # Leaving one core to this thread's routing and Neo4j's writes while they run: on 2 cores a
-        # second intra-op thread stalls at every operator while they hold its core. A pass that
-        # starts while they wait for this one's vectors (the first transaction, or routing that has
-        # caught up with the model) takes every core (docs/design.md §Embedding under load).
+        # One call per transaction: the embedder sorts its texts by length into passes of
+        # ``INGEST_PASS`` (on ONNX Runtime, one thread), so each pass pads to texts of about its own
+        # length; in one batch per chunk, in packet order, the model took ~1.3x raw embedding's
+        # time, and in torch passes of 64 the padded tokens were still 1.2-1.3x raw embedding's
+        # (docs/design.md §Dossier queries, "Embedding passes"). A pass that queries join beyond
+        # ``SMALL_PASS`` texts runs on torch, leaving one core to this thread's routing and Neo4j's
+        # writes while they run (docs/design.md §Embedding under load).
         return model.embed(
-            [f.text for n in range(*span) for p in chunks[n] for f in p.facts], spare_core=routing.is_set
+            [f.text for n in range(*span) for p in chunks[n] for f in p.facts],
+            INGEST_PASS,
+            spare_core=routing.is_set,
         )
 
     results: list[RoutingResult] = []
