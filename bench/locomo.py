@@ -100,6 +100,7 @@ VARIANTS: dict[str, FusionConfig] = {
     "cairn_no_dossier": FusionConfig(dossier_weight=0.0),
     "cairn_dossier0.05_3": FusionConfig(dossier_weight=0.05, dossier_seeds=3),
     "cairn_dossier0.15_3": FusionConfig(dossier_weight=0.15, dossier_seeds=3),
+    "cairn_when_mates": FusionConfig(when_mates=True),
 }
 
 
@@ -386,8 +387,10 @@ def markdown(data: dict[str, Any]) -> list[str]:
         "its score; a third list, the dense candidates that name one of the question's names, at 0.25; "
         "facts whose source turns are all cited higher up listed after those that cite a new turn; "
         "the dense query centred: minus the mean vector of the visible facts; "
-        "the other facts of a top-5 fused fact's dossier get 0.1 of its score; "
-        "one round trip); `cairn_no_dossier` is the default before dossier mates (2026-11-27), "
+        "the other facts of a top-5 fused fact's dossier get 0.1 of its score, except for a question "
+        'whose first word is "when"; '
+        "one round trip); `cairn_when_mates` is the default before when questions lost their mates "
+        "(2026-11-27), `cairn_no_dossier` the default before dossier mates (2026-11-27), "
         "`cairn_dossier0.05_3` and `cairn_dossier0.15_3` lift the top 3's mates by 0.05 and 0.15; "
         "`cairn_session0.95` and `cairn_session0.9` list a session's n-th fact at 0.95**(n-1) (0.9**(n-1)) "
         "of its score, without distinct sources; "

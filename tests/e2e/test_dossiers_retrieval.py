@@ -34,6 +34,7 @@ from cairn.memory.dossiers.demo import load_demo_dossiers
 from cairn.memory.dossiers.facts import (
     FactRetriever,
     FusionConfig,
+    asks_when,
     content_words,
     name_pattern,
     query_names,
@@ -824,6 +825,14 @@ def test_query_names_are_whom_the_question_asks_about() -> None:
     assert query_names("what is cooking?") == []
 
 
+def test_a_question_asks_when_by_its_first_word() -> None:
+    assert asks_when("When did Caroline go to the LGBTQ support group?")
+    assert asks_when("  when, roughly, did Jon open his studio")
+    assert not asks_when("What did Caroline do when she moved?")
+    assert not asks_when("Whenever Jon travels, what does he pack?")
+    assert not asks_when("?!")
+
+
 def test_the_name_pattern_holds_a_name_as_a_whole_word(driver: Driver) -> None:
     """One Java regular expression for all the question's names (``name_pattern``): a text matches
     when it holds one of them as a whole word, case-sensitive, on any line; no names, no match."""
@@ -1242,3 +1251,29 @@ def test_dossier_mates_go_through_the_seeds_visible_dossiers_only(
     assert answer("staff") == before
     director = {t: m for t, _, m, _ in answer("director")}
     assert "dossier" in director[tennis]
+
+
+def test_a_when_question_lifts_no_dossier_mates(
+    empty_db: Driver, embedder: Embedder, registry: PolicyRegistry
+) -> None:
+    """``FusionConfig.when_mates``: a question that asks when ("When did Melanie join the band?")
+    asks for the day of one event; a mate of its topic is another session of that topic, another
+    day, so a when question gets no dossier mates: its answer is the one without them, scores
+    included. The same memory asked what still lifts the seed's mate."""
+    rows, _ = _band_rows(embedder)
+    empty_db.execute_query(SEED_DOSSIER_FACTS, rows=rows)
+    staff = scope_of(registry, "staff")
+
+    def answer(question: str, **config: Any) -> list[tuple[str, float, tuple[str, ...]]]:
+        retriever = FactRetriever(empty_db, embedder, FusionConfig(dossier_seeds=1, **config))
+        return [
+            (h.fact["text"], round(h.score, 9), h.matched) for h in retriever.search(staff, question, 3).hits
+        ]
+
+    when = "When did Melanie start playing the clarinet in the band?"
+    assert answer(when, dossier_weight=1.0) == answer(when, dossier_weight=0.0)
+    assert not any("dossier" in m for _, _, m in answer(when, dossier_weight=1.0))
+    # the gate reads the question's first word only, whatever its case or punctuation
+    assert answer(f"  {when.lower()}", dossier_weight=1.0) == answer(f"  {when.lower()}", dossier_weight=0.0)
+    assert any("dossier" in m for _, _, m in answer(when, dossier_weight=1.0, when_mates=True))
+    assert any("dossier" in m for _, _, m in answer(BAND_QUESTION, dossier_weight=1.0))

@@ -15,11 +15,13 @@ the best matches are. Then
 graph expansion: the facts of the same source block (a conversation session) as a top
 hit get a small share of its score, which brings in the other half of a multi-hop answer
 told in the same session; the other facts of a top hit's dossier (a topic, across sessions)
-get a smaller share. A third list takes the dense candidates that name whom the question
-asks about (``query_names``), and facts that only restate turns better-ranked facts already cite
-are listed after those citing a new one. The dense query is centred on the caller's view (minus
-the mean vector of the facts it may see, ``FusionConfig.centre``), so a fact is found by what sets
-it apart, not by what the whole memory shares (docs/design.md §Fact search scores).
+get a smaller share, except for a question that asks when (``asks_when``: it asks for one
+event's day, and a topic's other facts are other days). A third list takes the dense
+candidates that name whom the question asks about (``query_names``), and facts that only
+restate turns better-ranked facts already cite are listed after those citing a new one. The
+dense query is centred on the caller's view (minus the mean vector of the facts it may see,
+``FusionConfig.centre``), so a fact is found by what sets it apart, not by what the whole
+memory shares (docs/design.md §Fact search scores).
 What was measured for each choice is in bench/results/locomo.md.
 
 Scope: every candidate list is filtered by the caller's Scope inside Cypher (the policy
@@ -139,6 +141,13 @@ def query_terms(text: str, drop: frozenset[str] = frozenset()) -> list[str]:
 CONTENT_VECTORS = ("pooled", "encoded")
 
 
+def asks_when(text: str) -> bool:
+    """Whether the question asks when: its first word is "when" ("When did Melanie go camping?"),
+    any case. Such a question gets no dossier mates (``FusionConfig.when_mates``)."""
+    first = _WORD.search(text)
+    return first is not None and first.group().lower() == "when"
+
+
 @dataclass(frozen=True)
 class FusionConfig:
     """How the ranked lists are combined; defaults are the measured best (bench/results/locomo.md)."""
@@ -181,6 +190,10 @@ class FusionConfig:
     # @10 up or flat on each development conversation: docs/design.md §Fact search scores).
     dossier_weight: float = 0.1
     dossier_seeds: int = 5
+    # A question that asks when (its first word ``when``) gets no dossier mates unless this is set:
+    # it asks for the day of one event, and a mate of its topic is another session of that topic,
+    # another day (temporal @10 0.790 -> 0.803, back to where it was before the mates).
+    when_mates: bool = False
 
     def __post_init__(self) -> None:
         if self.content_vector not in CONTENT_VECTORS:
@@ -284,7 +297,9 @@ class FactRetriever:
             "seeds": cfg.seeds if cfg.neighbour_weight > 0 else 0,
             "window": cfg.neighbour_window,
             "neighbour_weight": cfg.neighbour_weight,
-            "dossier_seeds": cfg.dossier_seeds if cfg.dossier_weight > 0 else 0,
+            "dossier_seeds": cfg.dossier_seeds
+            if cfg.dossier_weight > 0 and (cfg.when_mates or not asks_when(query))
+            else 0,
             "dossier_weight": cfg.dossier_weight,
             # The query cuts the ranked pool at top_k; a block decay re-ranks it here, so it needs all.
             "limit": top_k if cfg.block_decay >= 1.0 else MAX_POOL,
