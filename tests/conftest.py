@@ -79,7 +79,10 @@ TEST_DATABASE = {
 hypothesis_settings.register_profile(
     "fuzz", max_examples=int(os.environ.get("CAIRN_FUZZ_EXAMPLES", "10000")), deadline=None
 )
-hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+# Every other run: hypothesis's defaults without its 200 ms deadline per example, which a
+# shared, busy 2-core machine overruns in pure-Python properties (a timing flake, not a finding).
+hypothesis_settings.register_profile("cairn", deadline=None)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "cairn"))
 
 
 class MemoEmbedder(Embedder):
