@@ -51,7 +51,7 @@ FRAGMENTS: dict[tuple[str, str], str] = {
     ("cairn.graph.dossiers", "FACT_RANK_POOL"): "a FACT_SEARCH subquery body",
     ("cairn.graph.dossiers", "FACT_BLOCK_NEIGHBOURS"): "a FACT_SEARCH body over `fused`, `candidates`",
     ("cairn.graph.dossiers", "FACT_DOSSIER_MATES"): "a FACT_SEARCH body over `fused`, `candidates`",
-    ("cairn.graph.dossiers", "FACT_DOSSIER_HEADERS"): "a FACT_SEARCH subquery body",
+    ("cairn.graph.dossiers", "FACT_DOSSIER_HEADERS"): "a FACT_SEARCH body over `top`, `groups`",
     ("cairn.graph.dossiers", "SUMMARY_POOL_RANKED"): "a subquery body over the dossier `d`",
     ("cairn.graph.dossiers", "_VISIBLE_FACTS_BODY"): "a dossier `d`'s visible facts",
     ("cairn.graph.dossiers", "_TOP_FACTS"): "the found dossiers' facts, a subquery of the dossier searches",
