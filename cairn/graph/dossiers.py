@@ -650,28 +650,8 @@ RETURN total, top, facts
 
 # Dossiers as context for fact search: the fields a hit shows (id, title, summary; domain for the
 # field rules), the visible-fact count, and the visible facts' texts and vectors only when some
-# are hidden (the summary is then rebuilt from them). The common case, every fact quotable, is
-# decided by counting, so the ordered list of facts is built only when it travels. The body
-# binds ``did`` to each id; fact search runs it inside its own query (one round trip), and
-# ``DOSSIER_HEADER_ROW`` is the row it collects per dossier (read by ``retriever.header_views``).
-DOSSIER_HEADER_BODY = f"""
-MATCH (d:Dossier {{id: did}})
-WHERE {acl_visible("d")}
-CALL (d) {{
-  OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
-  WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
-  RETURN count(f) AS visible_count,
-         count(CASE WHEN {search_fields_shown("f", "Fact")} THEN 1 END) AS quotable_count
-}}
-WITH d, visible_count, quotable_count, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
-CALL (d, quotable_count, stored) {{
-  OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
-  WHERE quotable_count < stored AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
-    AND {search_fields_shown("f", "Fact")}
-  WITH f ORDER BY {_ADDED_AT_SHOWN}, f.id
-  RETURN collect(f) AS quotable
-}}
-"""
+# are hidden (the summary is then rebuilt from them): the row ``FACT_DOSSIER_HEADERS`` collects per
+# dossier, read by ``retriever.header_views``.
 DOSSIER_HEADER_ROW = """{props: d {.id, .domain, .title, .summary}, visible_count: visible_count,
   summary_rows: CASE WHEN quotable_count < stored THEN [f IN quotable | f {.text, .embedding}] END}"""
 
@@ -1006,8 +986,8 @@ FACT_RANK_POOL = f"""
 # The headers of the returned facts' dossiers (``DOSSIER_HEADER_ROW``, as a dossier search gives
 # them), from the view's groups rather than a second walk over each dossier's facts: a returned
 # fact's dossier is one of the view's (its pair was admitted), whose pass already counted the
-# dossier's visible facts (``visible``: ``DOSSIER_HEADER_BODY``'s ``visible_count``, the vertex ACL
-# and the edge rule) and kept those the caller may also read (``seen``: its ``quotable``). Only
+# dossier's visible facts (``visible``: the vertex ACL and the edge rule, the count a header
+# shows) and kept those the caller may also read (``seen``: its ``quotable``). Only
 # the stored count is read here, and the quotable facts are ordered only when some are hidden.
 FACT_DOSSIER_HEADERS = f"""
   UNWIND [h IN top | h.dossier_id] AS did

@@ -41,7 +41,6 @@ FRAGMENTS: dict[tuple[str, str], str] = {
     ("cairn.graph.org", "_COUNTS"): "the RETURN tail of the vertex and causal upserts",
     ("cairn.graph.correspondence", "VISIBLE_NUMBERS"): "the leading subquery of TAIL/DIVERGENCE_QUERY",
     ("cairn.graph.correspondence", "STORE_STAMP"): "the leading subquery of SEARCH_INDEX/SEARCH_EXACT",
-    ("cairn.graph.dossiers", "DOSSIER_HEADER_BODY"): "a subquery body over `did`",
     ("cairn.graph.dossiers", "DOSSIER_RANK_VISIBLE"): "the WHERE/ORDER tail of the searches",
     ("cairn.graph.dossiers", "FACT_FEEDBACK"): "a FACT_SEARCH subquery body over `candidates`",
     ("cairn.graph.dossiers", "FACT_DENSE_FROM_INDEX"): "a FACT_SEARCH body over `qvec`, `candidates`",
