@@ -650,28 +650,8 @@ RETURN total, top, facts
 
 # Dossiers as context for fact search: the fields a hit shows (id, title, summary; domain for the
 # field rules), the visible-fact count, and the visible facts' texts and vectors only when some
-# are hidden (the summary is then rebuilt from them). The common case, every fact quotable, is
-# decided by counting, so the ordered list of facts is built only when it travels. The body
-# binds ``did`` to each id; fact search runs it inside its own query (one round trip), and
-# ``DOSSIER_HEADER_ROW`` is the row it collects per dossier (read by ``retriever.header_views``).
-DOSSIER_HEADER_BODY = f"""
-MATCH (d:Dossier {{id: did}})
-WHERE {acl_visible("d")}
-CALL (d) {{
-  OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
-  WHERE {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
-  RETURN count(f) AS visible_count,
-         count(CASE WHEN {search_fields_shown("f", "Fact")} THEN 1 END) AS quotable_count
-}}
-WITH d, visible_count, quotable_count, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
-CALL (d, quotable_count, stored) {{
-  OPTIONAL MATCH (d)-[:HAS_FACT]->(f:Fact)
-  WHERE quotable_count < stored AND {acl_visible("f")} AND {edge_allowed("HAS_FACT", "d", "f", "out")}
-    AND {search_fields_shown("f", "Fact")}
-  WITH f ORDER BY {_ADDED_AT_SHOWN}, f.id
-  RETURN collect(f) AS quotable
-}}
-"""
+# are hidden (the summary is then rebuilt from them): the row ``FACT_DOSSIER_HEADERS`` collects per
+# dossier, read by ``retriever.header_views``.
 DOSSIER_HEADER_ROW = """{props: d {.id, .domain, .title, .summary}, visible_count: visible_count,
   summary_rows: CASE WHEN quotable_count < stored THEN [f IN quotable | f {.text, .embedding}] END}"""
 
@@ -702,13 +682,15 @@ ORDER BY {shown_or("j", "timestamp", "null")}, j.seq, j.id
 
 # --- fact search (``facts.FactRetriever``; docs/design.md §Reading dossiers) ---------------------
 
-# A fact is a candidate only if it, its dossier and the edge between them are visible, and the
-# caller may read its text (what its vector and its full-text entry are made of).
-_FACT_CANDIDATE_VISIBLE = f"""{status_in_view("d")} AND {acl_visible("d")} AND {acl_visible("f")}
-    AND {edge_allowed_between_visible("HAS_FACT", "d", "f", "out")} AND {search_fields_shown("f", "Fact")}"""
+# A fact is a candidate only if it, its dossier and the edge between them are visible
+# (``_FACT_VISIBLE_IN_VIEW``: what a dossier header counts as visible), and the caller may read its
+# text (``_FACT_QUOTABLE``: what its vector and its full-text entry are made of).
+_FACT_VISIBLE_IN_VIEW = f"""{status_in_view("d")} AND {acl_visible("d")} AND {acl_visible("f")}
+    AND {edge_allowed_between_visible("HAS_FACT", "d", "f", "out")}"""
+_FACT_QUOTABLE = search_fields_shown("f", "Fact")
 
 # A candidate of every list after the view: the pair of its dossier and itself is one of the view's
-# (``candidates``, collected by ``FACT_VIEW`` under ``_FACT_CANDIDATE_VISIBLE``), so the access rules
+# (``candidates``, collected by ``FACT_VIEW`` under both predicates above), so the access rules
 # are evaluated once per visible fact, not again in each list that meets it. A pair is the two
 # nodes' element ids in one string: Neo4j hashes the strings of a list that ``IN`` meets row after
 # row, so a lookup costs the same whatever the view's size, found or not; a list of ``[d, f]``
@@ -741,24 +723,30 @@ _FACT_CANDIDATE = "{f: f, dossier_id: d.id, score: score}"
 # list below admits a fact only as one of these pairs (``_FACT_IN_VIEW``), so the access rules run
 # once per visible fact per search, here, and every list's test is a hashed lookup, not the rules
 # again for each candidate of each list (issue #16). A fact's length is read once (``dl``), not once per sum.
+# It walks the facts the caller may see (``_FACT_VISIBLE_IN_VIEW``) and keeps, per dossier, those it
+# may also read (``seen``, the candidates) and how many it sees (``visible``): ``groups``, from which
+# the hits' dossier headers are read (``FACT_DOSSIER_HEADERS``) without walking their facts again.
 FACT_VIEW = f"""
   OPTIONAL MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact)
-  WHERE {_FACT_CANDIDATE_VISIBLE}
-  WITH d, f, size(f.text) AS dl
-  WITH d, collect(f) AS seen, count(dl) AS texts, coalesce(sum(dl), 0) AS chars
-  WITH d, seen, size(seen) AS n, texts, chars,
+  WHERE {_FACT_VISIBLE_IN_VIEW}
+  WITH d, f, {_FACT_QUOTABLE} AS quotable
+  WITH d, f, quotable, CASE WHEN quotable THEN size(f.text) END AS dl
+  WITH d, collect(CASE WHEN quotable THEN f END) AS seen, count(f) AS visible, count(dl) AS texts,
+       coalesce(sum(dl), 0) AS chars
+  WITH d, seen, visible, size(seen) AS n, texts, chars,
        CASE WHEN $centre = 0 OR size(seen) = 0 THEN []
             WHEN d.centroid_sum IS NOT NULL AND size(seen) = COUNT {{ (d)-[:HAS_FACT]->(:Fact) }}
             THEN [d.centroid_sum] ELSE [g IN seen WHERE g.embedding IS NOT NULL | g.embedding] END AS parts
   WITH sum(n) AS n, sum(texts) AS texts, sum(chars) AS chars,
-       reduce(acc = [], p IN collect(parts) | acc + p) AS sums, collect({{d: d, seen: seen}}) AS groups
+       reduce(acc = [], p IN collect(parts) | acc + p) AS sums,
+       collect({{d: d, seen: seen, visible: visible}}) AS groups
   CALL (groups) {{
     UNWIND groups AS g
     UNWIND g.seen AS f
     WITH g.d AS d, f
     RETURN collect({_FACT_PAIR}) AS candidates
   }}
-  RETURN n, candidates, CASE WHEN texts = 0 THEN null ELSE toFloat(chars) / texts END AS avgdl,
+  RETURN n, candidates, groups, CASE WHEN texts = 0 THEN null ELSE toFloat(chars) / texts END AS avgdl,
     CASE WHEN size(sums) = 0 THEN $vec
     ELSE [i IN range(0, size($vec) - 1) | $vec[i] - $centre * reduce(s = 0.0, v IN sums | s + v[i]) / n]
     END AS qvec
@@ -995,10 +983,24 @@ FACT_RANK_POOL = f"""
   RETURN total, [h IN top | h {{.dossier_id, .score, .cosine, .matched}}] AS ranked,
          [f IN [h IN top | h.f] | {_FACT_HIT_FIELDS}] AS facts, top
 """
-# The headers of the returned facts' dossiers.
+# The headers of the returned facts' dossiers (``DOSSIER_HEADER_ROW``, as a dossier search gives
+# them), from the view's groups rather than a second walk over each dossier's facts: a returned
+# fact's dossier is one of the view's (its pair was admitted), whose pass already counted the
+# dossier's visible facts (``visible``: the vertex ACL and the edge rule, the count a header
+# shows) and kept those the caller may also read (``seen``: its ``quotable``). Only
+# the stored count is read here, and the quotable facts are ordered only when some are hidden.
 FACT_DOSSIER_HEADERS = f"""
   UNWIND [h IN top | h.dossier_id] AS did
-  WITH DISTINCT did{DOSSIER_HEADER_BODY}  RETURN collect({DOSSIER_HEADER_ROW}) AS headers
+  WITH DISTINCT did
+  UNWIND [g IN groups WHERE g.d.id = did] AS g
+  WITH g.d AS d, g.visible AS visible_count, size(g.seen) AS quotable_count, g.seen AS seen
+  WITH d, visible_count, quotable_count, seen, COUNT {{ (d)-[:HAS_FACT]->(:Fact) }} AS stored
+  CALL (seen, quotable_count, stored) {{
+    UNWIND CASE WHEN quotable_count < stored THEN seen ELSE [] END AS f
+    WITH f ORDER BY {_ADDED_AT_SHOWN}, f.id
+    RETURN collect(f) AS quotable
+  }}
+  RETURN collect({DOSSIER_HEADER_ROW}) AS headers
 """
 
 
@@ -1014,7 +1016,7 @@ def fact_search_query(dense: str) -> str:
         f"CALL (fused, candidates) {{{FACT_BLOCK_NEIGHBOURS}}}\n"
         f"CALL (fused, candidates) {{{FACT_DOSSIER_MATES}}}\n"
         f"CALL (dense, named, text, feedback, fused, neighbours, mates) {{{FACT_RANK_POOL}}}\n"
-        f"CALL (top) {{{FACT_DOSSIER_HEADERS}}}\n"
+        f"CALL (top, groups) {{{FACT_DOSSIER_HEADERS}}}\n"
         "RETURN dense_fetched, dense_count,\n"
         "       total, ranked, facts, headers"
     )

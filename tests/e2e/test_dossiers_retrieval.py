@@ -271,6 +271,37 @@ def test_the_fact_search_checks_only_the_candidates_it_can_keep(
     assert _rows_access_checked(seeds_profile) == _rows_access_checked(view_profile)
 
 
+def test_a_fact_search_checks_access_only_in_its_view(
+    session_db: Driver, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hits' dossier headers (visible count, and the quotable facts when some are hidden)
+    come from the view's pass, which already counted each dossier's visible facts: a whole
+    search tests the access rules on no more rows than the view alone (the headers walked each
+    returned dossier's facts through the rules again: ~1 ms of Neo4j CPU per LoCoMo search)."""
+    from cairn.graph.dossiers import FACT_VIEW
+    from cairn.memory.dossiers import facts as facts_module
+
+    sent: list[tuple[str, dict[str, Any]]] = []
+    real_read = facts_module.read
+
+    def reading(driver: Driver, query: str, params: Any) -> Any:
+        sent.append((query, dict(params)))
+        return real_read(driver, query, params)
+
+    monkeypatch.setattr(facts_module, "read", reading)
+    hits = FactRetriever(session_db, embedder).search(Scope.system(), "Which pets does Caroline have?").hits
+    stored = session_db.execute_query(
+        "MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact) RETURN d.id AS id, count(f) AS n"
+    ).records
+    assert hits and all(h.dossier.fact_count == dict(stored)[h.dossier.id] for h in hits)
+    [(query, params)] = sent
+    with session_db.session() as session:
+        search = session.run("PROFILE " + query, params).consume().profile or {}
+        view = session.run(f"PROFILE CALL () {{{FACT_VIEW}}} RETURN n", params).consume().profile or {}
+    # the view's checks, and the one row of the hits' fields (they carry ``.sensitivity``)
+    assert _rows_access_checked(search) == _rows_access_checked(view) + 1 > 1
+
+
 def test_retrieval_returns_distinct_dossiers_ranked_by_best_fact(diet_db: Driver, embedder: Embedder) -> None:
     result = retrieve_relevant_dossiers(
         diet_db, Scope.system(), "user habits", top_k=5, threshold=-1.0, embedder=embedder
