@@ -95,16 +95,23 @@ MATCH (:JournalEntry {{id: marker}})-[:ABOUT]->(d:Dossier)
 RETURN marker, min(d.id) AS applied_to
 """
 
-# Journal entries, each with its own time ``e.now`` (one statement may journal several packets).
+
+def _journal_entry(row: str, entry_id: str, now: str, also: str = "") -> str:
+    """One journal entry from the bound map ``row`` (its ``props`` and the dossier ids it is
+    ``about``), stored as ``entry_id`` at the time ``now``; ``also``: more ``SET`` items on ``j``."""
+    return f"""MERGE (j:Entity:JournalEntry {{id: {entry_id}}})
+ON CREATE SET j.created_at = datetime({now})
+SET j += {row}.props, j.timestamp = datetime({now}){also}
+WITH j, {row}
+UNWIND {row}.about AS dossier_id
+MATCH (d:Dossier {{id: dossier_id}})
+MERGE (j)-[:ABOUT]->(d)"""
+
+
+# Journal entries, each with its own time ``e.now`` (one statement may journal several units).
 WRITE_JOURNAL_ENTRIES = f"""{KEEP_PLAN}
 UNWIND $entries AS e
-MERGE (j:Entity:JournalEntry {{id: e.id}})
-ON CREATE SET j.created_at = datetime(e.now)
-SET j += e.props, j.timestamp = datetime(e.now)
-WITH j, e
-UNWIND e.about AS dossier_id
-MATCH (d:Dossier {{id: dossier_id}})
-MERGE (j)-[:ABOUT]->(d)
+{_journal_entry("e", "e.id", "e.now")}
 """
 
 # --- summaries (docs/design.md §Dossiers: the facts nearest the centroid) ------------------------
@@ -267,58 +274,93 @@ RETURN secret, applied, hidden, dossiers
 
 # --- packet writes (docs/design.md §Routing) -----------------------------------------------------
 
-# Every route of each packet (``$packets``, in order) into its dossier, in one statement whose
-# cost does not grow with the dossier: the facts are written, the centroid sum (advanced in Python
-# from the one the vote read) is stored, and the summary is re-chosen from the dossier's pool of
-# central facts and the new facts. Returns, per packet (``pk.n``) and dossier, the summary before
-# and after. A transaction of ``ingest_packets`` writes all its packets with this one statement
-# (docs/design.md §Dossier queries): each packet's subquery runs after the previous one's, so a
-# dossier two packets route into shows the second the first one's writes, as separate statements
-# did. ``FROM_BLOCK`` is drawn only to a block the writer may read and every reader of the packet's
-# facts may see (``access_covers``): to a writer, a hidden block is one that does not exist, and to
-# a packet, so is a block less visible than its facts.
-WRITE_ROUTES = f"""{KEEP_PLAN}
-UNWIND $packets AS pk
-CALL (pk) {{
-  UNWIND pk.routes AS r
-  MERGE (d:Entity:Dossier {{id: r.dossier_id}})
-  ON CREATE SET d += pk.create_props, d.created_at = datetime(pk.now), d.summary = ''
-  WITH pk, d, r, d.summary AS previous
-  OPTIONAL MATCH (b:Block {{block_id: pk.block_id}})
-  WHERE {acl_visible("b")} AND {access_covers("b", "pk.create_props")}
-  CALL (pk, d, r, b) {{
-    UNWIND r.facts AS row
-    MERGE (f:Entity:Fact {{id: row.id}})
-    ON CREATE SET f.created_at = datetime(pk.now)
-    SET f += row.props, f.added_at = datetime(pk.now), f.observed_at = datetime(pk.observed_at)
-    MERGE (d)-[:HAS_FACT]->(f)
-    FOREACH (_ IN CASE WHEN b IS NULL THEN [] ELSE [1] END | MERGE (f)-[:FROM_BLOCK]->(b))
-  }}
-  SET d.centroid_sum = r.centroid_sum,
-      d.last_updated = CASE WHEN 'last_updated' IN r.keep THEN d.last_updated ELSE datetime(pk.now) END
-  WITH d, r, previous, [row IN r.facts | row.id] AS new_ids
-  CALL (d, new_ids) {{
-    {SUMMARY_POOL_RANKED}
-  }}
-  SET d.summary_pool = pool,
-      d.summary = CASE WHEN 'summary' IN r.keep THEN previous ELSE {SUMMARY_FROM_CENTRAL} END
-  RETURN d.id AS dossier_id, previous, d.summary AS summary
-}}
-RETURN pk.n AS packet, dossier_id, previous, summary
+# A skipped duplicate's turn and block ids join those of the stored fact it restates (each
+# list: the fact's own first, then every restatement's, each once): a unit subquery of
+# ``WRITE_ROUTES`` over ``$restated``.
+_RESTATED_PROVENANCE = """
+  UNWIND $restated AS row
+  MATCH (f:Fact {id: row.id})
+  WITH f, row,
+       coalesce(f.source_turn_ids, CASE WHEN f.source_turn_id IS NULL THEN [] ELSE [f.source_turn_id] END)
+         AS turns,
+       coalesce(f.source_block_ids, CASE WHEN f.source_block_id IS NULL THEN [] ELSE [f.source_block_id] END)
+         AS blocks
+  SET f.source_turn_ids = reduce(acc = turns, t IN row.turns | CASE WHEN t IN acc THEN acc ELSE acc + t END),
+      f.source_block_ids =
+        reduce(acc = blocks, b IN row.blocks | CASE WHEN b IN acc THEN acc ELSE acc + b END)
 """
 
-# A skipped duplicate's turn and block ids join those of the stored fact it restates (each
-# list: the fact's own first, then every restatement's, each once).
-ADD_RESTATED_PROVENANCE = f"""{KEEP_PLAN}
-UNWIND $rows AS row
-MATCH (f:Fact {{id: row.id}})
-WITH f, row,
-     coalesce(f.source_turn_ids, CASE WHEN f.source_turn_id IS NULL THEN [] ELSE [f.source_turn_id] END)
-       AS turns,
-     coalesce(f.source_block_ids, CASE WHEN f.source_block_id IS NULL THEN [] ELSE [f.source_block_id] END)
-       AS blocks
-SET f.source_turn_ids = reduce(acc = turns, t IN row.turns | CASE WHEN t IN acc THEN acc ELSE acc + t END),
-    f.source_block_ids = reduce(acc = blocks, b IN row.blocks | CASE WHEN b IN acc THEN acc ELSE acc + b END)
+# A packet transaction's second and last statement (docs/design.md §Dossier queries, "Round
+# trips"): every route of each packet (``$packets``, in order) into its dossier, the restated
+# duplicates' provenance (``$restated``), then every packet's journal (``$journal``), so a packet
+# is three round trips with its BEGIN and COMMIT whatever it holds.
+#
+# Routes, in one subquery whose cost does not grow with the dossier: the facts are written, the
+# centroid sum (advanced in Python from the one the vote read) is stored, and the summary is
+# re-chosen from the dossier's pool of central facts and the new facts. A transaction of
+# ``ingest_packets`` writes all its packets with this one statement (docs/design.md §Dossier
+# queries): each packet's subquery runs after the previous one's, so a dossier two packets route
+# into shows the second the first one's writes, as separate statements did. ``FROM_BLOCK`` is
+# drawn only to a block the writer may read and every reader of the packet's facts may see
+# (``access_covers``): to a writer, a hidden block is one that does not exist, and to a packet, so
+# is a block less visible than its facts.
+#
+# The journal: per packet (``unit.p``, its ``pk.n``) its entries in order; an entry with a
+# ``summary_of`` (a dossier the packet appended to) is a ``summary_updated`` kept only when the
+# write changed that summary, its values the write's. Entries are numbered (``seq``, their ids
+# ``je-<key>-<seq>``) once those are left out, so a packet's first entry, its idempotency marker,
+# is always ``-0``.
+WRITE_ROUTES = f"""{KEEP_PLAN}
+CALL () {{
+  UNWIND $packets AS pk
+  CALL (pk) {{
+    UNWIND pk.routes AS r
+    MERGE (d:Entity:Dossier {{id: r.dossier_id}})
+    ON CREATE SET d += pk.create_props, d.created_at = datetime(pk.now), d.summary = ''
+    WITH pk, d, r, d.summary AS previous
+    OPTIONAL MATCH (b:Block {{block_id: pk.block_id}})
+    WHERE {acl_visible("b")} AND {access_covers("b", "pk.create_props")}
+    CALL (pk, d, r, b) {{
+      UNWIND r.facts AS row
+      MERGE (f:Entity:Fact {{id: row.id}})
+      ON CREATE SET f.created_at = datetime(pk.now)
+      SET f += row.props, f.added_at = datetime(pk.now), f.observed_at = datetime(pk.observed_at)
+      MERGE (d)-[:HAS_FACT]->(f)
+      FOREACH (_ IN CASE WHEN b IS NULL THEN [] ELSE [1] END | MERGE (f)-[:FROM_BLOCK]->(b))
+    }}
+    SET d.centroid_sum = r.centroid_sum,
+        d.last_updated = CASE WHEN 'last_updated' IN r.keep THEN d.last_updated ELSE datetime(pk.now) END
+    WITH d, r, previous, [row IN r.facts | row.id] AS new_ids
+    CALL (d, new_ids) {{
+      {SUMMARY_POOL_RANKED}
+    }}
+    SET d.summary_pool = pool,
+        d.summary = CASE WHEN 'summary' IN r.keep THEN previous ELSE {SUMMARY_FROM_CENTRAL} END
+    RETURN d.id AS dossier_id, coalesce(previous, '') AS previous, coalesce(d.summary, '') AS summary
+  }}
+  RETURN collect({{p: pk.n, dossier_id: dossier_id, previous: previous, summary: summary}}) AS written
+}}
+CALL () {{
+{_RESTATED_PROVENANCE}
+}}
+CALL (written) {{
+  UNWIND $journal AS unit
+  WITH unit, [e IN unit.entries |
+              e {{.*, s: [w IN written WHERE w.p = unit.p AND w.dossier_id = e.summary_of][0]}}] AS entries
+  WITH unit, [e IN entries WHERE e.summary_of IS NULL OR e.s.summary <> e.s.previous] AS kept
+  UNWIND range(0, size(kept) - 1) AS seq
+  WITH unit, seq, kept[seq] AS e
+  {
+    _journal_entry(
+        "e",
+        "'je-' + unit.key + '-' + toString(seq)",
+        "unit.now",
+        ", j.seq = seq, j.previous_value = coalesce(e.s.previous, e.props.previous_value),"
+        " j.new_value = coalesce(e.s.summary, e.props.new_value)",
+    )
+}
+}}
+RETURN size(written) AS routes
 """
 
 # --- blocks and the gardener (docs/design.md §Gardener) ------------------------------------------

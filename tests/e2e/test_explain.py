@@ -52,6 +52,7 @@ FRAGMENTS: dict[tuple[str, str], str] = {
     ("cairn.graph.dossiers", "FACT_DOSSIER_MATES"): "a FACT_SEARCH body over `fused`, `candidates`",
     ("cairn.graph.dossiers", "FACT_DOSSIER_HEADERS"): "a FACT_SEARCH body over `top`, `groups`",
     ("cairn.graph.dossiers", "SUMMARY_POOL_RANKED"): "a subquery body over the dossier `d`",
+    ("cairn.graph.dossiers", "_RESTATED_PROVENANCE"): "a unit subquery of WRITE_ROUTES over `$restated`",
     ("cairn.graph.dossiers", "_VISIBLE_FACTS_BODY"): "a dossier `d`'s visible facts",
     ("cairn.graph.dossiers", "_TOP_FACTS"): "the found dossiers' facts, a subquery of the dossier searches",
     ("cairn.graph.dossiers", "KEEP_PLAN"): "the planner option prefixed to the ingest statements",

@@ -55,7 +55,7 @@ ALLOWLIST: dict[tuple[str, str], str] = {
             "MOVE_FACTS",
             "LOAD_DOSSIER_ACCESS",  # access fields for the writer's scope check (Python)
             "WRITE_ROUTES",
-            "ADD_RESTATED_PROVENANCE",  # the surviving fact of a packet's own duplicate
+            "_RESTATED_PROVENANCE",  # the surviving fact of a packet's own duplicate
             "PACKETS_APPLIED",  # the packet's idempotency key, checked under the lock
             "VOTE_FOR_DOSSIERS",  # dossiers with exactly the packet's (checked) access
             "CLAIM_PACKETS",  # the lock, the keys (hidden ids through the ACL) and the vote above

@@ -1,7 +1,7 @@
 """The dossier governor (docs/design.md §Routing): route a fact packet into a dossier, whole or not at all.
 
 ``process_fact_packet`` embeds the packet's facts in one batch, then runs ONE write
-transaction of three statements (four round trips with its BEGIN and COMMIT,
+transaction of two statements (three round trips with its BEGIN and COMMIT,
 tests/e2e/test_write_round_trips.py):
 
 1. take the routing lock (see ``lock``) and, under it, check whether this packet was applied
@@ -11,12 +11,13 @@ tests/e2e/test_write_round_trips.py):
 2. write the dossier and the facts that are not near-duplicates (cosine >= 0.92) of a fact
    already in it or earlier in the packet, store its centroid sum (advanced in Python from
    the one the vote read) and re-choose its extractive summary (see ``summary``) from its
-   pool of central facts inside Neo4j, so no stored vector is read back;
-3. journal every change (created / fact_skipped / summary_updated / fact_added).
+   pool of central facts inside Neo4j, so no stored vector is read back; and, in the same
+   statement (``WRITE_ROUTES``), journal every change (created / fact_skipped /
+   summary_updated / fact_added).
 
 ``ingest_packets`` applies up to ``PACKETS_PER_TRANSACTION`` packets in one transaction with the
 same steps, batched: one statement for the lock, their keys and one vote for all of them, one
-write for all of them, one journal statement (``_apply_group``).
+write and journal for all of them (``_apply_group``).
 
 A failure anywhere rolls all of it back: the dossier and its facts appear whole or not at all.
 """
@@ -38,7 +39,7 @@ from numpy.typing import NDArray
 from cairn.graph import dossiers as cypher
 from cairn.memory.dossiers.adjudicator import Adjudicator
 from cairn.memory.dossiers.dedup import DEDUP_COSINE, same_fact
-from cairn.memory.dossiers.journal import Entry, entry_id, entry_rows, write_entries, write_rows
+from cairn.memory.dossiers.journal import Entry, entry_id, unit_rows
 from cairn.memory.dossiers.models import Access, FactPacket, InputError, Problem, parse_packet
 from cairn.memory.dossiers.summary import SUMMARY_PARAMS
 from cairn.memory.dossiers.voting import (
@@ -367,11 +368,11 @@ def _entries(
     key: str,
     placements: list[Placement],
     skipped: Mapping[int, SkippedFact],
-    summaries: Mapping[str, tuple[str, str]],
     candidates: list[Candidate],
 ) -> list[Entry]:
     """The journal of one packet, in order: created | skips | per appended route, its summary
-    change and facts added. Every entry is ABOUT the dossier it changed."""
+    change (if the write changes the summary: ``Entry.summary_of``) and facts added. Every entry
+    is ABOUT the dossier it changed."""
     votes = [c.as_json() for c in candidates[:5]]
     index_of = {fact_id(key, i): i for i in range(len(packet.facts))}
     entries: list[Entry] = [
@@ -412,18 +413,15 @@ def _entries(
     for p in placements:
         if p.action != "appended" or not p.added:
             continue
-        previous, current = summaries[p.dossier_id]
-        if current != previous:
-            entries.append(
-                Entry(
-                    "summary_updated",
-                    (p.dossier_id,),
-                    previous_value=previous,
-                    new_value=current,
-                    rationale=f"{len(p.added)} fact(s) appended",
-                    details={"packet_key": key},
-                )
+        entries.append(
+            Entry(
+                "summary_updated",
+                (p.dossier_id,),
+                rationale=f"{len(p.added)} fact(s) appended",
+                details={"packet_key": key},
+                summary_of=p.dossier_id,
             )
+        )
         entries += [
             Entry(
                 "fact_added",
@@ -464,9 +462,7 @@ def _apply_one(
         return RoutingResult(applied_to, "already_applied", packet.key)
     vote = claim.votes[0]
     planned = _plan(packet, vectors, model, preset, vote)
-    summaries = _write(tx, [planned], writer)[0]
-    entries = _entries(packet, packet.key, planned.placements, planned.skipped, summaries, planned.candidates)
-    write_entries(tx, packet.key, entries, packet.access, planned.now)
+    _write(tx, [planned], writer)
     return _result(planned)
 
 
@@ -622,7 +618,7 @@ class _Planned:
 
     packet: FactPacket
     write: dict[str, Any] | None  # one ``$packets`` row of ``WRITE_ROUTES`` (None: nothing to write)
-    restated: list[dict[str, Any]]  # ``ADD_RESTATED_PROVENANCE`` rows
+    restated: list[dict[str, Any]]  # ``WRITE_ROUTES``'s ``$restated`` rows
     placements: list[Placement]
     skipped: dict[int, SkippedFact]
     candidates: list[Candidate]
@@ -715,30 +711,37 @@ def _plan(
     return _Planned(packet, write, rows, placements, skipped, candidates, now)
 
 
-def _write(
-    tx: ManagedTransaction, planned: Sequence[_Planned], writer: Scope | None
-) -> list[dict[str, tuple[str, str]]]:
-    """Every planned packet's routes in one ``WRITE_ROUTES``, then the restated duplicates'
-    provenance in one statement, both in packet order; per packet, its dossiers' summaries
-    (before, after)."""
-    summaries: list[dict[str, tuple[str, str]]] = [{} for _ in planned]
-    packets = [
-        {**p.write, "n": n, "routes": _kept_routes(p, writer)}
-        for n, p in enumerate(planned)
-        if p.write is not None
-    ]
-    if packets:
-        params: dict[str, Any] = {
-            **(writer or Scope.system()).cypher_params(),  # the block is linked only if the writer reads it
-            **SUMMARY_PARAMS,
-            "packets": packets,
+def _write(tx: ManagedTransaction, planned: Sequence[_Planned], writer: Scope | None) -> None:
+    """Every planned packet's routes, the restated duplicates' provenance and every packet's
+    journal, in packet order, in one ``WRITE_ROUTES`` (the transaction's last statement before
+    its COMMIT)."""
+    if not planned:
+        return
+    journal = [
+        {
+            "p": n,
+            "key": p.packet.key,
+            "now": p.now,
+            "entries": unit_rows(
+                p.packet.key,
+                _entries(p.packet, p.packet.key, p.placements, p.skipped, p.candidates),
+                p.packet.access,
+            ),
         }
-        for r in tx.run(cypher.WRITE_ROUTES, params):
-            summaries[int(r["packet"])][str(r["dossier_id"])] = (r["previous"] or "", r["summary"])
-    rows = [row for p in planned for row in p.restated]
-    if rows:
-        tx.run(cypher.ADD_RESTATED_PROVENANCE, rows=rows).consume()
-    return summaries
+        for n, p in enumerate(planned)
+    ]
+    params: dict[str, Any] = {
+        **(writer or Scope.system()).cypher_params(),  # the block is linked only if the writer reads it
+        **SUMMARY_PARAMS,
+        "packets": [
+            {**p.write, "n": n, "routes": _kept_routes(p, writer)}
+            for n, p in enumerate(planned)
+            if p.write is not None
+        ],
+        "restated": [row for p in planned for row in p.restated],
+        "journal": journal,
+    }
+    tx.run(cypher.WRITE_ROUTES, params).consume()
 
 
 def _kept_routes(planned: _Planned, writer: Scope | None) -> list[dict[str, Any]]:
@@ -782,13 +785,12 @@ def _apply_group(
 ) -> list[RoutingResult]:
     """Several packets in one transaction, in order, each under its own idempotency key.
 
-    Three statements for the group, whatever its size (four when some packet restated a stored
-    fact): the lock, which packets were applied before and one vote for all the others, in one
-    (``_claim``; the vector index shows only committed facts, so each
-    packet's vote is the same at the start of the group as it would be later in it; the group's
-    own writes are added exactly by ``_Pending``), every packet's routes (one ``WRITE_ROUTES``,
-    packet after packet; the restated duplicates' provenance after it when there are any), then
-    every journal entry.
+    Two statements for the group, whatever its size: the lock, which packets were applied before
+    and one vote for all the others, in one (``_claim``; the vector index shows only committed
+    facts, so each packet's vote is the same at the start of the group as it would be later in
+    it; the group's own writes are added exactly by ``_Pending``), then every packet's routes
+    (packet after packet), the restated duplicates' provenance and every journal entry, in one
+    ``WRITE_ROUTES``.
     """
     claim = _claim(tx, packets, vectors, set(_first_of_keys(packets).values()), None)
     packets, applied, votes = claim.packets, claim.applied, claim.votes
@@ -799,8 +801,7 @@ def _apply_group(
     todo = [n for n in sorted(votes) if stored_first[packets[n].key] == n]
     pending = _Pending()
     planned = {n: _plan(packets[n], vectors[n], model, None, votes[n], pending) for n in todo}
-    summaries = dict(zip(planned, _write(tx, list(planned.values()), None), strict=True))
-    journal: list[dict[str, Any]] = []
+    _write(tx, list(planned.values()), None)
     results: list[RoutingResult] = []
     done: dict[str, str] = {}
     for n, p in enumerate(packets):
@@ -808,13 +809,9 @@ def _apply_group(
         if where is not None:
             results.append(RoutingResult(where, "already_applied", p.key))
             continue
-        plan = planned[n]
-        entries = _entries(p, p.key, plan.placements, plan.skipped, summaries[n], plan.candidates)
-        journal += entry_rows(p.key, entries, p.access, plan.now)
-        result = _result(plan)
+        result = _result(planned[n])
         done[p.key] = result.dossier_id
         results.append(result)
-    write_rows(tx, journal)
     return results
 
 

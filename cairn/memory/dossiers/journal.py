@@ -45,6 +45,9 @@ class Entry:
     confidence: float | None = None
     session_id: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    # A packet's ``summary_updated``: journalled only if its write changed this dossier's summary,
+    # with the summaries before and after as the write left them (``cypher.WRITE_ROUTES``).
+    summary_of: str | None = None
 
 
 def entry_id(key: str, seq: int) -> str:
@@ -52,6 +55,16 @@ def entry_id(key: str, seq: int) -> str:
 
 
 def entry_rows(key: str, entries: list[Entry], access: Access, now: str) -> list[dict[str, Any]]:
+    """``WRITE_JOURNAL_ENTRIES`` rows: each entry under its id, numbered in order."""
+    return [
+        {"id": entry_id(key, seq), "about": row["about"], "props": row["props"], "now": now}
+        for seq, row in enumerate(unit_rows(key, entries, access))
+    ]
+
+
+def unit_rows(key: str, entries: list[Entry], access: Access) -> list[dict[str, Any]]:
+    """One unit of work's entries as rows (``about``, ``props``, ``summary_of``), numbered in
+    order; ``WRITE_ROUTES`` numbers a packet's again once it has left out its unchanged summaries."""
     rows = []
     for seq, e in enumerate(entries):
         if e.op not in OPS:
@@ -69,7 +82,7 @@ def entry_rows(key: str, entries: list[Entry], access: Access, now: str) -> list
             "details": json.dumps(e.details, sort_keys=True),
             **access.props(),
         }
-        rows.append({"id": entry_id(key, seq), "about": list(e.about), "props": props, "now": now})
+        rows.append({"about": list(e.about), "props": props, "summary_of": e.summary_of})
     return rows
 
 
