@@ -142,6 +142,56 @@ def test_a_decision_may_carry_its_transitions(tmp_path: Path) -> None:
     assert "field 'transitions[1]'" in empty and "names neither 'from' nor 'to'" in empty
 
 
+def test_a_listed_end_is_read_whatever_its_length(tmp_path: Path) -> None:
+    """ "Requires: 440" is a list of one: read like the longer lists, not refused as not a string;
+    an empty list names no record, and the problem says so."""
+    root = acme_copy(tmp_path)
+    edit(root / "transitions" / "trans-acme-a1-to-a2.json", to=[GPU])
+    fs = load_fixture_dir(root)
+    assert [(t.from_id, t.to_id) for t in fs.transitions if t.id.startswith("trans-acme-a1-to-a2")] == [
+        (UNIFY, GPU)
+    ]
+    edit(root / "transitions" / "trans-acme-a1-to-a2.json", to=[])
+    [problem] = problems_of(root)
+    assert problem.startswith("transitions/trans-acme-a1-to-a2.json [id=trans-acme-a1-to-a2] field 'to'")
+    assert "an empty list names no record" in problem
+
+
+def test_a_transition_naming_several_records_is_checked_as_written(tmp_path: Path) -> None:
+    """Its id is required and unique as written, as for any record: not invented ("None:...")
+    and not two files' links under one id."""
+    root = acme_copy(tmp_path)
+    path = root / "transitions" / "trans-acme-a1-to-a2.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    without_id = {k: v for k, v in data.items() if k != "id"}
+    path.write_text(json.dumps({**without_id, "to": [GPU, DESCOPE]}), encoding="utf-8")
+    [problem] = problems_of(root)
+    assert problem.startswith("transitions/trans-acme-a1-to-a2.json field 'id'"), problem
+    (root / "transitions" / "trans-acme-a1-to-a3.json").unlink()
+    path.write_text(json.dumps({**data, "id": "t-twice", "to": [GPU, DESCOPE]}), encoding="utf-8")
+    other = {**data, "id": "t-twice", "from": [GPU], "to": [DESCOPE, "acme-prod-ai-assistant-beta-2023"]}
+    (root / "transitions" / "t-twice.json").write_text(json.dumps(other), encoding="utf-8")
+    [problem] = problems_of(root)
+    assert "[id=t-twice] field 'id': duplicate id, also in" in problem, problem
+
+
+def test_a_decisions_own_transition_is_from_or_to_it(tmp_path: Path) -> None:
+    """An inline link naming two other records, or the id of a transition between two other
+    records, is a link misfiled under this decision: refused, not written as if stated here."""
+    root = acme_copy(tmp_path)
+    own = root / "decisions" / f"{UNIFY}.json"
+    edit(own, transitions=[{"from": GPU, "to": DESCOPE, "relation": "causal"}])
+    [problem] = problems_of(root)
+    assert "field 'transitions[0]'" in problem and f"neither end is '{UNIFY}'" in problem
+    edit(own, transitions=["trans-acme-em1-to-em2"])
+    [problem] = problems_of(root)
+    assert "field 'transitions'" in problem and "'trans-acme-em1-to-em2'" in problem
+    assert f"neither end is '{UNIFY}'" in problem
+    edit(own, transitions=[GPU])
+    [problem] = problems_of(root)
+    assert f"refers to '{GPU}', a Decision; expected a transition id" in problem
+
+
 def test_a_relation_outside_the_catalog_is_refused(tmp_path: Path) -> None:
     root = acme_copy(tmp_path)
     edit(root / "transitions" / "trans-acme-a1-to-a2.json", relation="vibes")
