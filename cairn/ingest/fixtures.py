@@ -97,6 +97,8 @@ class FixtureSet:
     origin: dict[str, str] = field(default_factory=dict)  # record id → file
     # ids of records that failed to parse: already reported, so references to them are not again
     broken: set[str] = field(default_factory=set)
+    # a transition naming several records at one end: its id as written → the one-pair ids
+    listed: dict[str, list[str]] = field(default_factory=dict)
 
     def causal_edges(self) -> list[CausalEdge]:
         """Transitions plus supported_by / based_on / led_to, one edge per ordered pair."""
@@ -211,16 +213,18 @@ PAYLOAD_KEYS = {
 }
 
 
-def _pairs(raw: Any) -> list[Any]:
+def _pairs(raw: Any) -> list[dict[str, Any]] | None:
     """A transition naming several records at one end ("Obsoletes: 2145, 2616" is one header)
-    as one transition per cause → effect pair, each id the record's id and the listed end(s)."""
+    as one transition per cause → effect pair, each id the record's id and the listed end(s);
+    None for a record with a list at neither end. A list of one is a list like any other
+    ("Requires: 440"); an empty list gives no pair (reported by _collect)."""
     if not isinstance(raw, dict):
-        return [raw]
+        return None
     froms, tos = raw.get("from"), raw.get("to")
     if not isinstance(froms, list) and not isinstance(tos, list):
-        return [raw]
-    starts = froms if isinstance(froms, list) and froms else [froms]
-    ends = tos if isinstance(tos, list) and tos else [tos]
+        return None
+    starts = froms if isinstance(froms, list) else [froms]
+    ends = tos if isinstance(tos, list) else [tos]
     many = (isinstance(froms, list), isinstance(tos, list))
     out = []
     for a in starts:
@@ -233,7 +237,9 @@ def _pairs(raw: Any) -> list[Any]:
 def _own_transitions(fs: FixtureSet, d: DecisionRecord, name: str, problems: list[Problem]) -> None:
     """A decision's ``transitions``, read rather than dropped: an object is a transition from or
     to the decision (the end it leaves out is the decision; its id and domain default to the
-    decision's), a string the id of a transition record of the set (checked in check_references)."""
+    decision's), a string the id of a transition record of the set (checked in check_references).
+    A link between two other records is refused: filed under this decision, it would read as
+    stated here while saying nothing about it."""
     for i, item in enumerate(d.transitions):
         if isinstance(item, str):
             continue
@@ -245,18 +251,44 @@ def _own_transitions(fs: FixtureSet, d: DecisionRecord, name: str, problems: lis
             problems.append(Problem(name, d.id, where, "names neither 'from' nor 'to'"))
             continue
         raw = {"from": d.id, "to": d.id, "id": f"{d.id}.transitions.{i}", "domain": d.domain, **item}
+        foreign = [p for p in _pairs(raw) or [raw] if d.id not in (p.get("from"), p.get("to"))]
+        if foreign:
+            problems.append(Problem(name, d.id, where, _not_own(d.id, foreign[0]["from"], foreign[0]["to"])))
+            continue
         _collect(fs, "transitions", name, raw, problems)
 
 
+def _not_own(decision: str, cause: Any, effect: Any) -> str:
+    return (
+        f"links '{cause}' to '{effect}': neither end is '{decision}' "
+        "(a link between other records belongs in transitions/)"
+    )
+
+
 def _collect(fs: FixtureSet, folder: str, name: str, raw: Any, problems: list[Problem]) -> None:
-    if folder == "transitions" and isinstance(raw, dict) and len(pairs := _pairs(raw)) > 1:
-        for one in pairs:
-            _collect_one(fs, folder, name, one, problems)
-        written = raw.get("id")
-        if isinstance(written, str):  # the id as written, for a decision naming the transition
-            fs.origin.setdefault(written, name)
+    pairs = _pairs(raw) if folder == "transitions" else None
+    if pairs is None:
+        _collect_one(fs, folder, name, raw, problems)
         return
-    _collect_one(fs, folder, name, raw, problems)
+    written = raw.get("id")
+    rid = written if isinstance(written, str) else None
+    empty = [end for end in ("from", "to") if raw.get(end) == []]
+    for end in empty:
+        problems.append(Problem(name, rid, end, "an empty list names no record: name one or more ids"))
+    if rid is None:  # the missing or malformed id (and any other field) reported once, not per pair
+        _collect_one(fs, folder, name, {**raw, "from": "-", "to": "-"}, problems)
+        return
+    if rid in fs.origin:
+        problems.append(Problem(name, rid, "id", f"duplicate id, also in {fs.origin[rid]}"))
+        fs.broken.add(rid)
+        return
+    if empty:
+        fs.broken.add(rid)
+        return
+    fs.origin[rid] = name  # the id as written, for a decision naming the transition
+    fs.listed[rid] = [one["id"] for one in pairs]
+    for one in pairs:
+        _collect_one(fs, folder, name, one, problems)
 
 
 def _collect_one(fs: FixtureSet, folder: str, name: str, raw: Any, problems: list[Problem]) -> None:
@@ -340,6 +372,7 @@ def check_references(
     domain = {r.id: r.domain for r in [*fs.decisions, *fs.events]}
     # Transition ids, as written too (a transition naming several records is one per pair).
     transitions = set(fs.origin) - set(label) - {a.id for a in fs.aliases}
+    ends = {t.id: (t.from_id, t.to_id) for t in fs.transitions}
     problems: list[Problem] = []
 
     def need(file: str, rid: str, fld: str, ref: str, kinds: tuple[str, ...]) -> None:
@@ -362,8 +395,18 @@ def check_references(
         for ref in d.led_to:
             need(f, d.id, "led_to", ref, ("Decision", "Event"))
         for ref in d.transitions:
-            if isinstance(ref, str) and ref not in transitions and ref not in fs.broken:
+            if not isinstance(ref, str) or ref in fs.broken:
+                continue
+            if ref in label:
+                msg = f"refers to '{ref}', a {label[ref]}; expected a transition id"
+                problems.append(Problem(f, d.id, "transitions", msg))
+            elif ref not in transitions:
                 problems.append(Problem(f, d.id, "transitions", f"refers to '{ref}', which does not exist"))
+            else:
+                foreign = [ends[i] for i in fs.listed.get(ref, [ref]) if i in ends and d.id not in ends[i]]
+                if foreign:
+                    msg = f"refers to '{ref}', which " + _not_own(d.id, *foreign[0])
+                    problems.append(Problem(f, d.id, "transitions", msg))
     for ev in fs.events:
         f = fs.origin[ev.id]
         for ref in ev.led_to:
