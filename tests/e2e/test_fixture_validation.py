@@ -155,6 +155,10 @@ def test_a_listed_end_is_read_whatever_its_length(tmp_path: Path) -> None:
     [problem] = problems_of(root)
     assert problem.startswith("transitions/trans-acme-a1-to-a2.json [id=trans-acme-a1-to-a2] field 'to'")
     assert "an empty list names no record" in problem
+    edit(root / "transitions" / "trans-acme-a1-to-a2.json", to=[GPU, DESCOPE, GPU])
+    [problem] = problems_of(root)
+    assert problem.startswith("transitions/trans-acme-a1-to-a2.json [id=trans-acme-a1-to-a2] field 'to'")
+    assert f"names '{GPU}' twice" in problem
 
 
 def test_a_transition_naming_several_records_is_checked_as_written(tmp_path: Path) -> None:
@@ -173,6 +177,10 @@ def test_a_transition_naming_several_records_is_checked_as_written(tmp_path: Pat
     (root / "transitions" / "t-twice.json").write_text(json.dumps(other), encoding="utf-8")
     [problem] = problems_of(root)
     assert "[id=t-twice] field 'id': duplicate id, also in" in problem, problem
+    (root / "transitions" / "t-twice.json").unlink()
+    path.write_text(json.dumps({**data, "to": [GPU, DESCOPE], "relation": "vibes"}), encoding="utf-8")
+    [problem] = problems_of(root)  # once, under the id as written, not once per pair
+    assert "[id=trans-acme-a1-to-a2] field 'relation': unknown relation 'vibes'" in problem, problem
 
 
 def test_a_decisions_own_transition_is_from_or_to_it(tmp_path: Path) -> None:
