@@ -272,18 +272,23 @@ def _collect(fs: FixtureSet, folder: str, name: str, raw: Any, problems: list[Pr
         return
     written = raw.get("id")
     rid = written if isinstance(written, str) else None
-    empty = [end for end in ("from", "to") if raw.get(end) == []]
-    for end in empty:
+    refused = [end for end in ("from", "to") if raw.get(end) == []]  # a list's own problems
+    for end in refused:
         problems.append(Problem(name, rid, end, "an empty list names no record: name one or more ids"))
-    if rid is None:  # the missing or malformed id (and any other field) reported once, not per pair
-        _collect_one(fs, folder, name, {**raw, "from": "-", "to": "-"}, problems)
-        return
-    if rid in fs.origin:
+    for end in ("from", "to"):
+        listed = raw.get(end)
+        twice = [x for i, x in enumerate(listed) if x in listed[:i]] if isinstance(listed, list) else []
+        for x in dict.fromkeys(map(str, twice)):
+            problems.append(Problem(name, rid, end, f"names '{x}' twice"))
+            refused.append(end)
+    if rid is not None and rid in fs.origin:
         problems.append(Problem(name, rid, "id", f"duplicate id, also in {fs.origin[rid]}"))
-        fs.broken.add(rid)
-        return
-    if empty:
-        fs.broken.add(rid)
+        refused.append("id")
+    # The record's other fields checked once, not once per pair (then the pairs' ends).
+    whole = _parse(FOLDERS[folder], name, {**raw, "from": "-", "to": "-"}, problems)
+    if whole is None or rid is None or refused:
+        if rid is not None:
+            fs.broken.add(rid)
         return
     fs.origin[rid] = name  # the id as written, for a decision naming the transition
     fs.listed[rid] = [one["id"] for one in pairs]
