@@ -97,7 +97,16 @@ def test_a_bad_date_names_the_expected_format(tmp_path: Path, value: str) -> Non
     assert json.dumps(value) in problems[0]
 
 
-@pytest.mark.parametrize("written", ["2024-03-01", "2024-03-01T00:00:00Z", "2024-03-01T00:00:00+00:00"])
+@pytest.mark.parametrize(
+    "written",
+    [
+        "2024-03-01",
+        "2024-03-01T00:00:00Z",
+        "2024-03-01T00:00:00+00:00",
+        " 2024-03-01",
+        "2024-03-01T00:00:00Z ",
+    ],
+)
 def test_a_date_without_a_time_is_that_day_at_midnight_utc(tmp_path: Path, written: str) -> None:
     """Public decision records carry days, not instants (PEP "Created", KEP "creation-date")."""
     fs = load_fixture_dir(small_set(tmp_path, timestamp=written))
