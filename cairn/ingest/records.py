@@ -29,13 +29,16 @@ def _iso_text(value: Any) -> Any:
 
     A date without a time is that day at midnight UTC: public decision records carry days
     (a PEP's "Created", a KEP's "creation-date", an ADR's "Date"), and a day names no zone.
-    A time without an offset stays refused: that instant depends on a zone nobody wrote."""
+    A time without an offset stays refused: that instant depends on a zone nobody wrote.
+    Surrounding spaces go, as from every other text field of a record (str_strip_whitespace)."""
     shown = json.dumps(value, ensure_ascii=False, default=str)[:60]
+    if isinstance(value, str):
+        value = value.strip()
     if value is not None and not (isinstance(value, str) and ISO_DATE.match(value)):
         raise ValueError(f"{shown} is not a valid date-time: expected {DATE_FORMAT}")
-    if isinstance(value, str) and DATE_ONLY.match(value.strip()):
+    if isinstance(value, str) and DATE_ONLY.match(value):
         try:
-            day = date.fromisoformat(value.strip())
+            day = date.fromisoformat(value)
         except ValueError:
             raise ValueError(f"{shown} is not a valid date-time: expected {DATE_FORMAT}") from None
         return datetime(day.year, day.month, day.day, tzinfo=UTC)
