@@ -251,9 +251,11 @@ def _own_transitions(fs: FixtureSet, d: DecisionRecord, name: str, problems: lis
             problems.append(Problem(name, d.id, where, "names neither 'from' nor 'to'"))
             continue
         raw = {"from": d.id, "to": d.id, "id": f"{d.id}.transitions.{i}", "domain": d.domain, **item}
-        foreign = [p for p in _pairs(raw) or [raw] if d.id not in (p.get("from"), p.get("to"))]
+        ends = [(p.get("from"), p.get("to")) for p in _pairs(raw) or [raw]]
+        # (an end that is not an id is the transition's own problem, reported when it is parsed)
+        foreign = [e for e in ends if all(isinstance(x, str) for x in e) and d.id not in e]
         if foreign:
-            problems.append(Problem(name, d.id, where, _not_own(d.id, foreign[0]["from"], foreign[0]["to"])))
+            problems.append(Problem(name, d.id, where, _not_own(d.id, *foreign[0])))
             continue
         _collect(fs, "transitions", name, raw, problems)
 
