@@ -315,7 +315,7 @@ class Tally:
         lines = [
             "# Leak property fuzz (`make fuzz`)",
             "",
-            f"Profile `{os.environ.get('HYPOTHESIS_PROFILE', 'default')}`, "
+            f"Profile `{os.environ.get('HYPOTHESIS_PROFILE', 'cairn')}`, "
             f"max_examples {LEAK_EXAMPLES}, {time.monotonic() - self.started:.0f} s in all.",
             "",
             "| property | examples run | failing examples |",
