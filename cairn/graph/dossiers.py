@@ -307,9 +307,10 @@ _RESTATED_PROVENANCE = """
 #
 # The journal: per packet (``unit.p``, its ``pk.n``) its entries in order; an entry with a
 # ``summary_of`` (a dossier the packet appended to) is a ``summary_updated`` kept only when the
-# write changed that summary, its values the write's. Entries are numbered (``seq``, their ids
-# ``je-<key>-<seq>``) once those are left out, so a packet's first entry, its idempotency marker,
-# is always ``-0``.
+# write changed that summary, its values the write's. Entries are numbered (``seq``) once those are
+# left out, each stored under the id ``unit.ids[seq]`` (``journal.entry_id``, made in Python: the
+# one place the id's form is written, which the idempotency check reads too), so a packet's first
+# entry, its idempotency marker, is always ``-0``.
 WRITE_ROUTES = f"""{KEEP_PLAN}
 CALL () {{
   UNWIND $packets AS pk
@@ -353,7 +354,7 @@ CALL (written) {{
   {
     _journal_entry(
         "e",
-        "'je-' + unit.key + '-' + toString(seq)",
+        "unit.ids[seq]",
         "unit.now",
         ", j.seq = seq, j.previous_value = coalesce(e.s.previous, e.props.previous_value),"
         " j.new_value = coalesce(e.s.summary, e.props.new_value)",

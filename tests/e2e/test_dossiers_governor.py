@@ -8,6 +8,7 @@ dossier, access-separated routing and the optional adjudicator.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -634,3 +635,55 @@ def test_rule_appends_exactly_on_a_strict_majority_of_facts(hits: list[Hit], n_f
         assert (decision.action, decision.target) == ("append", candidates[0].dossier_id)
     else:
         assert (decision.action, decision.target) == ("create", None)
+
+
+DIET_PACKETS = [
+    VEGETARIAN,
+    packet("Veg", ["User prefers plant-based proteins"], "b2"),
+    packet("Veg", ["User avoids eggs and dairy", "User cooks lentil soup on Sundays"], "b3"),
+    packet("Veg", ["User is strictly vegetarian"], "b4"),  # restates a stored fact: skipped
+    packet("Veg", ["User buys tofu every week", "User dislikes the smell of cooked meat"], "b5"),
+    packet("Veg", ["User never eats meat", "User orders the vegetarian menu"], "b6"),
+]
+
+
+def _journal_chain(driver: Driver) -> None:
+    """Each dossier's ``summary_updated`` entries, in the order they were written, form one chain:
+    each entry's previous summary is the one the entry before it left (the first's, the summary
+    its dossier was created with) and the last one's is the summary stored now; none records an
+    unchanged summary. And each unit's entries are ``je-<key>-0..n-1``, without gaps."""
+    records, _, _ = driver.execute_query(
+        "MATCH (j:JournalEntry)-[:ABOUT]->(d:Dossier) "
+        "RETURN d.id AS dossier, d.summary AS stored, j.work_key AS key, j.seq AS seq, j.id AS id, "
+        "j.op AS op, j.previous_value AS previous, j.new_value AS new, j.timestamp AS at "
+        "ORDER BY at, seq"
+    )
+    units: dict[str, list[tuple[int, str]]] = {}
+    for r in records:
+        units.setdefault(r["key"], []).append((r["seq"], r["id"]))
+    for key, entries in units.items():
+        assert sorted(entries) == [(s, f"je-{key}-{s}") for s in range(len(entries))], key
+    by_dossier: dict[str, list[Any]] = {}
+    for r in records:
+        by_dossier.setdefault(r["dossier"], []).append(r)
+    for rows in by_dossier.values():
+        updates = [r for r in rows if r["op"] == "summary_updated"]
+        for before, after in itertools.pairwise(updates):
+            assert after["previous"] == before["new"]
+        for u in updates:
+            assert u["previous"] != u["new"]
+        if updates:
+            assert updates[-1]["new"] == rows[0]["stored"]
+
+
+def test_a_packets_summary_entries_chain_to_the_stored_summary(empty_db: Driver, embedder: Embedder) -> None:
+    for sent in DIET_PACKETS:
+        process_fact_packet(empty_db, sent, embedder=embedder)
+    assert count(empty_db, "JournalEntry {op: 'summary_updated'}") >= 1
+    _journal_chain(empty_db)
+
+
+def test_a_batchs_summary_entries_chain_to_the_stored_summary(empty_db: Driver, embedder: Embedder) -> None:
+    ingest_packets(empty_db, [parse_packet(p) for p in DIET_PACKETS], embedder=embedder)
+    assert count(empty_db, "JournalEntry {op: 'summary_updated'}") >= 1
+    _journal_chain(empty_db)

@@ -613,8 +613,8 @@ class _Pending:
 
 @dataclass
 class _Planned:
-    """A packet routed in Python, before its write: the ``WRITE_ROUTES`` row, and what its
-    journal entries and result are made of once the write has returned its summaries."""
+    """A packet routed in Python, before its write: its ``WRITE_ROUTES`` rows, and what its
+    journal entries and result are made of."""
 
     packet: FactPacket
     write: dict[str, Any] | None  # one ``$packets`` row of ``WRITE_ROUTES`` (None: nothing to write)
@@ -717,19 +717,13 @@ def _write(tx: ManagedTransaction, planned: Sequence[_Planned], writer: Scope | 
     its COMMIT)."""
     if not planned:
         return
-    journal = [
-        {
-            "p": n,
-            "key": p.packet.key,
-            "now": p.now,
-            "entries": unit_rows(
-                p.packet.key,
-                _entries(p.packet, p.packet.key, p.placements, p.skipped, p.candidates),
-                p.packet.access,
-            ),
-        }
-        for n, p in enumerate(planned)
-    ]
+    journal = []
+    for n, p in enumerate(planned):
+        key = p.packet.key
+        rows = unit_rows(key, _entries(p.packet, key, p.placements, p.skipped, p.candidates), p.packet.access)
+        # The ids the statement gives the entries it keeps, in order (it may leave some out).
+        ids = [entry_id(key, seq) for seq in range(len(rows))]
+        journal.append({"p": n, "ids": ids, "now": p.now, "entries": rows})
     params: dict[str, Any] = {
         **(writer or Scope.system()).cypher_params(),  # the block is linked only if the writer reads it
         **SUMMARY_PARAMS,

@@ -87,10 +87,7 @@ def unit_rows(key: str, entries: list[Entry], access: Access) -> list[dict[str, 
 
 
 def write_entries(tx: ManagedTransaction, key: str, entries: list[Entry], access: Access, now: str) -> None:
-    write_rows(tx, entry_rows(key, entries, access, now))
-
-
-def write_rows(tx: ManagedTransaction, rows: list[dict[str, Any]]) -> None:
-    """Journal rows (``entry_rows``), of one unit of work or several, in one statement."""
+    """One unit of work's entries in one statement (a packet's are written by ``WRITE_ROUTES``)."""
+    rows = entry_rows(key, entries, access, now)
     if rows:
         tx.run(cypher.WRITE_JOURNAL_ENTRIES, entries=rows).consume()

@@ -225,4 +225,13 @@ def test_a_packet_appended_to_a_stored_dossier_keeps_its_hidden_summary(
     assert row["summary"] == HIDDEN_SUMMARY and row["last_updated"].startswith("1999-01-01"), row
     assert HIDDEN_SUMMARY not in json.dumps(result.as_json())
     assert not driver.execute_query("MATCH (j:JournalEntry {op: 'summary_updated'}) RETURN j").records
+    # The entry left out leaves no gap: the packet's entries are numbered from 0 (``seq`` and id)
+    # as if it had never been planned, so its first, the idempotency marker, is ``-0``.
+    entries, _, _ = driver.execute_query(
+        "MATCH (j:JournalEntry {work_key: $key}) RETURN j.seq AS seq, j.id AS id, j.op AS op ORDER BY seq",
+        key=result.packet_key,
+    )
+    assert [(e["seq"], e["id"], e["op"]) for e in entries] == [
+        (n, f"je-{result.packet_key}-{n}", "fact_added") for n in range(len(more))
+    ]
     wipe(driver)
