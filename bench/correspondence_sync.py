@@ -4,8 +4,9 @@ On a generated 5,000-section file (deterministic; realistic bodies, ~1% duplicat
 numbers and skips, exec/status tags, references, 10% restricted sections):
 
 - full sync: sections/s end to end against raw embedding of the same section texts (the same
-  model object's ``encode`` over all of them at batch size 64, timed just before and just after
-  the sync; the baseline is their mean), and the time spent inside the embedder during the sync;
+  model's ``Embedder.embed`` over all of them in one call, its fastest path, timed just before and
+  just after the sync; the baseline is their mean), and the time spent inside the embedder during
+  the sync;
 - how many section texts exceed the model's window (256 word pieces; truncated, see the README);
 - resync with no change: time and ratio against the full sync (goal: far below 1);
 - an append of 50 sections to the synced file;
@@ -40,7 +41,7 @@ from cairn.memory.correspondence import Filters, Reader, semantic_search
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
 from cairn.runtime.database import sync_driver
-from cairn.runtime.embedder import BATCH_SIZE, MAX_TOKENS, Embedder, get_embedder
+from cairn.runtime.embedder import MAX_TOKENS, PASS, Embedder, get_embedder
 from cairn.schema.migrate import migrate
 from cairn.schema.nodes import vector_index_name
 
@@ -149,10 +150,10 @@ class TimedEmbedder:
         self.name = inner.name
         self.seconds = 0.0
 
-    def embed(self, texts: Sequence[str], batch_size: int = BATCH_SIZE, *, spare_core: bool = False) -> Any:
+    def embed(self, texts: Sequence[str], batch_size: int = PASS) -> Any:
         started = time.perf_counter()
         try:
-            return self.inner.embed(texts, batch_size, spare_core=spare_core)
+            return self.inner.embed(texts, batch_size)
         finally:
             self.seconds += time.perf_counter() - started
 
@@ -178,9 +179,11 @@ def latency_ms(fn: Any, queries: list[list[float]]) -> list[float]:
 
 
 def raw_embedding_s(embedder: Embedder, texts: list[str]) -> float:
-    """The baseline: the same model object encoding the same texts in one call, nothing else."""
+    """The baseline: the same model embedding the same texts in one call, nothing else, the
+    fastest way it can here (``Embedder.embed``: ONNX Runtime in length-sorted passes; torch in
+    passes of 64 took 2-4x its time, docs/design.md §Embedding under load)."""
     started = time.perf_counter()
-    embedder._model.encode(texts, batch_size=BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True)
+    embedder.embed(texts)
     return time.perf_counter() - started
 
 

@@ -52,7 +52,7 @@ if "CAIRN_TRACE_DIR" not in os.environ:  # the session's own trace folder, remov
 # only loopback hosts and the names listed here (cairn.app.LoopbackOnly).
 os.environ["CAIRN_ALLOWED_HOSTS"] = "testserver"
 
-from cairn.runtime.embedder import BATCH_SIZE, DIMENSIONS, Embedder, SpareCore, get_embedder
+from cairn.runtime.embedder import DIMENSIONS, PASS, Embedder, get_embedder
 
 # The apps the tests start in this process leave Python's collector alone (CAIRN_GC_YOUNG=0,
 # runtime/collector.py): a tuned start runs a full collection over everything the test process
@@ -97,19 +97,15 @@ class MemoEmbedder(Embedder):
         self._seen: dict[str, Any] = {}
         self._parts: dict[tuple[str, tuple[tuple[int, int], ...]], Any] = {}  # embed_with_part's answers
 
-    def embed(
-        self, texts: Sequence[str], batch_size: int = BATCH_SIZE, *, spare_core: SpareCore = False
-    ) -> Any:
+    def embed(self, texts: Sequence[str], batch_size: int = PASS) -> Any:
         missing = [t for t in dict.fromkeys(texts) if t not in self._seen]
         if missing:
-            self._seen.update(
-                zip(missing, self._embed(missing, batch_size, spare_core=spare_core), strict=True)
-            )
+            self._seen.update(zip(missing, self._embed(missing, batch_size), strict=True))
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         return np.array([self._seen[t] for t in texts], dtype=np.float32)
 
-    def submit(self, texts: list[str], spare_core: SpareCore = False) -> Future[Any]:
+    def submit(self, texts: list[str]) -> Future[Any]:
         """The model's queue (``Embedder._submit``, which ``embed`` and ``aembed`` use), remembering:
         a request whose texts were all embedded before resolves at once, any other queues only
         its new texts. Installed on the process-wide model for every e2e test
@@ -120,7 +116,7 @@ class MemoEmbedder(Embedder):
         if not missing:
             out.set_result(np.array([self._seen[t] for t in texts], dtype=np.float32))
             return out
-        queued: Future[Any] = self._queue(missing, spare_core)
+        queued: Future[Any] = self._queue(missing)
 
         def done(f: Future[Any]) -> None:
             error = f.exception()

@@ -17,15 +17,10 @@ from cairn.policy.passport import DEFAULT_LIFETIME_S, MAX_LIFETIME_S, headers_fo
 from cairn.policy.profiles import PolicyRegistry
 from cairn.runtime import neo4j_server
 from cairn.runtime.database import connection, sync_driver
-from cairn.runtime.embedder import set_torch_threads
 from cairn.runtime.http import DeadlineH11Protocol
 from cairn.runtime.malloc import cap_malloc_arenas
 from cairn.runtime.settings import Settings, get_settings
 from cairn.schema.migrate import SCHEMA_VERSION, schema_version, sections_to_reembed
-
-# One intra-op thread per forward pass: the service's parallelism is across requests, whose
-# query embeddings share passes (docs/design.md §Embedding under load).
-SERVE_TORCH_THREADS = 1
 
 
 def check_database(settings: Settings, demo: bool) -> None:
@@ -59,7 +54,6 @@ def serve(
         update={k: v for k, v in {"host": host, "port": port}.items() if v is not None}
     )
     cap_malloc_arenas(settings.malloc_arenas)  # first, before any thread allocates
-    set_torch_threads(SERVE_TORCH_THREADS)
     if problem := secret_problem(settings.passport_secret):
         raise fail(problem)
     if settings.passport_secret is None and not is_loopback(settings.host):

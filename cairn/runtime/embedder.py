@@ -14,10 +14,9 @@ import io
 import os
 import tempfile
 import threading
-import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
 from functools import lru_cache
 from pathlib import Path
@@ -34,28 +33,16 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
+# The most texts one forward pass takes from the queue: concurrent callers' texts share it.
 BATCH_SIZE = 64
-# A pass of at most this many texts (queries, not an ingest's batch) runs on one intra-op thread
-# unless set_torch_threads chose a number for every pass.
-SMALL_PASS = 8
+# Texts per pass of one call longer than that (an ingest's, a correspondence sync's), length-sorted
+# so each pass pads to texts of about its own length: on ONNX Runtime's one thread, passes of 8 cost
+# no more CPU than larger ones and a query arriving meanwhile waits for less (docs/design.md
+# §Embedding under load).
+PASS = 8
 # The model's window: longer texts are truncated to their first 256 word pieces. Pinned here so
 # the truncation is a decision, not an accident of the model's config (docs/design.md §What is embedded).
 MAX_TOKENS = 256
-
-
-# Whether a pass leaves one core of torch's default to work running beside it (``Embedder.embed``):
-# fixed for the call, or asked again at each of its passes.
-SpareCore = bool | Callable[[], bool]
-# A pass whose thread waited for a CPU this share of its time or more found no core free.
-CONTENDED = 0.25
-
-
-def _run_queue_s() -> float | None:
-    """Seconds the calling thread has waited, runnable, for a CPU (Linux schedstat; None elsewhere)."""
-    try:
-        return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def packaged_model_path() -> Path:
@@ -91,13 +78,15 @@ def _export_key(model_path: Path) -> str:
 
 
 class _QueryModel:
-    """The model's transformer for passes of a few texts, run by ONNX Runtime on one intra-op thread.
+    """The model's transformer for every pass, run by ONNX Runtime on one intra-op thread.
 
     The same fp32 weights and graph as torch's (exported from the loaded model), so the vectors
     agree with torch's to ~1e-7; a pass of one short query costs about a third of torch's CPU,
-    whose per-operator overhead and small-matrix kernels dominate such a pass (docs/design.md
-    §Embedding under load). The exported graph is kept in the user's cache folder, named by the
-    weights and versions it came from; where that folder cannot be written it is exported in memory.
+    whose per-operator overhead and small-matrix kernels dominate such a pass, and a large job in
+    passes of ``PASS`` less than half of torch's on one thread or two (docs/design.md §Embedding
+    under load); torch only exports the graph. The exported graph is
+    kept in the user's cache folder, named by the weights and versions it came from; where that
+    folder cannot be written it is exported in memory.
     """
 
     def __init__(self, model: Any, model_path: Path, *, export: bool = True) -> None:
@@ -189,16 +178,10 @@ def _export(model: Any, target: io.BytesIO) -> None:
 class _Request:
     """Texts waiting for the model thread, and where their vectors go."""
 
-    __slots__ = ("future", "parts", "spare_core", "texts")
+    __slots__ = ("future", "parts", "texts")
 
-    def __init__(
-        self,
-        texts: list[str],
-        parts: list[list[tuple[int, int]]] | None = None,
-        spare_core: SpareCore = False,
-    ) -> None:
+    def __init__(self, texts: list[str], parts: list[list[tuple[int, int]]] | None = None) -> None:
         self.texts = texts
-        self.spare_core = spare_core  # see ``Embedder.embed``; asked when the pass starts
         # Character spans per text whose tokens' mean vector is wanted too (``embed_with_part``):
         # its result is the texts' vectors followed by one pooled vector per text (zeros when no
         # token lies in the spans). Tokenized on the model thread, the tokenizer's only user.
@@ -211,10 +194,10 @@ class Embedder:
 
     One model thread runs every forward pass (docs/design.md §Embedding under load): callers queue
     their texts and wait, and each pass takes everything queued since the last one — up to
-    ``batch_size`` texts — so concurrent queries share one forward pass instead of queueing for
-    one each. No call waits for company: a lone query runs at once. A call with more texts than
-    one batch goes in length-sorted batches, one at a time, so queries that arrive meanwhile run
-    between its batches rather than after all of them.
+    ``BATCH_SIZE`` texts — so concurrent queries share one forward pass instead of queueing for
+    one each. No call waits for company: a lone query runs at once. A call of more than ``PASS``
+    texts goes in length-sorted passes of ``PASS``, one at a time, so queries that arrive
+    meanwhile run between its passes rather than after all of them.
     """
 
     def __init__(self, model_path: Path | None = None, name: str = MODEL_NAME) -> None:
@@ -223,7 +206,7 @@ class Embedder:
         self.name = name
         self._path = model_path or packaged_model_path()
         self._model = SentenceTransformer(str(self._path), device="cpu")
-        # Built by the model thread at its first small pass, or before by ``prepare_query_model``.
+        # Built by the model thread at its first pass, or before by ``prepare_query_model``.
         self._query_model: _QueryModel | None = None
         self._model.max_seq_length = MAX_TOKENS
         self._pending: deque[_Request] = deque()
@@ -231,30 +214,22 @@ class Embedder:
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()  # a forked child starts its own model thread (the parent's is not there)
         self.passes = 0  # forward passes (model calls) so far: the batching is observable
-        self._default_threads: int | None = None  # torch's own, read by the model thread
-        # Whether the last pass's thread waited for a CPU (``CONTENDED``); unknown counts as yes.
-        self._contended = True
 
-    def embed(
-        self, texts: Sequence[str], batch_size: int = BATCH_SIZE, *, spare_core: SpareCore = False
-    ) -> NDArray[np.float32]:
-        """One vector per text, in order. ``spare_core``: this call's passes leave one core of
-        torch's default to the work running beside them (an ingest's Neo4j writes and routing,
-        docs/design.md §Embedding under load); a callable is asked as each pass starts, and a pass
-        it lets take every core (that work waits for it) does so only when the previous pass did
-        not wait for a CPU (``CONTENDED``): the spare core is then idle."""
+    def embed(self, texts: Sequence[str], batch_size: int = PASS) -> NDArray[np.float32]:
+        """One vector per text, in order, in passes of at most ``batch_size`` texts (at most
+        ``BATCH_SIZE``), length-sorted when there is more than one."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         items = list(texts)
         size = max(1, min(batch_size, BATCH_SIZE))
         if len(items) <= size:
-            return self._pass(items, spare_core).result()
+            return self._pass(items).result()
         # Longest first, as the model itself orders a call: neighbours pad to similar lengths.
         order = sorted(range(len(items)), key=lambda i: -len(items[i]))
         out = np.empty((len(items), DIMENSIONS), dtype=np.float32)
         for start in range(0, len(order), size):
             chunk = order[start : start + size]
-            out[chunk] = self._pass([items[i] for i in chunk], spare_core).result()
+            out[chunk] = self._pass([items[i] for i in chunk]).result()
         return out
 
     def embed_with_part(
@@ -267,13 +242,13 @@ class Embedder:
         vectors = self._enqueue(_Request([text], [list(spans)])).result()
         return vectors[0], (vectors[1] if vectors[1].any() else None)
 
-    def _pass(self, texts: list[str], spare_core: SpareCore) -> Future[NDArray[np.float32]]:
-        return self._submit(texts, spare_core)
+    def _pass(self, texts: list[str]) -> Future[NDArray[np.float32]]:
+        return self._submit(texts)
 
-    def _submit(self, texts: list[str], spare_core: SpareCore = False) -> Future[NDArray[np.float32]]:
+    def _submit(self, texts: list[str]) -> Future[NDArray[np.float32]]:
         """The queue every pass of ``embed`` and ``aembed`` takes: one door, so what stands in
         for it sees them all (the tests' memory of vectors, tests/conftest.py MemoEmbedder.submit)."""
-        return self._enqueue(_Request(texts, spare_core=spare_core))
+        return self._enqueue(_Request(texts))
 
     def _enqueue(self, request: _Request) -> Future[NDArray[np.float32]]:
         if self._pid != os.getpid():
@@ -337,11 +312,7 @@ class Embedder:
         """One forward pass over the requests' texts; each request's vectors (and pooled parts)."""
         texts = [t for r in requests for t in r.texts]
         tokens = any(r.parts is not None for r in requests)
-        # A caller that asks per pass leaves a core also when the machine has none free.
-        spare = any(
-            (r.spare_core() or self._contended) if callable(r.spare_core) else r.spare_core for r in requests
-        )
-        vectors, token_vectors = self._encode(texts, tokens, spare)
+        vectors, token_vectors = self._encode(texts, tokens)
         out, start = [], 0
         for r in requests:
             own = vectors[start : start + len(r.texts)]
@@ -356,58 +327,12 @@ class Embedder:
         return out
 
     def _encode(
-        self, texts: list[str], tokens: bool = False, spare_core: bool = False
+        self, texts: list[str], tokens: bool = False
     ) -> tuple[NDArray[np.float32], list[NDArray[np.float32]] | None]:
-        """The texts' normalised vectors and, when ``tokens``, each text's token vectors (same pass).
-        A pass of at most ``SMALL_PASS`` texts (queries) runs on ONNX Runtime, one thread; larger
-        ones (an ingest's batches) on torch, with the threads chosen below."""
+        """The texts' normalised vectors and, when ``tokens``, each text's token vectors (same
+        pass), on the query model: mean pooling over the attention mask and L2 normalisation, as
+        the SentenceTransformer's Pooling and Normalize modules do."""
         self.passes += 1
-        if len(texts) <= SMALL_PASS:
-            return self._encode_small(texts, tokens)
-        import torch
-
-        if self._default_threads is None:
-            self._default_threads = torch.get_num_threads()
-        threads = _torch_threads
-        if threads is None:
-            # An ingest's batches keep torch's default, less the core its routing and Neo4j's
-            # writes need when asked (docs/design.md §Embedding under load).
-            threads = self._default_threads
-            if spare_core:
-                threads = min(threads, max(1, self._default_threads - 1))
-        if torch.get_num_threads() != threads:  # OpenMP's setting is per thread (the model thread's)
-            torch.set_num_threads(threads)
-        queued, started = _run_queue_s(), time.perf_counter()
-        try:
-            return self._encoded(texts, tokens)
-        finally:
-            now = _run_queue_s()
-            elapsed = time.perf_counter() - started
-            self._contended = queued is None or now is None or now - queued >= CONTENDED * elapsed
-
-    def _encoded(
-        self, texts: list[str], tokens: bool
-    ) -> tuple[NDArray[np.float32], list[NDArray[np.float32]] | None]:
-        if tokens:
-            rows: list[dict[str, Any]] = self._model.encode(  # type: ignore[assignment]
-                texts, batch_size=BATCH_SIZE, output_value=None, show_progress_bar=False
-            )
-            sentences = np.asarray([r["sentence_embedding"].numpy() for r in rows], dtype=np.float32)
-            return _normalised(sentences), [r["token_embeddings"].numpy() for r in rows]
-        vectors = self._model.encode(
-            texts,
-            batch_size=BATCH_SIZE,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32), None
-
-    def _encode_small(
-        self, texts: list[str], tokens: bool
-    ) -> tuple[NDArray[np.float32], list[NDArray[np.float32]] | None]:
-        """``_encode`` of a few texts on the query model: mean pooling over the attention mask and
-        L2 normalisation, as the SentenceTransformer's Pooling and Normalize modules do."""
         if self._query_model is None:
             self._query_model = _QueryModel(self._model, self._path)
         hidden, mask = self._query_model.run(texts)
@@ -416,7 +341,7 @@ class Embedder:
         return _normalised(pooled), (list(hidden) if tokens else None)
 
     def prepare_query_model(self, *, export: bool = True) -> bool:
-        """Build the query model now rather than at the first small pass; whether it is built.
+        """Build the query model now rather than at the first pass; whether it is built.
 
         ``export=False`` builds it only from the cached graph, running no torch code: for a
         process that forks children to run the model (tests/e2e/warm_cli.py), whose children then
@@ -455,19 +380,6 @@ def _pooled(tokens: NDArray[np.float32], positions: list[int]) -> NDArray[np.flo
 def _normalised(rows: NDArray[np.float32]) -> NDArray[np.float32]:
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     return np.asarray(rows / np.where(norms > 0, norms, 1.0), dtype=np.float32)
-
-
-_torch_threads: int | None = None  # None: torch's default (one per core), less a spare core when asked
-
-
-def set_torch_threads(threads: int) -> None:
-    """Intra-op threads for every torch pass in this process (a small pass runs on ``_QueryModel``,
-    one thread; docs/design.md §Embedding under load): a server gets its parallelism from
-    batching concurrent requests, and intra-op threads that wait on each other at every operator
-    stall whenever another process holds a core. Applied by the model thread before its next pass
-    (OpenMP keeps the setting per thread)."""
-    global _torch_threads
-    _torch_threads = max(1, threads)
 
 
 @lru_cache(maxsize=1)

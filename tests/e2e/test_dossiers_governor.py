@@ -45,7 +45,7 @@ from cairn.memory.dossiers.voting import (
     vote_params,
 )
 from cairn.policy.scope import Scope
-from cairn.runtime.embedder import BATCH_SIZE, Embedder, SpareCore
+from cairn.runtime.embedder import BATCH_SIZE, PASS, Embedder
 from cairn.runtime.llm import LLMClient
 from cairn.runtime.settings import Settings
 from cairn.schema.keys import LOCK_ID
@@ -415,38 +415,22 @@ def test_batch_ingest_routes_in_order(empty_db: Driver, embedder: Embedder) -> N
         ),
     ]
     done: list[int] = []
-    asked: list[SpareCore] = []
     passes: list[int] = []
-    while_routing: list[bool] = []
     embed = embedder.embed
-    route_group = governor._route_group
 
-    def recording(
-        texts: Sequence[str], batch_size: int = BATCH_SIZE, *, spare_core: SpareCore = False
-    ) -> Any:
-        asked.append(spare_core)
+    def recording(texts: Sequence[str], batch_size: int = PASS) -> Any:
         passes.append(batch_size)
-        return embed(texts, batch_size, spare_core=spare_core)
-
-    def routed(*args: Any) -> Any:
-        while_routing.extend(a() for a in asked if callable(a))
-        return route_group(*args)
+        return embed(texts, batch_size)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(embedder, "embed", recording)
-        patch.setattr(governor, "_route_group", routed)
         results = ingest_packets(empty_db, packets, embedder=embedder, progress=done.append)
     assert [r.action for r in results] == ["created", "appended", "created"]
     assert sum(done) == 5
     assert count(empty_db, "Dossier") == 2
-    # its embedding leaves a core to the routing and Neo4j's writes while they run, and takes every
-    # core while they wait for it (docs/design.md §Embedding under load)
-    assert len(asked) == 1 and callable(asked[0])
-    assert while_routing == [True]
-    assert asked[0]() is False
-    # in passes smaller than a query batch, so each pads to texts of about its own length
-    # (docs/design.md §Dossier queries, "Embedding passes")
-    assert passes == [governor.INGEST_PASS] and governor.INGEST_PASS < BATCH_SIZE
+    # in one call, in the embedder's passes, smaller than a query batch, so each pads to texts of
+    # about its own length (docs/design.md §Dossier queries, "Embedding passes")
+    assert passes == [PASS] and PASS < BATCH_SIZE
 
 
 def test_a_batch_skips_its_applied_packets_and_repeated_keys(empty_db: Driver, embedder: Embedder) -> None:

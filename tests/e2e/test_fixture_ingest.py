@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from cairn.cli import app
 from cairn.ingest.fixtures import FixtureError, FixtureSet, Problem, load_fixture_dir
 from cairn.ingest.org_memory import ingest_fixture_dir
-from cairn.runtime.embedder import BATCH_SIZE, get_embedder
+from cairn.runtime.embedder import BATCH_SIZE, PASS, get_embedder
 from cairn.runtime.settings import REPO_ROOT
 from cairn.schema.checksum import graph_checksum
 from tests.e2e.conftest import wipe
@@ -335,7 +335,7 @@ def test_an_edge_that_regains_a_property_is_counted_updated(
 
 def test_a_reload_embeds_through_the_sessions_memory(empty_db: Driver, acme_dir: Path) -> None:
     """Every pass of the process-wide model goes through the session's memory of vectors
-    (tests/e2e/conftest.py remembered_model), whatever core it may take: the suite wipes and
+    (tests/e2e/conftest.py remembered_model), at any pass size: the suite wipes and
     reloads the demo org dozens of times, and the crash tests hand that memory to the runs they
     kill, so a load that bypassed it (e9183eb sent every ``embed`` past ``_submit``) paid the
     model again each time: the crash tests alone took twice the CPU (user 301 s against 127-147 s)."""
@@ -345,11 +345,11 @@ def test_a_reload_embeds_through_the_sessions_memory(empty_db: Driver, acme_dir:
     before = model.passes
     ingest_fixture_dir(empty_db, acme_dir)
     texts = [f"said once in the session, number {n}" for n in range(BATCH_SIZE + 1)]
-    first = model.embed(texts, spare_core=True)
-    assert model.passes == before + 2  # the new texts only: two batches
-    for spare_core in (False, True, lambda: False):
-        assert np.array_equal(model.embed(texts, spare_core=spare_core), first)
-    assert model.passes == before + 2
+    first = model.embed(texts)
+    assert model.passes == before + -(-len(texts) // PASS)  # the new texts only, in passes of PASS
+    for size in (BATCH_SIZE, PASS):
+        assert np.array_equal(model.embed(texts, size), first)
+    assert model.passes == before + -(-len(texts) // PASS)
 
 
 def test_checksum_sees_a_single_property_change(acme_db: Driver) -> None:

@@ -44,17 +44,17 @@ def saved_texts(saved: Any) -> list[str]:
 def _remember_vectors(path: str) -> None:
     import numpy as np
 
-    from cairn.runtime.embedder import BATCH_SIZE, get_embedder
+    from cairn.runtime.embedder import PASS, get_embedder
 
     model = get_embedder()
     with np.load(path) as saved:
         known = dict(zip(saved_texts(saved), saved["vectors"], strict=True))
     embed = model.embed
 
-    def remembered(texts: Any, batch_size: int = BATCH_SIZE, *, spare_core: bool = False) -> Any:
+    def remembered(texts: Any, batch_size: int = PASS) -> Any:
         missing = [t for t in dict.fromkeys(texts) if t not in known]
         if missing:
-            known.update(zip(missing, embed(missing, batch_size, spare_core=spare_core), strict=True))
+            known.update(zip(missing, embed(missing, batch_size), strict=True))
         if not texts:
             return embed(texts)
         return np.array([known[t] for t in texts], dtype=np.float32)

@@ -12,7 +12,7 @@ import anyio.to_thread
 import numpy as np
 import pytest
 
-from cairn.runtime.embedder import BATCH_SIZE, Embedder, _Request, get_embedder
+from cairn.runtime.embedder import BATCH_SIZE, MAX_TOKENS, PASS, Embedder, _Request, get_embedder
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +40,11 @@ def test_a_long_call_goes_in_batches_and_keeps_its_order(model: Embedder) -> Non
     texts = [("word " * (i % 40)) + f"text {i}" for i in range(3 * BATCH_SIZE + 5)]
     before = model.passes
     got = model.embed(texts)
-    assert model.passes - before == 4
+    assert model.passes - before == -(-len(texts) // PASS)  # passes of ``PASS`` by default
     np.testing.assert_allclose(got, direct(model, texts), atol=1e-5)
+    before = model.passes
+    np.testing.assert_allclose(model.embed(texts, BATCH_SIZE), got, atol=1e-5)
+    assert model.passes - before == 4  # a larger pass when asked, never more than a batch
 
 
 def test_concurrent_callers_each_get_their_own_vectors(model: Embedder) -> None:
@@ -106,46 +109,40 @@ def test_a_request_that_cannot_be_embedded_fails_alone(model: Embedder) -> None:
 
 
 @pytest.fixture
-def threads(model: Embedder, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Torch's intra-op threads at each of the model's passes from now on (as outside `cairn serve`)."""
-    import torch
-
-    from cairn.runtime import embedder
-
-    monkeypatch.setattr(embedder, "_torch_threads", None)
+def torch_passes(model: Embedder, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Texts per call of torch's ``encode`` on the model from now on (the tests' own references
+    call it too: read it before them)."""
     counts: list[int] = []
     encode = model._model.encode
 
-    def recording(*args: Any, **kwargs: Any) -> Any:
-        counts.append(torch.get_num_threads())  # in the model thread, where the pass runs
-        return encode(*args, **kwargs)
+    def recording(texts: Any, *args: Any, **kwargs: Any) -> Any:
+        counts.append(len(texts))
+        return encode(texts, *args, **kwargs)
 
     monkeypatch.setattr(model._model, "encode", recording)
     return counts
 
 
-def test_a_small_pass_runs_on_the_query_model_and_a_larger_one_on_torchs_default_threads(
-    model: Embedder, monkeypatch: pytest.MonkeyPatch, threads: list[int]
+def test_every_pass_runs_on_the_query_model_with_torchs_vectors(
+    model: Embedder, torch_passes: list[int]
 ) -> None:
-    """docs/design.md §Embedding under load: a pass of a few queries runs on ONNX Runtime (one
-    intra-op thread, a third of torch's CPU for one query), with torch's vectors; a larger pass
-    (an ingest's batch) on torch, with torch's default threads unless one number is set."""
-    from cairn.runtime import embedder
-
-    small = [f"short query {i} about cloud costs" for i in range(embedder.SMALL_PASS)]
-    got = model.embed(small)
-    assert threads == []  # not torch's
+    """docs/design.md §Embedding under load: queries and large calls alike (an ingest's, a
+    correspondence sync's) run on ONNX Runtime, one intra-op thread, at a fraction of torch's CPU;
+    the vectors agree with torch's for short texts and texts at or past the 256-word-piece
+    window, truncated alike."""
+    short = [f"short query {i} about cloud costs" for i in range(3)]
+    # word pieces: "alpha" and each number one piece; [CLS] and [SEP] two more
+    window = [" ".join(f"alpha {n}" for n in range(k)) for k in (MAX_TOKENS // 2 - 1, 200, 400)]
+    assert [min(c, MAX_TOKENS) for c in model.token_counts(window)] == [MAX_TOKENS] * 3
+    texts = short + window + [f"an ingest's text number {i}, said once" for i in range(2 * PASS)]
+    got_short = model.embed(short)
+    got = model.embed(texts)  # length-sorted passes: the window-length texts share one
+    assert torch_passes == []  # not torch's
     assert model._query_model is not None
     assert model._query_model.session.get_session_options().intra_op_num_threads == 1
-    ingest = [f"an ingest's text number {i}" for i in range(embedder.SMALL_PASS + 1)]
-    model.embed(ingest)
-    default = model._default_threads
-    assert default is not None and default >= 1
-    assert threads == [default]
-    monkeypatch.setattr(embedder, "_torch_threads", 3)  # `cairn serve` sets one number for every pass
-    model.embed(ingest)
-    assert threads[-1] == 3
-    np.testing.assert_allclose(got, direct(model, small), atol=1e-5)
+    np.testing.assert_allclose(got_short, direct(model, short), atol=1e-5)
+    np.testing.assert_allclose(got, direct(model, texts), atol=1e-5)
+    np.testing.assert_allclose(model.embed(window[2:]), direct(model, window[2:]), atol=1e-5)  # alone
 
 
 @pytest.fixture
@@ -244,49 +241,6 @@ def _pooled(model: Embedder, texts: list[str]) -> np.ndarray:
     """torch's mean token vector of the text (one text: no padding), unnormalised."""
     rows = model._model.encode(texts, output_value="token_embeddings", show_progress_bar=False)
     return np.asarray(rows[0].mean(dim=0))
-
-
-def test_a_spare_core_pass_leaves_one_of_torchs_default_threads(
-    model: Embedder, monkeypatch: pytest.MonkeyPatch, threads: list[int]
-) -> None:
-    """An ingest's passes leave a core to its routing and Neo4j's writes (docs/design.md
-    §Embedding under load); never fewer than one thread, and a setting for every pass wins."""
-    from cairn.runtime import embedder
-
-    texts = [f"an ingest's text number {i}" for i in range(embedder.SMALL_PASS + 1)]
-    for default, spared in ((4, 3), (1, 1)):
-        monkeypatch.setattr(model, "_default_threads", default)
-        model.embed(texts, spare_core=True)
-        model.embed(texts)
-        assert threads[-2:] == [spared, default]
-    long = [f"{t} of a long call" for t in texts] * (BATCH_SIZE // len(texts) + 1)
-    model.embed(long, spare_core=True)  # every batch of a long call
-    assert threads[-2:] == [1, 1]
-    monkeypatch.setattr(embedder, "_torch_threads", 3)
-    model.embed(texts, spare_core=True)
-    assert threads[-1] == 3
-
-
-def test_a_callable_spare_core_is_asked_as_each_pass_starts(
-    model: Embedder, monkeypatch: pytest.MonkeyPatch, threads: list[int]
-) -> None:
-    """An ingest's passes take every core while its routing waits for them, and leave one while
-    it runs (docs/design.md §Embedding under load): the callable is asked per pass, not per call;
-    after a pass that waited for a CPU (no core free) the next leaves one whatever it answers."""
-    import time
-
-    from cairn.runtime import embedder
-
-    monkeypatch.setattr(embedder, "_run_queue_s", lambda: 0.0)  # no pass waits for a CPU
-    monkeypatch.setattr(model, "_default_threads", 4)
-    monkeypatch.setattr(model, "_contended", False)  # as an uncontended earlier pass leaves it
-    answers = iter([False, True, False])
-    texts = [f"an ingest's text number {i}" for i in range(3 * BATCH_SIZE)]
-    model.embed(texts, spare_core=lambda: next(answers))
-    assert threads == [4, 3, 4]
-    monkeypatch.setattr(embedder, "_run_queue_s", time.perf_counter)  # every pass waits all along
-    model.embed(texts, spare_core=lambda: False)
-    assert threads[3:] == [4, 3, 3]
 
 
 def test_a_part_is_pooled_from_the_texts_own_pass(model: Embedder) -> None:

@@ -341,7 +341,7 @@ def embedded_windows(
 ) -> Iterator[tuple[int, NDArray[np.float32]]]:
     """(start, vectors) for each window of ``texts`` in order; window n+1 embeds while n is consumed.
 
-    The model runs in one worker thread (torch releases the GIL), so the caller's writes overlap
+    The model runs in one worker thread (ONNX Runtime releases the GIL), so the caller's writes overlap
     the next window's embedding. If the caller stops early, the window in flight is abandoned.
     """
     starts = list(range(0, len(texts), window))

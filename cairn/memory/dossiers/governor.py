@@ -29,7 +29,6 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from threading import Event
 from typing import Any, Literal
 
 import numpy as np
@@ -62,16 +61,11 @@ from cairn.memory.dossiers.voting import (
 from cairn.policy.scope import Scope
 from cairn.policy.writes import TAKEN_ID, hidden_ids, kept_on_update
 from cairn.runtime.database import Vector, write
-from cairn.runtime.embedder import DIMENSIONS, SMALL_PASS, Embedder, get_embedder
+from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
 from cairn.schema.keys import LOCK_ID, keyed_with
 
 EMBED_CHUNK = 64  # facts per chunk when ingesting many packets (small: routing overlaps)
 EMBED_AHEAD = 8  # chunks embedded ahead of the transaction being routed
-# Texts per forward pass when an ingest embeds a transaction's texts, sorted by length: passes of
-# at most ``SMALL_PASS`` run on ONNX Runtime (one thread), which took less than half of torch's CPU
-# for the same texts, and each pads only to texts of about its own length (docs/design.md
-# §Dossier queries, "Embedding passes").
-INGEST_PASS = SMALL_PASS
 # Embedding batches per ingest_packets transaction, from either end of the call: the first
 # transaction waits for one batch only, so routing starts early; the last takes one batch only, so
 # little routing is left once the model has finished; the ones between take two, then four (up to
@@ -875,8 +869,8 @@ def ingest_packets(
     """Route many packets in order, embedding ahead while earlier ones are written.
 
     Embedding (the model thread, GIL released) runs up to ``EMBED_AHEAD`` chunks ahead of
-    routing (waiting on Neo4j), in length-sorted passes of ``INGEST_PASS`` texts on ONNX Runtime,
-    so throughput approaches that of embedding alone. Each
+    routing (waiting on Neo4j), in the embedder's length-sorted passes of ``PASS`` texts, so
+    throughput approaches that of embedding alone. Each
     transaction takes the packets of ``TRANSACTION_CHUNKS`` chunks of up to ``EMBED_CHUNK`` facts
     (the first one chunk, so routing starts early; later ones more, so fewer commits:
     docs/design.md §Dossier queries), whose texts are embedded in one call, at most
@@ -890,23 +884,16 @@ def ingest_packets(
 
     def embed(span: tuple[int, int]) -> NDArray[np.float32]:
         # One call per transaction: the embedder sorts its texts by length into passes of
-        # ``INGEST_PASS`` (on ONNX Runtime, one thread), so each pass pads to texts of about its own
-        # length; in one batch per chunk, in packet order, the model took ~1.3x raw embedding's
-        # time, and in torch passes of 64 the padded tokens were still 1.2-1.3x raw embedding's
-        # (docs/design.md §Dossier queries, "Embedding passes"). A pass that queries join beyond
-        # ``SMALL_PASS`` texts runs on torch, leaving one core to this thread's routing and Neo4j's
-        # writes while they run (docs/design.md §Embedding under load).
-        return model.embed(
-            [f.text for n in range(*span) for p in chunks[n] for f in p.facts],
-            INGEST_PASS,
-            spare_core=routing.is_set,
-        )
+        # ``PASS`` (ONNX Runtime, one thread, leaving the other core to this thread's routing and
+        # Neo4j's writes), so each pass pads to texts of about its own length; in one batch per
+        # chunk, in packet order, the model took ~1.3x raw embedding's time (docs/design.md
+        # §Dossier queries, "Embedding passes").
+        return model.embed([f.text for n in range(*span) for p in chunks[n] for f in p.facts])
 
     results: list[RoutingResult] = []
     if not chunks:
         return results
     spans = _transactions(chunks)
-    routing = Event()  # set while a transaction is routed and written
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
     embedded: dict[int, Future[NDArray[np.float32]]] = {}  # by transaction, until routed
     submitted = 0
@@ -932,7 +919,6 @@ def ingest_packets(
                     offset += len(p.facts)
             submit_until(end + EMBED_AHEAD)
             step = 1 if adjudicator is not None else PACKETS_PER_TRANSACTION
-            routing.set()
             for first in range(0, len(group), step):
                 part, vecs = group[first : first + step], slices[first : first + step]
                 if adjudicator is not None:
@@ -947,7 +933,6 @@ def ingest_packets(
                 if progress is not None:
                     for p in part:
                         progress(len(p.facts))
-            routing.clear()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     return results

@@ -34,7 +34,7 @@ from cairn.memory.factors.journal import update_factor
 from cairn.memory.factors.models import FactorError
 from cairn.policy.profiles import PolicyRegistry
 from cairn.policy.scope import Scope
-from cairn.runtime.embedder import BATCH_SIZE, Embedder
+from cairn.runtime.embedder import PASS, Embedder
 from tests.e2e.adversarial.turns import Turns
 from tests.e2e.conftest import wipe
 
@@ -57,11 +57,9 @@ class GatedEmbedder(Embedder):
         self.name = inner.name
         self._inner, self._turns = inner, turns
 
-    def embed(
-        self, texts: Sequence[str], batch_size: int = BATCH_SIZE, *, spare_core: bool = False
-    ) -> NDArray[np.float32]:
+    def embed(self, texts: Sequence[str], batch_size: int = PASS) -> NDArray[np.float32]:
         self._turns.gate(threading.current_thread().name)
-        return self._inner.embed(texts, batch_size, spare_core=spare_core)
+        return self._inner.embed(texts, batch_size)
 
 
 @pytest.fixture
