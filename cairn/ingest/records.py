@@ -19,21 +19,50 @@ from cairn.schema.timestamps import StoredDateTime
 Sensitivity = Literal["low", "medium", "high"]
 DOMAIN_PATTERN = r"^[a-z0-9_-]+(/[a-z0-9_*-]+)*$"
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
-DATE_FORMAT = "an ISO-8601 date-time with a UTC offset, e.g. 2024-03-01T09:30:00Z, or a date, e.g. 2024-03-01"
+DATE_FORMAT = (
+    "an ISO-8601 date-time with a UTC offset, e.g. 2024-03-01T09:30:00Z, "
+    "or a date, e.g. 2024-03-01 or 1 March 2024"
+)
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# A day with its month named, as ADR logs and minutes write it ("Date: 1 April 2019",
+# "April 1, 2019"): English month names or their three-letter forms (the C locale's).
+NAMED_MONTH_DAYS = ("%d %B %Y", "%d %b %Y", "%B %d, %Y", "%b %d, %Y", "%B %d %Y", "%b %d %Y")
+NUMERIC_DAY = re.compile(r"^\d{1,2}[-/.]\d{1,2}[-/.]\d{4}$")
+
+
+def _named_month_day(value: str) -> date | None:
+    """The day of "1 April 2019", "1 Apr 2019" or "April 1, 2019"; None for any other text."""
+    words = " ".join(value.replace(",", ", ").split()).replace(" ,", ",")
+    for pattern in NAMED_MONTH_DAYS:
+        try:
+            return datetime.strptime(words, pattern).date()
+        except ValueError:
+            continue
+    return None
 
 
 def _iso_text(value: Any) -> Any:
     """Dates are ISO-8601 text: a bare number (read by pydantic as a Unix time) is refused.
 
     A date without a time is that day at midnight UTC: public decision records carry days
-    (a PEP's "Created", a KEP's "creation-date", an ADR's "Date"), and a day names no zone.
+    (a PEP's "Created", a KEP's "creation-date", an ADR's "Date"), and a day names no zone. A
+    day with its month named ("1 April 2019", "April 1, 2019") is read the same; one in numbers
+    only ("28-04-2021", as some ADR logs write it) is refused, since "04-05-2021" could be
+    either day: the message says so.
     A time without an offset stays refused: that instant depends on a zone nobody wrote.
     Surrounding spaces go, as from every other text field of a record (str_strip_whitespace)."""
     shown = json.dumps(value, ensure_ascii=False, default=str)[:60]
     if isinstance(value, str):
         value = value.strip()
+        named = _named_month_day(value) if value[:1].isalnum() and not ISO_DATE.match(value) else None
+        if named is not None:
+            return datetime(named.year, named.month, named.day, tzinfo=UTC)
+        if NUMERIC_DAY.match(value):
+            raise ValueError(
+                f"{shown} is not a valid date-time: a day in numbers only reads as day-month or "
+                f"month-day; write it year first or with its month named (expected {DATE_FORMAT})"
+            )
     if value is not None and not (isinstance(value, str) and ISO_DATE.match(value)):
         raise ValueError(f"{shown} is not a valid date-time: expected {DATE_FORMAT}")
     if isinstance(value, str) and DATE_ONLY.match(value):

@@ -70,6 +70,9 @@ ELLIPSIS = "…"
 # name stored before the catalog knew it is shown as written (underscores as spaces).
 RELATION_WORDS = {**{r.name: r.reads_as for r in CAUSAL_RELATIONS.values()}, "alias": "projected from"}
 GENERIC_RELATIONS = frozenset({"causal", "led_to"})
+# The links between records that change the earlier one's standing ("Superseded by", "Amended
+# by"): the relations the catalog also knows as the earlier record states them.
+STANDING_RELATIONS = frozenset(r.name for r in CAUSAL_RELATIONS.values() if r.stated_on_cause)
 # Withheld reasons (policy/acl.py, preselector) as a reader would say them.
 WITHHELD_WORDS = {
     "scope:domain": "outside your domains",
@@ -307,9 +310,10 @@ def compose(
     if clipped:
         more = f"- … and {len(clipped)} more cause{'s' if len(clipped) > 1 else ''} ({MORE_CAUSES_WHERE})."
         sentences.append(Sentence(more, tuple(n.id for n in clipped)))
+    out_of = _edges_out_of_anchor(cs) if effects else {}
     for label, group in (("Led to", effects), ("Projected as", aliases)):
         if group:
-            listed = "; ".join(_dated(_key(n, known), _date(n)) for n in group)
+            listed = "; ".join(_dated(_key(n, known), _date(n)) + _standing(out_of.get(n.id)) for n in group)
             sentences.append(Sentence(f"{label}: {listed}.", tuple(n.id for n in group)))
 
     # Pieces were scrubbed one by one; scrubbing each line again for the withheld ids also
@@ -393,6 +397,23 @@ def _edges_into_anchor(cs: CandidateSet) -> dict[str, CandidateEdge]:
         if held is None or (held.type != "CAUSAL_PRECEDES" and e.type == "CAUSAL_PRECEDES"):
             into[e.source] = e
     return into
+
+
+def _edges_out_of_anchor(cs: CandidateSet) -> dict[str, CandidateEdge]:
+    """Per consequence id, the causal edge from the anchor to it (the first in ``cs.edges``)."""
+    out: dict[str, CandidateEdge] = {}
+    for e in cs.edges:
+        if e.source == cs.anchor.id and e.type == "CAUSAL_PRECEDES":
+            out.setdefault(e.target, e)
+    return out
+
+
+def _standing(edge: CandidateEdge | None) -> str:
+    """ ", which supersedes it" after a consequence that superseded, amended, replaced … the
+    anchor: asked why about ADR 4, a reader must learn that ADR 15 superseded it, not only that
+    ADR 15 followed. A consequence that merely followed (led_to, based_on, …) reads as before."""
+    standing = [r for r in _relations(edge) if r in STANDING_RELATIONS]
+    return f", which {relation_words(standing)} it" if standing else ""
 
 
 def known_ids(cs: CandidateSet, withheld_ids: Iterable[str]) -> KnownIds:

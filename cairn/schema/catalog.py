@@ -56,6 +56,15 @@ CAUSAL_RELATIONS: dict[str, CausalRelation] = {
         CausalRelation("obsoletes", "obsoletes", "the effect makes the cause obsolete", "obsoleted_by"),
         CausalRelation("deprecates", "deprecates", "the effect retires the cause", "deprecated_by"),
         CausalRelation("reverts", "reverts", "the effect undoes the cause", "reverted_by"),
+        # An ADR's "Partly superseded" status ("This ADR in part supersedes 0003"): the effect
+        # takes the place of part of the cause, which otherwise stands; neither `supersedes`
+        # (the answer would say the whole record was replaced) nor `amends` (its own word).
+        CausalRelation(
+            "partly_supersedes",
+            "partly supersedes",
+            "the effect takes the place of part of the cause",
+            "partly_superseded_by",
+        ),
         CausalRelation("depends_on", "depends on", "the effect needs the cause"),
         CausalRelation("amends", "amends", "the effect changes part of the cause", "amended_by"),
         CausalRelation("updates", "updates", "the effect revises the cause", "updated_by"),

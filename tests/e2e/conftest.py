@@ -43,6 +43,7 @@ from tests.e2e.warm_cli import WarmCLI
 
 ACME = REPO_ROOT / "fixtures" / "acme"
 PEPS = REPO_ROOT / "fixtures" / "peps"  # a real decision record: Python PEPs (its README)
+ADRS = REPO_ROOT / "fixtures" / "adrs"  # a real ADR log: GOV.UK's AWS migration (its README)
 
 ROLES = REPO_ROOT / "fixtures" / "policy" / "roles.yaml"
 
@@ -201,6 +202,7 @@ def empty_db(driver: Driver) -> Driver:
 # that, so an unchanged graph is not reloaded.
 _ACME_LOADED: dict[str, Any] = {}
 _PEPS_LOADED: dict[str, Any] = {}
+_ADRS_LOADED: dict[str, Any] = {}
 _FACTORS_LOADED: dict[str, Any] = {}
 
 
@@ -236,6 +238,12 @@ def load_peps(driver: Driver) -> Driver:
     """The graph exactly as a fresh load of the PEP decision record writes it, loaded again only
     when the graph changed (_loaded_once)."""
     return _loaded_once(driver, _PEPS_LOADED, lambda drv: ingest_fixture_dir(drv, PEPS))
+
+
+def load_adrs(driver: Driver) -> Driver:
+    """The graph exactly as a fresh load of the ADR log writes it, loaded again only when the graph
+    changed (_loaded_once)."""
+    return _loaded_once(driver, _ADRS_LOADED, lambda drv: ingest_fixture_dir(drv, ADRS))
 
 
 def load_factors(driver: Driver, embedder: Embedder) -> Driver:

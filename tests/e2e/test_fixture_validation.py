@@ -105,13 +105,36 @@ def test_a_bad_date_names_the_expected_format(tmp_path: Path, value: str) -> Non
         "2024-03-01T00:00:00+00:00",
         " 2024-03-01",
         "2024-03-01T00:00:00Z ",
+        "1 March 2024",
+        "01 March 2024",
+        "1 Mar 2024",
+        "March 1, 2024",
+        "Mar 1, 2024",
+        "March 1 2024",
     ],
 )
 def test_a_date_without_a_time_is_that_day_at_midnight_utc(tmp_path: Path, written: str) -> None:
-    """Public decision records carry days, not instants (PEP "Created", KEP "creation-date")."""
+    """Public decision records carry days, not instants (PEP "Created", KEP "creation-date",
+    an ADR's "Date: 1 March 2024"), with the month in numbers or named."""
     fs = load_fixture_dir(small_set(tmp_path, timestamp=written))
     [late] = [d for d in fs.decisions if d.id == "d-late"]
     assert iso_utc(late.timestamp) == "2024-03-01T00:00:00Z"
+
+
+NOT_ONE_DAY = ["01-03-2024", "1/3/2024", "28-04-2021", "31 Smarch 2024", "30 February 2024"]
+
+
+@pytest.mark.parametrize("value", NOT_ONE_DAY)
+def test_a_day_that_reads_two_ways_or_not_at_all_is_refused_and_says_why(tmp_path: Path, value: str) -> None:
+    """ "01-03-2024" is 1 March or 3 January: refused, saying so, with nothing written; even
+    "28-04-2021", where only one reading is a day, is refused alike (one rule for every day)."""
+    root = small_set(tmp_path, timestamp=value)
+    problems = problems_of(root)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("decisions/d-late.json [id=d-late] field 'timestamp': ")
+    assert json.dumps(value) in problems[0] and "1 March 2024" in problems[0]
+    in_numbers = value[0].isdigit() and any(sep in value for sep in "-/")
+    assert ("day-month or month-day" in problems[0]) is in_numbers
 
 
 GPU = "acme-corp-adopt-gpu-platform-2023"

@@ -336,6 +336,7 @@ def test_each_cause_carries_its_relation_and_the_transition_reason_or_its_ration
     assert relation_words(["causal", "requires"]) == "requires"
     assert relation_words(["enables"]) == "enabled by"
     assert relation_words(["depends_on", "obsoletes"]) == "depends on and obsoletes"
+    assert relation_words(["partly_supersedes"]) == "partly supersedes"
 
 
 @pytest.mark.parametrize(
@@ -346,12 +347,38 @@ def test_each_cause_carries_its_relation_and_the_transition_reason_or_its_ration
         ("REPLACES", "replaces"),
         ("Superseded-By", "supersedes"),
         ("Obsoleted by", "obsoletes"),
+        ("Amended by", "amends"),
+        ("Partly superseded by", "partly_supersedes"),
+        ("Partly supersedes", "partly_supersedes"),
         ("vibes", "vibes"),
     ],
 )
 def test_relation_names_are_read_in_the_catalog_spelling(written: str, name: str) -> None:
     assert relation_name(written) == name
     assert all(relation_name(n) == n for n in CAUSAL_RELATIONS)
+
+
+def test_a_consequence_that_supersedes_or_amends_the_anchor_says_so() -> None:
+    """Asked why about a superseded record, the answer says what superseded it: the link
+    between records is read from the later record's side ("which supersedes it"), both names
+    when both records state it; a consequence that merely followed reads as before."""
+    anchor = anchor_decision()
+    nodes = [
+        decision("d-new", option="DNS infrastructure", timestamp="2024-03-06T00:00:00Z"),
+        decision("d-fix", option="Terraform Data Structure", timestamp="2024-02-14T00:00:00Z"),
+        decision("d-next", option="Pivot to cloud-only product tiers", timestamp="2024-03-05T12:00:00Z"),
+    ]
+    edges = [
+        CandidateEdge(ANCHOR, "d-new", "CAUSAL_PRECEDES", "replaces", ("replaces", "supersedes"), None),
+        CandidateEdge(ANCHOR, "d-fix", "CAUSAL_PRECEDES", "partly_supersedes", ("partly_supersedes",), None),
+        causal(ANCHOR, "d-next", "based_on"),
+    ]
+    envelope = compose(CandidateSet(anchor, nodes, edges), ["d-new", "d-fix", "d-next"], False)
+    assert envelope.text.splitlines()[-1] == (
+        "Led to: Terraform Data Structure [d-fix] (2024-02-14), which partly supersedes it; "
+        "Pivot to cloud-only product tiers [d-next] (2024-03-05); "
+        "DNS infrastructure [d-new] (2024-03-06), which replaces and supersedes it."
+    )
 
 
 def test_shared_titles_stay_two_records_and_the_anchor_is_never_its_own_cause() -> None:
