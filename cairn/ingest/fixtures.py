@@ -31,7 +31,7 @@ from cairn.ingest.records import (
     iso_utc,
 )
 from cairn.schema import unique_json
-from cairn.schema.catalog import CAUSAL_RELATIONS
+from cairn.schema.catalog import CAUSAL_RELATIONS, stated_on_cause
 
 FOLDERS: dict[str, type[Record]] = {
     "decisions": DecisionRecord,
@@ -250,6 +250,10 @@ def _own_transitions(fs: FixtureSet, d: DecisionRecord, name: str, problems: lis
         if "from" not in item and "to" not in item:
             problems.append(Problem(name, d.id, where, "names neither 'from' nor 'to'"))
             continue
+        backwards = _backwards(d.id, item)
+        if backwards:
+            problems.append(Problem(name, d.id, f"{where}.relation", backwards))
+            continue
         raw = {"from": d.id, "to": d.id, "id": f"{d.id}.transitions.{i}", "domain": d.domain, **item}
         ends = [(p.get("from"), p.get("to")) for p in _pairs(raw) or [raw]]
         # (an end that is not an id is the transition's own problem, reported when it is parsed)
@@ -258,6 +262,31 @@ def _own_transitions(fs: FixtureSet, d: DecisionRecord, name: str, problems: lis
             problems.append(Problem(name, d.id, where, _not_own(d.id, *foreign[0])))
             continue
         _collect(fs, "transitions", name, raw, problems)
+
+
+def _backwards(decision: str, item: dict[str, Any]) -> str | None:
+    """A decision's own link whose words and ends disagree, else None. On its own record a link
+    is written as the record says it: "Amends 10" on ADR 17 makes 17 the later record, so 10 is
+    named as ``from`` (the cause); "Superseded by 15" on ADR 4 makes 4 the earlier one, so 15 is
+    named as ``to``. The other end, left to the decision, would turn the link round: an edge
+    saying 10 amends 17, caught by nothing when both carry the same day."""
+    written = item.get("relation")
+    if not isinstance(written, str) or ("from" in item) == ("to" in item):
+        return None  # no words, or both ends named: the transition says which is which
+    on_cause = stated_on_cause(written)
+    given = "from" if "from" in item else "to"
+    other = json.dumps(item[given], ensure_ascii=False)
+    if on_cause is False and given == "to":
+        return (
+            f"'{written}' on '{decision}' makes it the later record, but 'to' names {other} as "
+            f"the later one: name {other} as 'from', the record '{decision}' follows"
+        )
+    if on_cause is True and given == "from":
+        return (
+            f"'{written}' on '{decision}' makes it the earlier record, but 'from' names {other} as "
+            f"the earlier one: name {other} as 'to', the record that follows '{decision}'"
+        )
+    return None
 
 
 def _not_own(decision: str, cause: Any, effect: Any) -> str:

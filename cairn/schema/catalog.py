@@ -89,8 +89,23 @@ STATED_ON_CAUSE: dict[str, str] = {
 }
 
 
+def _spelled(written: str) -> str:
+    return re.sub(r"[\s\-]+", "_", written.strip()).lower()
+
+
+def stated_on_cause(written: str) -> bool | None:
+    """Which record a relation's words are written on: True for the earlier record's words
+    ("Superseded by", "Amended by"), False for the later record's ("Supersedes", "Amends"),
+    None for a name with one form only ("based_on", "causal"): it does not say."""
+    name = _spelled(written)
+    if name in STATED_ON_CAUSE:
+        return True
+    relation = CAUSAL_RELATIONS.get(name)
+    return False if relation is not None and relation.stated_on_cause else None
+
+
 def relation_name(written: str) -> str:
     """The catalog spelling of a relation as a record writes it: "Depends-On" -> "depends_on";
     a link stated on the cause is the same link: "Superseded-By" -> "supersedes"."""
-    name = re.sub(r"[\s\-]+", "_", written.strip()).lower()
+    name = _spelled(written)
     return STATED_ON_CAUSE.get(name, name)

@@ -174,6 +174,30 @@ def test_a_decision_may_carry_its_transitions(tmp_path: Path) -> None:
     assert "field 'transitions[1]'" in empty and "names neither 'from' nor 'to'" in empty
 
 
+@pytest.mark.parametrize(
+    "inline,why",
+    [
+        ({"to": GPU, "relation": "Amends"}, f"name \"{GPU}\" as 'from', the record '{UNIFY}' follows"),
+        ({"from": GPU, "relation": "Superseded by"}, f"name \"{GPU}\" as 'to', the record that follows"),
+        ({"to": [GPU, DESCOPE], "relation": "Partly supersedes"}, "makes it the later record"),
+    ],
+)
+def test_a_decision_s_own_link_written_the_wrong_way_round_is_refused(
+    tmp_path: Path, inline: dict[str, Any], why: str
+) -> None:
+    """On its own record a link reads as the record says it: "Amends X" makes the decision the
+    later record, so X is the cause ('from'), "Superseded by X" the earlier one, so X is the
+    effect ('to'). Ends that contradict the words would store the link turned round (unseen
+    when both records carry one day): refused, naming the record, the link and the fix."""
+    root = acme_copy(tmp_path)
+    edit(root / "decisions" / f"{UNIFY}.json", transitions=[inline])
+    [problem] = problems_of(root)
+    assert problem.startswith(f"decisions/{UNIFY}.json [id={UNIFY}] field 'transitions[0].relation': ")
+    assert f"'{inline['relation']}' on '{UNIFY}'" in problem and why in problem
+    edit(root / "decisions" / f"{UNIFY}.json", transitions=[{"to": GPU, "relation": "causal"}])
+    load_fixture_dir(root)  # a relation with one form says nothing of direction
+
+
 def test_a_listed_end_is_read_whatever_its_length(tmp_path: Path) -> None:
     """ "Requires: 440" is a list of one: read like the longer lists, not refused as not a string;
     an empty list names no record, and the problem says so."""

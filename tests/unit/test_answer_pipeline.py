@@ -34,7 +34,7 @@ from cairn.memory.templater import (
 )
 from cairn.policy.preselector import CandidateEdge, CandidateNode, CandidateSet
 from cairn.runtime.tokens import count_tokens, count_tokens_each
-from cairn.schema.catalog import CAUSAL_RELATIONS, relation_name
+from cairn.schema.catalog import CAUSAL_RELATIONS, relation_name, stated_on_cause
 
 ANCHOR = "acme-corp-descope-onprem-2024"
 PREV = "acme-corp-unify-cloud-platform-2022"
@@ -356,6 +356,14 @@ def test_each_cause_carries_its_relation_and_the_transition_reason_or_its_ration
 def test_relation_names_are_read_in_the_catalog_spelling(written: str, name: str) -> None:
     assert relation_name(written) == name
     assert all(relation_name(n) == n for n in CAUSAL_RELATIONS)
+
+
+def test_a_relation_s_words_say_which_record_states_them() -> None:
+    """ "Superseded by" is written on the earlier record, "Supersedes" on the later one; a name
+    with one form ("based_on", "causal") does not say."""
+    assert [stated_on_cause(w) for w in ("Superseded by", "Partly superseded by", "Amended-By")] == [True] * 3
+    assert [stated_on_cause(w) for w in ("Supersedes", "partly supersedes", "AMENDS")] == [False] * 3
+    assert [stated_on_cause(w) for w in ("based_on", "causal", "vibes")] == [None] * 3
 
 
 def test_a_consequence_that_supersedes_or_amends_the_anchor_says_so() -> None:
