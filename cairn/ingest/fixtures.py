@@ -44,6 +44,8 @@ FOLDERS: dict[str, type[Record]] = {
 RELATION_PRIORITY = tuple(CAUSAL_RELATIONS)
 
 R = TypeVar("R", bound=Record)
+# Where a record states something: its file, its id, the field (None: the record as a whole).
+Place = tuple[str, str, str | None]
 
 
 @dataclass(frozen=True)
@@ -54,12 +56,16 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        where = self.file
-        if self.record_id:
-            where += f" [id={self.record_id}]"
-        if self.field:
-            where += f" field '{self.field}'"
-        return f"{where}: {self.message}"
+        return f"{_where(self.file, self.record_id, self.field)}: {self.message}"
+
+
+def _where(file: str, record_id: str | None, field_name: str | None) -> str:
+    where = file
+    if record_id:
+        where += f" [id={record_id}]"
+    if field_name:
+        where += f" field '{field_name}'"
+    return where
 
 
 class FixtureError(CairnError, ValueError):
@@ -86,6 +92,9 @@ class CausalEdge:
     timestamp: str | None
     domain: str
     x_extra: dict[str, Any]
+    # Where each source states it (file, record id, field; None for a transition record's own
+    # file), strongest claim first: what a warning about the link points at.
+    stated: tuple[Place, ...] = ()
 
 
 @dataclass
@@ -99,10 +108,12 @@ class FixtureSet:
     broken: set[str] = field(default_factory=set)
     # a transition naming several records at one end: its id as written → the one-pair ids
     listed: dict[str, list[str]] = field(default_factory=dict)
+    # a transition written in a decision's own ``transitions``: its id → (decision id, field)
+    inline: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def causal_edges(self) -> list[CausalEdge]:
         """Transitions plus supported_by / based_on / led_to, one edge per ordered pair."""
-        stated: dict[tuple[str, str], list[tuple[str, str, str | None, str, dict[str, Any], str]]] = {}
+        stated: dict[tuple[str, str], list[tuple[str, str, str | None, str, dict[str, Any], str, Place]]] = {}
 
         def state(
             a: str,
@@ -113,27 +124,44 @@ class FixtureSet:
             domain: str,
             extra: dict[str, Any],
             edge_id: str,
+            place: Place,
         ) -> None:
-            stated.setdefault((a, b), []).append((relation, reason, ts, domain, extra, edge_id))
+            stated.setdefault((a, b), []).append((relation, reason, ts, domain, extra, edge_id, place))
+
+        def on(record_id: str, field_name: str | None) -> Place:
+            return (self.origin.get(record_id, "input"), record_id, field_name)
 
         for t in self.transitions:
-            state(t.from_id, t.to_id, t.relation, t.reason, iso_utc(t.timestamp), t.domain, t.x_extra, t.id)
+            written = self.inline.get(t.id)
+            place = (self.origin.get(t.id, "input"), *written) if written else on(t.id, None)
+            state(
+                t.from_id,
+                t.to_id,
+                t.relation,
+                t.reason,
+                iso_utc(t.timestamp),
+                t.domain,
+                t.x_extra,
+                t.id,
+                place,
+            )
         for d in self.decisions:
             ts = iso_utc(d.timestamp)
             for e in d.supported_by:
-                state(e, d.id, "supported_by", "", ts, d.domain, {}, f"{e}>{d.id}")
+                state(e, d.id, "supported_by", "", ts, d.domain, {}, f"{e}>{d.id}", on(d.id, "supported_by"))
             for b in d.based_on:
-                state(b, d.id, "based_on", "", ts, d.domain, {}, f"{b}>{d.id}")
+                state(b, d.id, "based_on", "", ts, d.domain, {}, f"{b}>{d.id}", on(d.id, "based_on"))
             for x in d.led_to:
-                state(d.id, x, "led_to", "", ts, d.domain, {}, f"{d.id}>{x}")
+                state(d.id, x, "led_to", "", ts, d.domain, {}, f"{d.id}>{x}", on(d.id, "led_to"))
         for ev in self.events:
             for x in ev.led_to:
-                state(ev.id, x, "led_to", "", iso_utc(ev.timestamp), ev.domain, {}, f"{ev.id}>{x}")
+                ts = iso_utc(ev.timestamp)
+                state(ev.id, x, "led_to", "", ts, ev.domain, {}, f"{ev.id}>{x}", on(ev.id, "led_to"))
 
         edges = []
         for (a, b), claims in sorted(stated.items()):
             claims.sort(key=lambda c: _priority(c[0]))
-            relation, reason, ts, domain, extra, edge_id = claims[0]
+            relation, reason, ts, domain, extra, edge_id, _ = claims[0]
             edges.append(
                 CausalEdge(
                     id=edge_id,
@@ -145,6 +173,7 @@ class FixtureSet:
                     timestamp=ts,
                     domain=domain,
                     x_extra=extra,
+                    stated=tuple(c[6] for c in claims),
                 )
             )
         return edges
@@ -262,6 +291,10 @@ def _own_transitions(fs: FixtureSet, d: DecisionRecord, name: str, problems: lis
             problems.append(Problem(name, d.id, where, _not_own(d.id, *foreign[0])))
             continue
         _collect(fs, "transitions", name, raw, problems)
+        rid = raw.get("id")
+        if isinstance(rid, str):
+            for one in fs.listed.get(rid, [rid]):
+                fs.inline[one] = (d.id, where)
 
 
 def _backwards(decision: str, item: dict[str, Any]) -> str | None:
@@ -524,9 +557,14 @@ def _cycles(
 
 
 def chronology_warnings(fs: FixtureSet, stored_times: dict[str, str] | None = None) -> list[Problem]:
-    """Causes dated after their effects: allowed (clocks and records disagree), but said.
+    """Causes dated after their effects: allowed, but said, pointing at where the link is written.
 
-    ``stored_times`` holds ISO timestamps of stored endpoints the caller may see.
+    A record's date need not be the day the link took hold (a PEP's is the day it was created,
+    and a draft may come to require a later PEP, ``fixtures/peps/README.md``), so a date order
+    cannot refuse a link. But a link written backwards (a decision's ``{"to": X}`` meant as
+    "X ... this one") shows only here, so the warning names every file, record and field that
+    states the link, how the link reads, and the fix. ``stored_times`` holds ISO timestamps of
+    stored endpoints the caller may see.
     """
     when: dict[str, str] = dict(stored_times or {})
     when.update({r.id: iso_utc(r.timestamp) or "" for r in [*fs.decisions, *fs.events]})
@@ -534,15 +572,17 @@ def chronology_warnings(fs: FixtureSet, stored_times: dict[str, str] | None = No
     for e in fs.causal_edges():
         cause, effect = when.get(e.from_id), when.get(e.to_id)
         if cause and effect and _instant(cause) > _instant(effect):
-            where = (
-                fs.origin.get(e.id) or fs.origin.get(e.to_id) or fs.origin.get(e.from_id) or "causal edges"
-            )
+            (file, record_id, field_name), *others = e.stated or [("causal edges", e.id, None)]
+            also = "".join(f"; also stated in {_where(*o)}" for o in others)
+            reads = CAUSAL_RELATIONS[e.relation].reads_as
             warnings.append(
                 Problem(
-                    where,
-                    e.id,
-                    None,
-                    f"cause '{e.from_id}' ({cause}) is dated after its effect '{e.to_id}' ({effect})",
+                    file,
+                    record_id,
+                    field_name,
+                    f"cause '{e.from_id}' ({cause}) is dated after its effect '{e.to_id}' ({effect}): "
+                    f"the link reads '{e.to_id} {reads} {e.from_id}'; if that is backwards, swap its "
+                    f"cause and effect{also}",
                 )
             )
     return warnings

@@ -337,7 +337,7 @@ class _FieldRules:
 def _assemble(
     scope: Scope, anchor_id: str, record: dict[str, Any] | None
 ) -> tuple[CandidateSet, PolicyTrace]:
-    """The walk's rows (cairn/policy/walk.py: EDGE_ROW, HIDDEN_ROW, NODE_ROW) as a CandidateSet
+    """The walk's rows (their layouts: ``cairn.policy.walk._hop_stage``) as a CandidateSet
     (masked) and a PolicyTrace (withheld ids and reasons)."""
     if record is None or record["reason"] is not None:
         raise AnchorNotVisible(anchor_id)

@@ -19,10 +19,6 @@ WALKABLE = edge_type_walkable("type(r)")
 # The cap's sort key: a neighbour's importance where the scope shows it, else 0.0 (as a node
 # without one): a masked importance must not choose which neighbours are kept.
 IMPORTANCE_KEY = f"coalesce({shown_or('k.n', 'importance', '0.0')}, 0.0)"
-# The walk's rows, as positional lists (what each place holds; preselector._assemble reads them).
-EDGE_ROW = ("from_id", "id", "rel_type", "relation", "relations", "reason", "outgoing")
-HIDDEN_ROW = ("id", "edge_ok", "acl")
-NODE_ROW = ("id", "hop", "label", "props")
 # Node properties as they leave the database: vectors stay behind.
 NODE_PROPS = "{.*, " + ", ".join(f"{name}: null" for name in sorted(INTERNAL_FIELDS)) + "}"
 _INTERNAL_LIST = "[" + ", ".join(f"'{name}'" for name in sorted(INTERNAL_FIELDS)) + "]"
@@ -77,8 +73,10 @@ def _hop_stage(hop: int) -> str:
     properties, once each; those become the next frontier. ``seen`` holds the nodes reached so
     far, compared as nodes (an id is unique), not by reading their ids again on every hop.
 
-    Rows leave as lists, not maps, so no field name is sent, and decoded, once per row (the
-    layouts are ``EDGE_ROW``, ``HIDDEN_ROW`` and ``NODE_ROW``)."""
+    Rows leave as lists, not maps, so no field name is sent, and decoded, once per row; by place,
+    an edge row holds (from id, id, type, relation, relations, reason, outgoing), a hidden row
+    (id, edge_ok, acl reason), a node row (id, hop, label, props), as
+    ``cairn.policy.preselector._assemble`` unpacks them."""
     return f"""
 CALL (frontier) {{
   UNWIND frontier AS f

@@ -5,25 +5,28 @@ runs domain code in worker threads (``cairn.resolvers.context.run_domain``); the
 benches and tests call it directly. Switching to Aura or a cluster changes only env.
 Server notifications (e.g. "property key does not exist" on a fresh database) are off:
 they are advice for query authors, not events for operators.
+The embedded server's address and generated password live here too, so every driver, its
+start-up probe's included, is made in this one module (``tests/unit/test_layers.py``).
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from neo4j import READ_ACCESS, Driver, GraphDatabase, ManagedTransaction, Record
-from neo4j.exceptions import DriverError, Neo4jError
+from neo4j.exceptions import DriverError, Neo4jError, ServiceUnavailable
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from cairn.runtime import neo4j_server
 from cairn.runtime.settings import Settings
 
 # At least anyio's worker threads (40 by default), so a resolver thread never waits for a
 # connection another thread holds.
 POOL_SIZE = 64
 READ_ATTEMPTS = 3
+PASSWORD_FILE = "password"  # in the embedded server's home
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -45,11 +48,28 @@ class Vector(list[float]):
         return f"<vector of {len(self)} floats>"
 
 
+def password(settings: Settings) -> str:
+    """The generated password of the embedded server (created on first use, kept 0600)."""
+    path = settings.neo4j_home / PASSWORD_FILE
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Hex, not urlsafe base64: a password starting with "-" would be read as an option by
+        # `neo4j-admin dbms set-initial-password` (1 in 64 fresh data directories failed to start).
+        path.write_text(secrets.token_hex(24))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def bolt_uri(settings: Settings) -> str:
+    """The embedded server's Bolt address (loopback only)."""
+    return f"bolt://127.0.0.1:{settings.bolt_port}"
+
+
 def connection(settings: Settings) -> tuple[str, tuple[str, str]]:
     """(uri, auth) for the configured server."""
     if settings.neo4j_uri:
         return settings.neo4j_uri, (settings.neo4j_user, settings.neo4j_password or "")
-    return neo4j_server.bolt_uri(settings), ("neo4j", neo4j_server.password(settings))
+    return bolt_uri(settings), ("neo4j", password(settings))
 
 
 def _options(settings: Settings) -> dict[str, Any]:
@@ -60,6 +80,34 @@ def _options(settings: Settings) -> dict[str, Any]:
 def sync_driver(settings: Settings) -> Driver:
     uri, auth = connection(settings)
     return GraphDatabase.driver(uri, auth=auth, max_connection_pool_size=POOL_SIZE, **_options(settings))
+
+
+# The running server's version and edition.
+SERVER_VERSION = "CALL dbms.components() YIELD versions, edition RETURN versions[0] + ' ' + edition AS v"
+
+
+def embedded_version(settings: Settings) -> str | None:
+    """The embedded server's version and edition, or None while its Bolt port does not answer:
+    the start-up probe and ``cairn neo4j status`` (``cairn/runtime/neo4j_server.py``). It asks
+    whether the server is up before a pooled driver makes sense, so it opens a driver of its
+    own, with ``sync_driver``'s options but one connection, a 2 s connection timeout and one
+    auto-commit query (no retry loop while the server starts); a refused password raises
+    ``AuthError``."""
+    try:
+        with (
+            GraphDatabase.driver(
+                bolt_uri(settings),
+                auth=("neo4j", password(settings)),
+                connection_timeout=2,
+                max_connection_pool_size=1,
+                **_options(settings),
+            ) as driver,
+            driver.session() as session,
+        ):
+            record = session.run(SERVER_VERSION).single(strict=True)
+    except (ServiceUnavailable, OSError):
+        return None
+    return str(record["v"])
 
 
 def _transient(exc: BaseException) -> bool:

@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 import os
 import re
-import secrets
 import shutil
 import signal
 import subprocess
@@ -21,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from neo4j import GraphDatabase
-from neo4j.exceptions import AuthError, ServiceUnavailable
+from neo4j.exceptions import AuthError
 
 from cairn.errors import EXIT_FAILED, CairnError
+from cairn.runtime import database
 from cairn.runtime.settings import Settings, neo4j_conf_entries
 
 MAIN_CLASS = "org.neo4j.server.CommunityEntryPoint"
@@ -47,7 +46,6 @@ JVM_OPENS = [
     "-Dorg.neo4j.kernel.api.impl.index.storage.DirectoryFactory.max_cached_mb=0",
 ]
 PID_FILE = "run/cairn-neo4j.pid"
-PASSWORD_FILE = "password"
 JARS_STAMP = ".pom-sha256"
 
 
@@ -246,22 +244,6 @@ def java_cmd(settings: Settings, main_class: str, *args: str, jvm_flags: Sequenc
     ]
 
 
-def password(settings: Settings) -> str:
-    """The generated password of the embedded server (created on first use, kept 0600)."""
-    path = settings.neo4j_home / PASSWORD_FILE
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Hex, not urlsafe base64: a password starting with "-" would be read as an option by
-        # `neo4j-admin dbms set-initial-password` (1 in 64 fresh data directories failed to start).
-        path.write_text(secrets.token_hex(24))
-        path.chmod(0o600)
-    return path.read_text().strip()
-
-
-def bolt_uri(settings: Settings) -> str:
-    return f"bolt://127.0.0.1:{settings.bolt_port}"
-
-
 def prepare_home(settings: Settings) -> None:
     home = settings.neo4j_home
     # The store, its logs and transaction files hold every node in plain text, whatever the roles:
@@ -272,7 +254,7 @@ def prepare_home(settings: Settings) -> None:
         (home / sub).mkdir(parents=True, exist_ok=True)
     (home / "conf" / "neo4j.conf").write_text(_conf_text(settings))
     if not (home / "data" / "dbms" / "auth.ini").exists():
-        cmd = admin_cmd(settings, "dbms", "set-initial-password", password(settings))
+        cmd = admin_cmd(settings, "dbms", "set-initial-password", database.password(settings))
         env = {**os.environ, "NEO4J_HOME": str(home), "NEO4J_CONF": str(home / "conf")}
         result = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
         if result.returncode != 0:
@@ -293,29 +275,13 @@ def _read_pid(settings: Settings) -> int | None:
     return pid
 
 
-# The running server's version and edition, for `cairn neo4j status`.
-SERVER_VERSION = "CALL dbms.components() YIELD versions, edition RETURN versions[0] + ' ' + edition AS v"
-
-
-def _server_version(settings: Settings) -> str | None:
-    try:
-        with GraphDatabase.driver(
-            bolt_uri(settings), auth=("neo4j", password(settings)), connection_timeout=2
-        ) as driver:
-            with driver.session() as session:  # auto-commit: no retry loop while starting
-                record = session.run(SERVER_VERSION).single(strict=True)
-            return str(record["v"])
-    except (ServiceUnavailable, OSError):
-        return None
-
-
 def status(settings: Settings) -> ServerStatus:
     pid = _read_pid(settings)
-    version = _server_version(settings) if pid else None
+    version = database.embedded_version(settings) if pid else None
     return ServerStatus(
         running=pid is not None and version is not None,
         pid=pid,
-        bolt_uri=bolt_uri(settings),
+        bolt_uri=database.bolt_uri(settings),
         http_url=f"http://127.0.0.1:{settings.http_port}/browser/",
         version=version,
         home=settings.neo4j_home,
@@ -363,17 +329,17 @@ def _wait_for_bolt(
                 f"Neo4j exited with code {proc.returncode} during start-up:\n{tail[-3000:]}"
             )
         try:
-            if _server_version(settings) is not None:
+            if database.embedded_version(settings) is not None:
                 return status(settings)
         except AuthError as exc:
             raise Neo4jProcessError(
-                f"Neo4j answered but refused the password in {settings.neo4j_home / PASSWORD_FILE}"
+                f"Neo4j answered but refused the password in {settings.neo4j_home / database.PASSWORD_FILE}"
             ) from exc
         # A probe before Bolt listens is refused at once; once Bolt listens it waits for the server
         # to finish starting. A short pause: every start ends up to one pause after it is ready.
         time.sleep(0.1)
     raise Neo4jProcessError(
-        f"Neo4j did not answer on {bolt_uri(settings)} within {timeout_s:.0f}s; "
+        f"Neo4j did not answer on {database.bolt_uri(settings)} within {timeout_s:.0f}s; "
         f"see {settings.neo4j_home / 'logs'}"
     )
 

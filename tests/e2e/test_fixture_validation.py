@@ -296,6 +296,40 @@ def test_a_cause_dated_after_its_effect_is_warned(tmp_path: Path) -> None:
     assert chronology_warnings(load_fixture_dir(small_set(tmp_path / "ok"))) == []
 
 
+def test_a_link_written_backwards_is_warned_where_it_is_written(tmp_path: Path) -> None:
+    """A decision's own link meant as "d-late replaces d-early" but written ``{"to": "d-early"}``
+    makes d-late the cause: only the dates show it, so the warning names the file, the record
+    and the field that state it, how the link reads, and the fix; the set still loads (a
+    record's date need not be the link's, as the PEPs show)."""
+    backwards = {"based_on": [], "transitions": [{"to": "d-early", "relation": "Replaces"}]}
+    root = small_set(tmp_path, **backwards)
+    also = {
+        "id": "t-also",
+        "from": "d-late",
+        "to": "d-early",
+        "relation": "informed_by",
+        "domain": "acme/product",
+    }
+    (root / "transitions").mkdir()
+    (root / "transitions" / "t-also.json").write_text(json.dumps(also))
+    [warning] = chronology_warnings(load_fixture_dir(root))
+    assert (warning.file, warning.record_id, warning.field) == (
+        "decisions/d-late.json",
+        "d-late",
+        "transitions[0]",
+    )
+    assert str(warning) == (
+        "decisions/d-late.json [id=d-late] field 'transitions[0]': cause 'd-late' (2024-06-01T00:00:00Z) "
+        "is dated after its effect 'd-early' (2024-01-01T00:00:00Z): the link reads 'd-early replaces "
+        "d-late'; if that is backwards, swap its cause and effect; also stated in "
+        "transitions/t-also.json [id=t-also]"
+    )
+    # A list field names the record that lists the other end.
+    [listed] = chronology_warnings(load_fixture_dir(small_set(tmp_path / "l", timestamp="2023-01-01")))
+    assert (listed.file, listed.record_id, listed.field) == ("decisions/d-late.json", "d-late", "based_on")
+    assert "the link reads 'd-late based on d-early'" in str(listed)
+
+
 @pytest.mark.parametrize(
     "over,reason",
     [

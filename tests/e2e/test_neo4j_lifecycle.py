@@ -12,7 +12,7 @@ import httpx
 import pytest
 from neo4j import Driver
 
-from cairn.runtime import neo4j_server
+from cairn.runtime import database, neo4j_server
 from cairn.runtime.settings import Settings
 
 pytestmark = pytest.mark.restarts
@@ -48,7 +48,7 @@ def test_http_serves_the_browser_and_its_discovery_only(driver: Driver, settings
     discovery = httpx.get(f"{base}/", headers={"Accept": "application/json"}, timeout=30)
     assert discovery.status_code == 200
     assert discovery.json()["bolt_direct"] == f"bolt://127.0.0.1:{settings.bolt_port}"
-    auth = ("neo4j", neo4j_server.password(settings))
+    auth = ("neo4j", database.password(settings))
     for path, body in (
         ("/db/neo4j/tx/commit", {"statements": [{"statement": "RETURN 1"}]}),
         ("/db/neo4j/query/v2", {"statement": "RETURN 1"}),

@@ -161,9 +161,9 @@ def test_access_predicates_come_from_policy() -> None:
 
 
 def test_one_driver_path() -> None:
-    """Drivers are made in ``cairn/runtime/database.py`` (``sync_driver``), and nowhere else but
-    the embedded server's start-up probe, which asks whether Bolt answers before a database
-    driver makes sense: one query, a 2 s connection timeout, no pool, no retry."""
+    """Drivers are made in ``cairn/runtime/database.py`` only: the pooled ``sync_driver`` and
+    the embedded server's one-query probe (``embedded_version``, for its start-up and ``cairn
+    neo4j status``), which share its options and its address and password for the server."""
     makers = {"GraphDatabase", "AsyncGraphDatabase"}
     found = set()
     for path, tree in _sources():
@@ -173,7 +173,7 @@ def test_one_driver_path() -> None:
             )
             if name in makers:
                 found.add(str(path.relative_to(ROOT.parent)))
-    assert found == {"cairn/runtime/database.py", "cairn/runtime/neo4j_server.py"}
+    assert found == {"cairn/runtime/database.py"}
 
 
 def test_entry_points_run_no_query_themselves() -> None:

@@ -23,8 +23,8 @@ CLAUSE = r"^\s*(?:CYPHER|MATCH|OPTIONAL MATCH|MERGE|CREATE|UNWIND|CALL|WITH|RETU
 CYPHER = re.compile(CLAUSE + r"|\b(?:MATCH|MERGE)\b")
 # The modules that write Cypher: the capabilities' queries; the access predicates and the write
 # checks built from them; constraints, indexes, the schema version and the graph checksum; the
-# embedded server's status check.
-OWN_CYPHER = ("cairn.graph", "cairn.policy", "cairn.schema", "cairn.runtime.neo4j_server")
+# embedded server's status probe, with the drivers (cairn/runtime/database.py).
+OWN_CYPHER = ("cairn.graph", "cairn.policy", "cairn.schema", "cairn.runtime.database")
 
 
 def _module_names() -> list[str]:

@@ -163,7 +163,6 @@ def _merge(
         centroid_sum=None if total is None else [float(x) for x in total],
         **SUMMARY_PARAMS,
     ).single(strict=True)
-    previous, summary = record["previous"] or "", record["summary"]
     entries = [
         Entry(
             "merged",
@@ -172,19 +171,10 @@ def _merge(
             new_value=target,
             rationale=rationale or "merged by an operator",
             details={"source": source, "target": target, "moved_fact_ids": moved},
-        )
+        ),
+        Entry("summary_updated", (target,), rationale=f"{len(moved)} fact(s) merged in", summary_of=target),
     ]
-    if summary != previous:
-        entries.append(
-            Entry(
-                "summary_updated",
-                (target,),
-                previous_value=previous,
-                new_value=summary,
-                rationale=f"{len(moved)} fact(s) merged in",
-            )
-        )
-    write_entries(tx, key, entries, access, now)
+    write_entries(tx, key, entries, access, now, {target: (record["previous"], record["summary"])})
     return CurationResult("merged", (target, source), tuple(moved))
 
 

@@ -13,7 +13,8 @@ can compute it from the dossier ids and so recognise an entry whose ``op`` it ma
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from neo4j import ManagedTransaction
@@ -45,8 +46,10 @@ class Entry:
     confidence: float | None = None
     session_id: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
-    # A packet's ``summary_updated``: journalled only if its write changed this dossier's summary,
-    # with the summaries before and after as the write left them (``cypher.WRITE_ROUTES``).
+    # A ``summary_updated`` whose values are a write's: journalled only if the write changed this
+    # dossier's summary, with the summaries before and after as the write left them. A packet's
+    # are decided inside ``cypher.WRITE_ROUTES``, any other unit's by ``write_entries`` from the
+    # summaries its write returned: the same entries for the same change on either path.
     summary_of: str | None = None
 
 
@@ -54,11 +57,31 @@ def entry_id(key: str, seq: int) -> str:
     return f"je-{key}-{seq}"
 
 
-def entry_rows(key: str, entries: list[Entry], access: Access, now: str) -> list[dict[str, Any]]:
-    """``WRITE_JOURNAL_ENTRIES`` rows: each entry under its id, numbered in order."""
+Summaries = Mapping[str, tuple[str | None, str | None]]
+
+
+def entry_rows(
+    key: str, entries: list[Entry], access: Access, now: str, summaries: Summaries | None = None
+) -> list[dict[str, Any]]:
+    """``WRITE_JOURNAL_ENTRIES`` rows: each entry under its id, numbered in order once the
+    unchanged summaries are left out, as ``WRITE_ROUTES`` does for a packet. ``summaries``: per
+    dossier, its summary before and after the unit's write (a missing one reads as ''); an entry
+    ``summary_of`` a dossier it does not name is refused, since nothing says what the write did."""
+    kept = []
+    for e in entries:
+        if e.summary_of is None:
+            kept.append(e)
+            continue
+        if summaries is None or e.summary_of not in summaries:
+            raise ValueError(
+                f"journal entry {e.op!r} is of {e.summary_of!r}'s summary, which no write returned"
+            )
+        previous, summary = (v or "" for v in summaries[e.summary_of])
+        if summary != previous:
+            kept.append(replace(e, previous_value=previous, new_value=summary, summary_of=None))
     return [
         {"id": entry_id(key, seq), "about": row["about"], "props": row["props"], "now": now}
-        for seq, row in enumerate(unit_rows(key, entries, access))
+        for seq, row in enumerate(unit_rows(key, kept, access))
     ]
 
 
@@ -86,8 +109,16 @@ def unit_rows(key: str, entries: list[Entry], access: Access) -> list[dict[str, 
     return rows
 
 
-def write_entries(tx: ManagedTransaction, key: str, entries: list[Entry], access: Access, now: str) -> None:
-    """One unit of work's entries in one statement (a packet's are written by ``WRITE_ROUTES``)."""
-    rows = entry_rows(key, entries, access, now)
+def write_entries(
+    tx: ManagedTransaction,
+    key: str,
+    entries: list[Entry],
+    access: Access,
+    now: str,
+    summaries: Summaries | None = None,
+) -> None:
+    """One unit of work's entries in one statement (a packet's are written by ``WRITE_ROUTES``);
+    ``summaries`` as ``entry_rows`` reads them."""
+    rows = entry_rows(key, entries, access, now, summaries)
     if rows:
         tx.run(cypher.WRITE_JOURNAL_ENTRIES, entries=rows).consume()

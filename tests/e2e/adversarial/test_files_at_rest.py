@@ -23,7 +23,7 @@ from cairn.ingest.correspondence.sync import sync_bytes
 from cairn.memory import trace as trace_store
 from cairn.policy.passport import headers_for
 from cairn.policy.profiles import PolicyRegistry
-from cairn.runtime import neo4j_server
+from cairn.runtime import database, neo4j_server
 from cairn.runtime.settings import Settings
 from tests.e2e.adversarial.traces_common import secrets, serve, victim_asks
 
@@ -41,7 +41,7 @@ def test_the_neo4j_home_is_this_users_only(driver: Driver, settings: Settings) -
     home.chmod(0o755)  # as a data directory made before the fix, or under umask 022
     neo4j_server.prepare_home(settings)  # every start runs it (the server keeps running)
     assert mode(home) == PRIVATE
-    assert mode(home / neo4j_server.PASSWORD_FILE) == 0o600
+    assert mode(home / database.PASSWORD_FILE) == 0o600
     assert driver.execute_query("RETURN 1 AS one")[0][0]["one"] == 1
 
 

@@ -27,7 +27,7 @@ import pytest
 from neo4j import Driver, GraphDatabase
 from neo4j.exceptions import ClientError
 
-from cairn.runtime.neo4j_server import bolt_uri, password
+from cairn.runtime.database import bolt_uri, password
 from cairn.runtime.settings import Settings
 
 ORIGINS = ["https://evil.example", "http://localhost:8000", "http://127.0.0.1:8000", "null"]
