@@ -297,11 +297,12 @@ def test_a_cause_dated_after_its_effect_is_warned(tmp_path: Path) -> None:
 
 
 def test_a_link_written_backwards_is_warned_where_it_is_written(tmp_path: Path) -> None:
-    """A decision's own link meant as "d-late replaces d-early" but written ``{"to": "d-early"}``
-    makes d-late the cause: only the dates show it, so the warning names the file, the record
+    """A decision's own link meant as "d-late informed by d-early" but written ``{"to": "d-early"}``
+    makes d-late the cause; a relation with one form only ("informed_by") does not say which end
+    its record is (words that do are refused when they disagree), so only the dates show it, so the warning names the file, the record
     and the field that state it, how the link reads, and the fix; the set still loads (a
     record's date need not be the link's, as the PEPs show)."""
-    backwards = {"based_on": [], "transitions": [{"to": "d-early", "relation": "Replaces"}]}
+    backwards = {"based_on": [], "transitions": [{"to": "d-early", "relation": "informed_by"}]}
     root = small_set(tmp_path, **backwards)
     also = {
         "id": "t-also",
@@ -320,8 +321,8 @@ def test_a_link_written_backwards_is_warned_where_it_is_written(tmp_path: Path) 
     )
     assert str(warning) == (
         "decisions/d-late.json [id=d-late] field 'transitions[0]': cause 'd-late' (2024-06-01T00:00:00Z) "
-        "is dated after its effect 'd-early' (2024-01-01T00:00:00Z): the link reads 'd-early replaces "
-        "d-late'; if that is backwards, swap its cause and effect; also stated in "
+        "is dated after its effect 'd-early' (2024-01-01T00:00:00Z): the link reads 'd-early informed "
+        "by d-late'; if that is backwards, swap its cause and effect; also stated in "
         "transitions/t-also.json [id=t-also]"
     )
     # A list field names the record that lists the other end.
