@@ -32,6 +32,7 @@ from pydantic import (
 from cairn.errors import CairnError
 from cairn.policy.scope import Scope
 from cairn.policy.writes import create_problems, edges_problems, unreadable_set_problems
+from cairn.schema.nodes import MAX_INDEXED_CHARS
 from cairn.schema.timestamps import StoredNaiveOrAware
 
 DEFAULT_DOMAIN = "acme/assistant"
@@ -95,6 +96,8 @@ class Access(_Strict):
     def _domain(cls, value: str) -> str:
         if not _DOMAIN.fullmatch(value):
             raise ValueError("must look like 'acme/assistant' (lower-case path segments)")
+        if len(value) > MAX_INDEXED_CHARS:
+            raise ValueError(f"longer than {MAX_INDEXED_CHARS} characters")
         return value
 
     @field_validator("namespaces", "roles_allowed")
@@ -240,6 +243,13 @@ class FactPacket(_Strict):
     def _required(cls, value: str) -> str:
         if not value:
             raise ValueError("must not be blank")
+        return value
+
+    @field_validator("source_block_id")
+    @classmethod
+    def _block_id(cls, value: str) -> str:
+        if len(value) > MAX_INDEXED_CHARS:
+            raise ValueError(f"longer than {MAX_INDEXED_CHARS} characters")
         return value
 
     @field_validator("cluster_label")
