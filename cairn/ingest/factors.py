@@ -35,6 +35,7 @@ from cairn.memory.factors.models import INFERENCE_STATUSES, Scale, fmt
 from cairn.runtime.embedder import Embedder, get_embedder
 from cairn.runtime.settings import REPO_ROOT
 from cairn.schema import unique_yaml
+from cairn.schema.nodes import MAX_INDEXED_CHARS
 from cairn.schema.timestamps import StoredDateTime
 
 DEMO_DIR = REPO_ROOT / "fixtures" / "factors"
@@ -52,7 +53,7 @@ class _Record(BaseModel):
 
 
 class _Access(_Record):
-    domain: str = Field(pattern=DOMAIN_PATTERN)
+    domain: str = Field(pattern=DOMAIN_PATTERN, max_length=MAX_INDEXED_CHARS)
     sensitivity: Literal["low", "medium", "high"]
     namespaces: list[str] = Field(min_length=1)
     roles_allowed: list[str] = Field(min_length=1)

@@ -14,10 +14,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cairn.schema.catalog import CAUSAL_RELATIONS, STATED_ON_CAUSE, relation_name
+from cairn.schema.nodes import MAX_INDEXED_CHARS
 from cairn.schema.timestamps import StoredDateTime
 
 Sensitivity = Literal["low", "medium", "high"]
-DOMAIN_PATTERN = r"^[a-z0-9_-]+(/[a-z0-9_*-]+)*$"
+DOMAIN_PATTERN = (
+    r"^[a-z0-9_-]+(/[a-z0-9_*-]+)*$"  # at most MAX_INDEXED_CHARS long (each field says max_length)
+)
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
 DATE_FORMAT = (
     "an ISO-8601 date-time with a UTC offset, e.g. 2024-03-01T09:30:00Z, "
@@ -84,7 +87,7 @@ class Record(BaseModel):
 class _Vertex(Record):
     timestamp: StoredDateTime
     tags: list[str] = Field(default_factory=list)
-    domain: str = Field(pattern=DOMAIN_PATTERN)
+    domain: str = Field(pattern=DOMAIN_PATTERN, max_length=MAX_INDEXED_CHARS)
     importance: float = Field(ge=0.0, le=1.0)
     sensitivity: Sensitivity
     namespaces: list[str] = Field(min_length=1)
@@ -129,7 +132,7 @@ class TransitionRecord(Record):
     relation: str = Field(default="causal", min_length=1)
     reason: str = ""
     timestamp: StoredDateTime | None = None
-    domain: str = Field(pattern=DOMAIN_PATTERN)
+    domain: str = Field(pattern=DOMAIN_PATTERN, max_length=MAX_INDEXED_CHARS)
 
     _timestamp_is_text = field_validator("timestamp", mode="before")(_iso_text)
 
@@ -152,8 +155,8 @@ class AliasRecord(Record):
     decision_id: str = Field(min_length=1)
     event_id: str = Field(min_length=1)
     scope: str = "projection"
-    domain_from: str = Field(pattern=DOMAIN_PATTERN)
-    domain_to: str = Field(pattern=DOMAIN_PATTERN)
+    domain_from: str = Field(pattern=DOMAIN_PATTERN, max_length=MAX_INDEXED_CHARS)
+    domain_to: str = Field(pattern=DOMAIN_PATTERN, max_length=MAX_INDEXED_CHARS)
 
 
 def iso_utc(value: datetime | None) -> str | None:

@@ -8,7 +8,7 @@ import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import is_dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import lru_cache
 from typing import Any, cast
 
@@ -79,6 +79,7 @@ from cairn.resolvers.types import (
     envelope_of,
 )
 from cairn.runtime.embedder import get_embedder
+from cairn.schema.timestamps import storable_problem
 
 
 @strawberry.type
@@ -236,20 +237,18 @@ def _too_long(value: Any) -> bool:
     return False
 
 
-def _beyond_utc(value: Any) -> bool:
-    """A DateTime whose UTC instant leaves years 1..9999 (``0001-01-01T00:00:00+14:00``): Python
-    cannot convert it, and the Neo4j driver failed on it with an internal error."""
+def _unstorable_moment(value: Any) -> str | None:
+    """Why a DateTime argument (or one inside a list or an input object) is no moment the graph
+    can take (``cairn.schema.timestamps.storable_problem``: ``0001-01-01T00:00:00+14:00`` leaves
+    Python's years, an offset of ``-23:59`` Neo4j's), or None: the Neo4j driver or server failed on
+    it with an internal error (and the server closed the connection)."""
     if isinstance(value, datetime):
-        try:
-            value.astimezone(UTC)
-        except (OverflowError, ValueError):
-            return True
-        return False
+        return storable_problem(value)
     if isinstance(value, list | tuple):
-        return any(_beyond_utc(v) for v in value)
+        return next((why for v in value if (why := _unstorable_moment(v))), None)
     if is_dataclass(value) and not isinstance(value, type):
-        return any(_beyond_utc(v) for v in vars(value).values())
-    return False
+        return _unstorable_moment(list(vars(value).values()))
+    return None
 
 
 # What Neo4j stores as an integer (a signed 64-bit value). JSON text may spell any integer, and one
@@ -321,8 +320,7 @@ class TextLimit(SchemaExtension):
                 if _too_long(value):
                     why = f"is longer than {MAX_TEXT_CHARS:,} characters"
                     raise _bad_input(f"argument '{name}' of {info.field_name} {why}", argument=name)
-                if _beyond_utc(value):
-                    why = "is a moment outside the years 1 to 9999 in UTC"
+                if why := _unstorable_moment(value):
                     raise _bad_input(f"argument '{name}' of {info.field_name} {why}", argument=name)
         return _next(root, info, *args, **kwargs)
 

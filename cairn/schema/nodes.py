@@ -20,6 +20,13 @@ from neomodel import (
     VectorIndex,
 )
 
+# The longest text a write may store in a string property Neo4j keeps in a range index (a node's
+# ``domain``, a fact's ``source_block_id``, a section's ``author``). Neo4j refuses an index key over
+# about 8 KB, and a write that carried one failed as an internal error, the server refusing the
+# statement (red-team pass 21: a domain, block id or author of 9,000 characters); 200 characters
+# stay under the limit in any script (at most 4 bytes each).
+MAX_INDEXED_CHARS = 200
+
 EMBEDDING_DIMENSIONS = 384
 SENSITIVITIES = ("low", "medium", "high")
 # Stored for the machine, never shown: vectors and their bookkeeping, write locks, and the hashes and texts a

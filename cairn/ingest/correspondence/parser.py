@@ -48,6 +48,7 @@ from dataclasses import dataclass, replace
 from datetime import date
 
 from cairn.errors import CairnError
+from cairn.schema.nodes import MAX_INDEXED_CHARS
 from cairn.schema.section_text import (
     ACCESS_LINE,
     DEFAULT_DOMAIN,
@@ -351,6 +352,9 @@ class _Reader:
                 if not ACCESS_DOMAIN.match(raw):
                     self.fail(index, f"access domain '{raw}' is malformed")
                     continue
+                if len(raw) > MAX_INDEXED_CHARS:
+                    self.fail(index, f"access domain is longer than {MAX_INDEXED_CHARS} characters")
+                    continue
                 result = replace(result, domain=raw)
             elif key in ("namespaces", "roles", "roles_allowed"):
                 if not items or not all(ACCESS_LIST_ITEM.match(v) for v in items):
@@ -392,6 +396,8 @@ class _Reader:
         if not author:
             self.warn(index, "attribution line names no author; recorded as 'unknown'")
             author = UNKNOWN_AUTHOR
+        if len(author) > MAX_INDEXED_CHARS:
+            self.fail(index, f"the author's name is longer than {MAX_INDEXED_CHARS} characters")
         if date_like and iso is None:
             self.warn(index, "attribution line has a date that is not a real calendar date")
         elif not date_like:

@@ -25,6 +25,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -32,6 +33,7 @@ from pydantic import (
 from cairn.errors import CairnError
 from cairn.policy.scope import Scope
 from cairn.policy.writes import create_problems, edges_problems, unreadable_set_problems
+from cairn.schema.nodes import MAX_INDEXED_CHARS
 from cairn.schema.timestamps import StoredNaiveOrAware
 
 DEFAULT_DOMAIN = "acme/assistant"
@@ -95,6 +97,8 @@ class Access(_Strict):
     def _domain(cls, value: str) -> str:
         if not _DOMAIN.fullmatch(value):
             raise ValueError("must look like 'acme/assistant' (lower-case path segments)")
+        if len(value) > MAX_INDEXED_CHARS:
+            raise ValueError(f"longer than {MAX_INDEXED_CHARS} characters")
         return value
 
     @field_validator("namespaces", "roles_allowed")
@@ -224,6 +228,10 @@ def _fact_objects(value: Any) -> Any:
     return [{"text": v} if isinstance(v, str) else v for v in value]
 
 
+# A packet's label becomes a dossier title; its block id is kept in a range index (MAX_INDEXED_CHARS).
+_MAX_CHARS = {"cluster_label": MAX_LABEL_CHARS, "source_block_id": MAX_INDEXED_CHARS}
+
+
 class FactPacket(_Strict):
     """``{cluster_label, facts[], source_block_id, timestamp}`` as the gardener emits it
     (docs/design.md §Fact packets)."""
@@ -237,16 +245,13 @@ class FactPacket(_Strict):
 
     @field_validator("cluster_label", "source_block_id")
     @classmethod
-    def _required(cls, value: str) -> str:
+    def _required(cls, value: str, info: ValidationInfo) -> str:
+        """Not blank, and no longer than the field's limit (``_MAX_CHARS``)."""
         if not value:
             raise ValueError("must not be blank")
-        return value
-
-    @field_validator("cluster_label")
-    @classmethod
-    def _label(cls, value: str) -> str:
-        if len(value) > MAX_LABEL_CHARS:
-            raise ValueError(f"longer than {MAX_LABEL_CHARS} characters")
+        limit = _MAX_CHARS[str(info.field_name)]
+        if len(value) > limit:
+            raise ValueError(f"longer than {limit} characters")
         return value
 
     @field_validator("facts", mode="before")

@@ -80,10 +80,13 @@ class Scale:
 
 
 def fmt(value: float | None) -> str:
-    """A value as people write it: 20 rather than 20.0, 0.75 as is, None as 'not assessed'."""
+    """A value as people write it: 20 rather than 20.0, 0.75 as is, None as 'not assessed'.
+    A whole number of 16 digits or more keeps its exponent (1e+308, not 309 digits: a value
+    outside a factor's scale is quoted in the refusal, red-team pass 21)."""
     if value is None:
         return "not assessed"
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+    whole = float(value).is_integer() and abs(value) < 1e15
+    return str(int(value)) if whole else f"{value:g}"
 
 
 def native(value: Any) -> Any:

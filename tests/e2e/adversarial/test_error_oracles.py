@@ -1,7 +1,9 @@
 """Issue 12 #5: validation errors must not be oracles. For every kind of message, an id the
 writer cannot read gets the same error (modulo the id itself) as an id that never existed;
 a cycle through hidden nodes is reported without naming them. Tried for the writer and a
-writer narrowed by headers; every refusal leaves the graph unchanged."""
+writer narrowed by headers; every refusal leaves the graph unchanged. Red-team pass 21 added the
+forms fixture ingest reads since the PEP record (listed ends, a decision's own transitions): no
+difference found; each fails when the store check counts hidden ids as stored."""
 
 from __future__ import annotations
 
@@ -81,7 +83,36 @@ REFERENCES: dict[str, Callable[[str], dict[str, Any]]] = {
     # V1 -> H is stored: an edge H -> V1 must not be told apart by a cycle it would close
     "transition_closing_a_stored_path": lambda ref: {"transitions": [transition("t", ref, V1)]},
     "alias_event": lambda ref: {"decisions": [decision(NEW)], "aliases": [alias(NEW, ref)]},
+    # The forms fixture ingest reads since the PEP record (red-team pass 21): a transition naming
+    # several records at one end (one edge per pair, ids "t:<end>"), a decision's own transitions
+    # (inline from or to it, listed, stated on the cause, or by a transition's id), each also
+    # closing a stored path through the hidden decision (V1 -> H is stored).
+    "listed_from": lambda ref: {"decisions": [decision(NEW)], "transitions": [listed("t", [ref], NEW)]},
+    "listed_from_with_a_visible_one": lambda ref: {
+        "decisions": [decision(NEW)],
+        "transitions": [listed("t", [W1, ref], NEW)],
+    },
+    "listed_to": lambda ref: {"decisions": [decision(NEW)], "transitions": [listed("t", NEW, [ref, W2])]},
+    "listed_closing_a_stored_path": lambda ref: {"transitions": [listed("t", [ref], [V1])]},
+    "own_transition_from": lambda ref: {"decisions": [decision(NEW, transitions=[{"from": ref}])]},
+    "own_transition_to": lambda ref: {"decisions": [decision(NEW, transitions=[{"to": ref}])]},
+    "own_transition_listed": lambda ref: {"decisions": [decision(NEW, transitions=[{"from": [W1, ref]}])]},
+    "own_transition_stated_on_the_cause": lambda ref: {
+        "decisions": [decision(NEW, transitions=[{"to": ref, "relation": "Superseded-By"}])]
+    },
+    "own_transition_by_id": lambda ref: {
+        "decisions": [decision(NEW, transitions=["t"])],
+        "transitions": [transition("t", ref, NEW)],
+    },
+    "own_transition_closing_a_stored_path": lambda ref: {
+        "decisions": [decision(NEW, transitions=[{"from": ref}])],
+        "transitions": [transition("t", NEW, V1)],
+    },
 }
+
+
+def listed(rid: str, a: str | list[str], b: str | list[str]) -> dict[str, Any]:
+    return {**transition(rid, "-", "-"), "from": a, "to": b}
 
 
 def normalised(problems: list[str], rid: str) -> list[str]:

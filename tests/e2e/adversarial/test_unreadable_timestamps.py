@@ -9,6 +9,14 @@ every role that may see it, staff to exec; gardening a block dated so failed wit
 ``INTERNAL_SERVER_ERROR`` every time. One write poisoned every later read of the node.
 (GraphQL ``DateTime`` arguments were already refused at these extremes; JSON payloads were not.)
 
+Red-team pass 21: ISO-8601 and Python read any offset under a day, Neo4j only -18:00..+18:00.
+``whatChanged(since: "2024-01-01T00:00:00-23:59")`` (and ``factor(asOf:)``, ``journal(since:)``,
+``question(now:)``, a decision, transition, packet or block dated so) answered
+``INTERNAL_SERVER_ERROR``: the server refused the parameter and closed the Bolt connection.
+Now refused where every date-time is checked (cairn/schema/timestamps.py): a write as
+``INVALID_INPUT`` naming the field, an argument as ``BAD_USER_INPUT`` naming it; +-18:00 itself
+is written and read back.
+
 Fixed at the write: every date-time a payload or fixture carries must lie in years 1..9999 in
 UTC (cairn/schema/timestamps.py, used by the org-memory, factor, packet and block models), or
 the write is refused as ``INVALID_INPUT`` naming the field, with nothing written.
@@ -32,7 +40,22 @@ PACKET = "mutation($p: JSON!) { ingestFactPacket(packet: $p) { dossierId } }"
 BLOCK = "mutation($p: JSON!) { ingestBlock(block: $p) { blockId } }"
 NODE = "query($id: ID!) { node(id: $id) { id fields } }"
 UNREADABLE = ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"]
-EDGES_OF_TIME = ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "0001-01-01T00:00:00-10:00"]
+UNSTORABLE_OFFSETS = ["2024-01-01T00:00:00-23:59", "2024-01-01T00:00:00+18:01"]
+EDGES_OF_TIME = [
+    "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59Z",
+    "0001-01-01T00:00:00-10:00",
+    "2024-01-01T00:00:00+18:00",
+    "2024-01-01T00:00:00-18:00",
+]
+# Every DateTime argument, each given $t.
+MOMENT_ARGUMENTS = {
+    "since": "query($t: DateTime!) { whatChanged(since: $t) { entries } }",
+    "until": 'query($t: DateTime!) { whatChanged(since: "2024-01-01T00:00:00Z", until: $t) { entries } }',
+    "asOf": 'query($t: DateTime!) { factor(id: "zz-none", asOf: $t) { id } }',
+    "journal-since": 'query($t: DateTime!) { journal(factorId: "zz-none", since: $t) { id } }',
+    "now": 'query($t: DateTime!) { question(text: "What changed since last week?", now: $t) { answer } }',
+}
 ROLES = ["staff", "manager", "director", "exec", "writer"]
 
 
@@ -78,7 +101,7 @@ pytestmark = pytest.mark.usefixtures("empty")
 
 
 @pytest.mark.parametrize("kind", ["decision", "transition", "packet", "block"])
-@pytest.mark.parametrize("timestamp", UNREADABLE)
+@pytest.mark.parametrize("timestamp", UNREADABLE + UNSTORABLE_OFFSETS)
 def test_a_date_time_no_read_could_return_is_refused_and_nothing_is_written(
     kind: str, timestamp: str, client: TestClient, registry: PolicyRegistry, empty: Driver
 ) -> None:
@@ -88,8 +111,20 @@ def test_a_date_time_no_read_could_return_is_refused_and_nothing_is_written(
     assert body["data"] is None, body
     (error,) = body["errors"]
     assert error["extensions"]["code"] == "INVALID_INPUT", body
-    assert "outside the years 1 to 9999 in UTC" in error["message"], body
+    why = "outside the years 1 to 9999 in UTC" if timestamp in UNREADABLE else "beyond -18:00..+18:00"
+    assert why in error["message"], body
     assert graph_checksum(empty) == before
+
+
+@pytest.mark.parametrize("argument", sorted(MOMENT_ARGUMENTS))
+@pytest.mark.parametrize("timestamp", UNSTORABLE_OFFSETS)
+def test_a_moment_argument_the_graph_cannot_take_is_bad_user_input(
+    argument: str, timestamp: str, client: TestClient, registry: PolicyRegistry
+) -> None:
+    body = gql(client, MOMENT_ARGUMENTS[argument], passport(registry, "staff"), t=timestamp)
+    (error,) = body["errors"]
+    assert error["extensions"]["code"] == "BAD_USER_INPUT", body
+    assert "beyond -18:00..+18:00" in error["message"], body
 
 
 @pytest.mark.parametrize("timestamp", EDGES_OF_TIME)
