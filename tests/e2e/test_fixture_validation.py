@@ -299,9 +299,9 @@ def test_a_cause_dated_after_its_effect_is_warned(tmp_path: Path) -> None:
 def test_a_link_written_backwards_is_warned_where_it_is_written(tmp_path: Path) -> None:
     """A decision's own link meant as "d-late informed by d-early" but written ``{"to": "d-early"}``
     makes d-late the cause; a relation with one form only ("informed_by") does not say which end
-    its record is (words that do are refused when they disagree), so only the dates show it, so the warning names the file, the record
-    and the field that state it, how the link reads, and the fix; the set still loads (a
-    record's date need not be the link's, as the PEPs show)."""
+    its record is (words that do are refused when they disagree), so only the dates show it: the
+    warning names the file, the record and the field that state it, how the link reads, and the
+    fix; the set still loads (a record's date need not be the link's, as the PEPs show)."""
     backwards = {"based_on": [], "transitions": [{"to": "d-early", "relation": "informed_by"}]}
     root = small_set(tmp_path, **backwards)
     also = {
