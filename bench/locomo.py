@@ -309,7 +309,7 @@ def quirks_note(counts: dict[str, int]) -> str:
 def markdown(data: dict[str, Any]) -> list[str]:
     recall_table = data["recall"]
     lines = [
-        "# LoCoMo evidence recall (development split)",
+        f"# LoCoMo evidence recall ({data['data']})",
         "",
         f"Data: `{data['data']}` ({data['conversations']} conversations, {data['facts']} facts, "
         f"{data['questions']} questions, categories 1-4). Measure: the README next to the data "
