@@ -29,6 +29,7 @@ NOW = "2024-10-30T12:00:00Z"
 ROUTING = "You route questions"  # the router's system prompt (cairn/memory/factors/router.py)
 # What a director narrowed to low sensitivity and the internal namespace may not see.
 NARROWED = {"X-Sensitivity-Ceiling": "low", "X-User-Namespaces": "internal,public"}
+USABLE = {"intent": "what_if", "entities": ["data_quality"], "value": 60}  # a route the model may give
 HIDDEN = ("ai_budget", "ai budget headroom", "workforce_planning_ai", "ai workforce planning", "budget")
 
 
@@ -70,8 +71,7 @@ def routing_prompts(server: StubLLMServer) -> list[str]:
 def test_the_llm_route_is_used(
     driver: Driver, embedder: Embedder, settings: Settings, registry: PolicyRegistry
 ) -> None:
-    route = {"intent": "what_if", "entities": ["data_quality"], "value": 60}
-    with serving(driver, embedder, settings, reply=route) as (client, server):
+    with serving(driver, embedder, settings, reply=USABLE) as (client, server):
         answer = ask(client, passport(registry, "director"))
     assert (answer["router"], answer["intent"], [e["id"] for e in answer["entities"]]) == (
         "llm",
@@ -134,8 +134,7 @@ def test_a_dead_llm_falls_back_to_the_learned_route(
 def test_a_role_without_the_llm_never_calls_it(
     driver: Driver, embedder: Embedder, settings: Settings, registry: PolicyRegistry
 ) -> None:
-    route = {"intent": "what_if", "entities": ["data_quality"], "value": 60}
-    with serving(driver, embedder, settings, reply=route) as (client, server):
+    with serving(driver, embedder, settings, reply=USABLE) as (client, server):
         staff = ask(client, passport(registry, "staff"))
         assert server.requests == []
         director = ask(client, passport(registry, "director"))  # the same server answers a role that may
