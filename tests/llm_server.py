@@ -3,8 +3,9 @@
 Answers are deterministic so tests can assert on them: the reply to a chat completion is
 ``"Answer based on N evidence lines: <first line of the user prompt>"`` where N is the number of
 non-blank lines after the first line of the last user message, and token usage is counted by
-splitting on whitespace. Failure modes (HTTP errors, slowness, empty answers) let callers test
-their fallback to the LLM-free path.
+splitting on whitespace. ``replies`` maps a phrase of a system message to a fixed reply (a route
+JSON for the factor router, say) so one server can answer two kinds of request. Failure modes
+(HTTP errors, slowness, empty answers) let callers test their fallback to the LLM-free path.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import itertools
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -50,12 +51,14 @@ def create_app(
     delay_s: float = 0.0,
     empty: bool = False,
     requests: list[dict[str, Any]] | None = None,
+    replies: Mapping[str, str] | None = None,
 ) -> Starlette:
     """Build the app.
 
     ``fail_with`` makes every chat completion return that HTTP status; ``delay_s`` sleeps before
     answering (to trigger client timeouts); ``empty`` returns an empty assistant message; each
-    request body is appended to ``requests`` if given, so tests can see what was sent.
+    request body is appended to ``requests`` if given, so tests can see what was sent; a request
+    whose system message contains a key of ``replies`` is answered with its value.
     """
     counter = itertools.count(1)
 
@@ -80,7 +83,9 @@ def create_app(
             return _error(400, "each message must be an object")
         contents = [str(m.get("content") or "") for m in messages]
         users = [c for m, c in zip(messages, contents, strict=True) if m.get("role") == "user"]
-        text = "" if empty else stub_answer(users[-1] if users else "")
+        system = " ".join(c for m, c in zip(messages, contents, strict=True) if m.get("role") == "system")
+        fixed = [reply for phrase, reply in (replies or {}).items() if phrase in system]
+        text = "" if empty else fixed[0] if fixed else stub_answer(users[-1] if users else "")
         finish_reason = "stop"
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
         if isinstance(max_tokens, int) and _count_tokens(text) > max_tokens:
@@ -141,9 +146,12 @@ class StubLLMServer:
         fail_with: int | None = None,
         delay_s: float = 0.0,
         empty: bool = False,
+        replies: Mapping[str, str] | None = None,
     ) -> None:
         self.requests: list[dict[str, Any]] = []
-        app = create_app(fail_with=fail_with, delay_s=delay_s, empty=empty, requests=self.requests)
+        app = create_app(
+            fail_with=fail_with, delay_s=delay_s, empty=empty, requests=self.requests, replies=replies
+        )
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", port or 0))

@@ -27,7 +27,7 @@ from cairn.memory.factors.journal import (
     update_factor,
 )
 from cairn.memory.factors.models import FactorError, FactorState, JournalEntryView, NodeRef, WhyBlocked, iso
-from cairn.memory.factors.router import LearnedRouter
+from cairn.memory.factors.router import question_router
 from cairn.resolvers.context import run_domain
 from cairn.resolvers.permissions import READ, WRITE, Ctx, caller_of
 from cairn.runtime.embedder import get_embedder
@@ -382,8 +382,8 @@ class FactorQuery:
 
         def work() -> Any:
             # Built in the worker thread: the first use loads the embedding model (seconds).
-            router = LearnedRouter(services.driver, get_embedder())
             allowed = llm if use_llm and caller.profile.can_use_llm else None
+            router = question_router(services.driver, get_embedder(), allowed)
             return answer_question(
                 services.driver, caller.scope, text[:1000], router=router, now=now, llm=allowed
             )

@@ -18,7 +18,8 @@ the caller may not see is never a candidate, so no route can reveal it:
    nodes, and post-filtering an approximate top-k could drop visible ones.
 
 ``LLMRouter`` asks a configured model for the same ``Route`` and falls back to the learned router
-when the model is unavailable or answers something unusable.
+when the model is unavailable or answers something unusable; ``question_router`` picks it only
+when the caller may use the LLM and one is configured.
 """
 
 from __future__ import annotations
@@ -262,7 +263,8 @@ class LLMRouter:
 
     def route(self, question: str, scope: Scope, now: datetime) -> Route:
         base = self.fallback.route(question, scope, now)
-        candidates = self.fallback._candidates(scope, None)
+        # Only what the scope sees, in a fixed order: the prompt must not depend on hidden nodes.
+        candidates = sorted(self.fallback._candidates(scope, None), key=lambda c: c.id)
         listing = "\n".join(f"{c.id}: {c.name} ({c.label})" for c in candidates)
         prompt = f"Question: {question}\nToday: {now.date().isoformat()}\nFactors and options:\n{listing}"
         try:
@@ -274,6 +276,13 @@ class LLMRouter:
             return replace(base, fallback_reason="the LLM answer was not a usable route")
         intent, entities, value, direction, since = parsed
         return Route(question, intent, entities, value, direction, since or base.since, "llm")
+
+
+def question_router(driver: Driver, embedder: Embedder, llm: LLMClient | None) -> Router:
+    """The router for a question: the learned one, or the LLM's over it when ``llm`` is given (the
+    caller may use it; pass None otherwise) and configured — the LLM is optional (SPEC §LLM)."""
+    learned = LearnedRouter(driver, embedder)
+    return LLMRouter(llm, learned) if llm is not None and llm.configured else learned
 
 
 def parse_llm_route(
