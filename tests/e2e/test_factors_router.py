@@ -269,6 +269,18 @@ def test_llm_route_parsing_accepts_only_visible_ids(router: LearnedRouter, roles
     assert parse_llm_route('{"intent": "what_if", "entities": ["ai_budget"]}', staff) is None  # hidden
     assert parse_llm_route('{"intent": "guess", "entities": []}', staff) is None
     assert parse_llm_route("no json here", staff) is None
+    # Values and dates the graph cannot hold are no route either (json reads NaN and Infinity).
+    assert parse_llm_route('{"intent": "what_if", "entities": ["data_quality"], "value": NaN}', staff) is None
+    assert (
+        parse_llm_route('{"intent": "what_if", "entities": ["data_quality"], "value": -Infinity}', staff)
+        is None
+    )
+    late = '{"intent": "what_changed", "entities": [], "since": "2024-01-01T00:00:00-23:59"}'
+    assert parse_llm_route(late, staff) is None
+    ok = parse_llm_route(
+        '{"intent": "what_changed", "entities": [], "since": "2024-01-01T00:00:00+18:00"}', staff
+    )
+    assert ok is not None and ok[4] is not None and ok[4].utcoffset() is not None
 
 
 # -- context within a token budget ---------------------------------------------------------

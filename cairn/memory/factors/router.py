@@ -25,6 +25,7 @@ when the caller may use the LLM and one is configured.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -45,6 +46,7 @@ from cairn.runtime.database import read
 from cairn.runtime.embedder import Embedder
 from cairn.runtime.llm import LLMClient, LLMUnavailable
 from cairn.runtime.stopwords import ROUTER_STOP_WORDS as STOPWORDS
+from cairn.schema.timestamps import storable_problem
 
 # Cosine of the question remainder with a node (name, description, aliases) or with a journal
 # entry (rationale, excerpt): MiniLM gives ~0.55-0.65 to unrelated text of this domain, so a link
@@ -307,6 +309,8 @@ def parse_llm_route(
         LinkedEntity(i, candidates[i].label, candidates[i].name, 1.0, "llm") for i in dict.fromkeys(ids)
     )
     value = data.get("value")
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # json reads NaN and Infinity; no factor holds them
     direction: Literal["improve", "lower"] = "lower" if data.get("direction") == "lower" else "improve"
     since = None
     if isinstance(data.get("since"), str):
@@ -316,5 +320,7 @@ def parse_llm_route(
             return None
         if since.tzinfo is None:
             since = since.replace(tzinfo=UTC)
+        if storable_problem(since) is not None:
+            return None  # an offset beyond +-18:00 the graph cannot compare against
     intent: Intent = data["intent"]
     return intent, entities, float(value) if isinstance(value, int | float) else None, direction, since
