@@ -27,6 +27,7 @@ from cairn.memory.dossiers.governor import (
     DEDUP_COSINE,
     find_candidate_dossiers,
     ingest_packets,
+    preview_route,
     process_fact_packet,
 )
 from cairn.memory.dossiers.journal import entry_id
@@ -232,6 +233,27 @@ def test_one_vote_for_several_packets_ships_each_dossier_once(empty_db: Driver, 
 
     assert [shape(v) for v in together] == [shape(v) for v in alone]
     assert all(v.dossiers[dossier_id].size == 2 and v.hits for v in together)
+
+
+def test_the_packet_rules_vote_ships_no_dossier_state(empty_db: Driver, embedder: Embedder) -> None:
+    """A vote read for the packet rule only (a preview, an adjudicator's view) is the same vote
+    without the dossiers' centroid sums and sizes, which its tally does not read (VOTE_TALLY)."""
+    dossier_id = process_fact_packet(empty_db, VEGETARIAN, embedder=embedder).dossier_id
+    more = parse_packet(packet("Diet", ["User prefers plant-based proteins", "User avoids meat"], "b2"))
+    query = embedder.embed([f.text for f in more.facts])
+    with empty_db.session() as session:
+        rows = session.execute_read(
+            lambda tx: list(tx.run(cypher.VOTE_TALLY, vote_params([(query, more.access)])))
+        )
+        full = session.execute_read(run_vote, query, more.access)
+        lean = session.execute_read(run_vote, query, more.access, states=False)
+    assert [r["dossier_id"] for r in rows] == [dossier_id]
+    assert all("centroid" not in r.keys() and "size" not in r.keys() for r in rows)  # noqa: SIM118
+    assert full.dossiers and not lean.dossiers
+    assert (lean.hits, lean.titles) == (full.hits, full.titles)
+    candidates, decision = preview_route(empty_db, more, embedder)
+    assert candidates == tally(full.hits, full.titles)
+    assert decision.target == dossier_id
 
 
 # --- one transaction per packet, idempotency, duplicates -----------------------------------------

@@ -58,6 +58,7 @@ ALLOWLIST: dict[tuple[str, str], str] = {
             "_RESTATED_PROVENANCE",  # the surviving fact of a packet's own duplicate
             "PACKETS_APPLIED",  # the packet's idempotency key, checked under the lock
             "VOTE_FOR_DOSSIERS",  # dossiers with exactly the packet's (checked) access
+            "VOTE_TALLY",  # the same vote without the dossiers' state
             "CLAIM_PACKETS",  # the lock, the keys (hidden ids through the ACL) and the vote above
             "WRITE_JOURNAL_ENTRIES",
             "TAKE_ROUTING_LOCK",

@@ -24,6 +24,7 @@ A failure anywhere rolls all of it back: the dossier and its facts appear whole 
 
 from __future__ import annotations
 
+import itertools
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -64,13 +65,15 @@ from cairn.runtime.database import Vector, write
 from cairn.runtime.embedder import DIMENSIONS, Embedder, get_embedder
 from cairn.schema.keys import LOCK_ID, keyed_with
 
-EMBED_CHUNK = 64  # facts per chunk when ingesting many packets (small: routing overlaps)
-EMBED_AHEAD = 8  # chunks embedded ahead of the transaction being routed
-# Embedding batches per ingest_packets transaction, from either end of the call: the first
-# transaction waits for one batch only, so routing starts early; the last takes one batch only, so
-# little routing is left once the model has finished; the ones between take two, then four (up to
-# 256 facts), so fewer commits and fewer small index segments (docs/design.md §Dossier queries).
-TRANSACTION_CHUNKS = (1, 2, 4)
+# Facts per ingest_packets transaction (one embedding call each), counted back from the end of the
+# call: the last takes at most TAIL_FACTS, each one before it at most twice the next one's, up to
+# MAX_FACTS; so once the model has embedded the last texts little is left to route (a transaction's
+# routing overlaps the embedding of the smaller ones after it). The first takes at most HEAD_FACTS,
+# so routing starts early (docs/design.md §Dossier queries, "Transactions").
+HEAD_FACTS = 64
+TAIL_FACTS = 8
+MAX_FACTS = 256
+EMBED_AHEAD = 512  # facts embedded ahead of the transaction being routed (whole transactions)
 PACKETS_PER_TRANSACTION = 64  # at most this many packets share a transaction
 # What a packet stores between nodes of its domain: dossier to fact, fact to block, journal to dossier.
 PACKET_EDGES = ("HAS_FACT", "FROM_BLOCK", "ABOUT")
@@ -201,7 +204,7 @@ def _checked_vectors(packet: FactPacket, vectors: NDArray[np.float32]) -> NDArra
 
 
 def read_vote(tx: ManagedTransaction, vectors: NDArray[np.float32], packet: FactPacket) -> list[Candidate]:
-    vote = run_vote(tx, vectors, packet.access)
+    vote = run_vote(tx, vectors, packet.access, states=False)  # the tally reads no dossier state
     return tally(vote.hits, vote.titles)
 
 
@@ -822,40 +825,39 @@ def _route_group(
 Progress = Callable[[int], None]
 
 
-def _transactions(chunks: list[list[FactPacket]]) -> list[tuple[int, int]]:
-    """Which embedding chunks each ingest transaction takes, as ``[start, end)`` chunk ranges: the
-    sizes of ``TRANSACTION_CHUNKS`` but its last from the first chunk on and, mirrored, from the
-    last chunk back; the chunks between them in transactions of its last size."""
-    head: list[int] = []
-    tail: list[int] = []
-    for size in TRANSACTION_CHUNKS[:-1]:
-        for ends in (head, tail):
-            take = min(size, len(chunks) - sum(head) - sum(tail))
-            if take:
-                ends.append(take)
-    middle = len(chunks) - sum(head) - sum(tail)
-    big = TRANSACTION_CHUNKS[-1]
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for size in [*head, *(min(big, middle - n) for n in range(0, middle, big)), *reversed(tail)]:
-        spans.append((start, start + size))
-        start += size
-    return spans
+def _take(packets: Sequence[FactPacket], budget: int) -> int:
+    """How many of ``packets``, in order, fit ``budget`` facts (at least one: a packet with more
+    facts than the budget makes a transaction of its own)."""
+    n = size = 0
+    for p in packets:
+        if n and size + len(p.facts) > budget:
+            break
+        n += 1
+        size += len(p.facts)
+    return n
 
 
 def embed_chunks(packets: Sequence[FactPacket]) -> list[list[FactPacket]]:
-    """The packets in order, cut into chunks of at most ``EMBED_CHUNK`` facts (a packet with more
-    makes a chunk of its own): the unit ``ingest_packets`` groups into transactions, and the
-    batches the routing bench times raw embedding in."""
-    chunks: list[list[FactPacket]] = []
-    size = 0
-    for p in packets:
-        if not chunks or size + len(p.facts) > EMBED_CHUNK:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(p)
-        size += len(p.facts)
-    return chunks
+    """The packets in order, cut into the transactions ``ingest_packets`` embeds and routes one at
+    a time: all in one when they hold at most ``HEAD_FACTS`` facts; else, from the end back, at
+    most ``TAIL_FACTS`` facts, then twice the next one's each, up to ``MAX_FACTS``; what is left
+    at the start, if it is at least twice ``HEAD_FACTS``, is cut to a first one of at most
+    ``HEAD_FACTS`` and the rest. (bench/locomo_routing.py times raw embedding in these batches.)"""
+    if sum(len(p.facts) for p in packets) <= HEAD_FACTS:  # one batch: nothing to overlap with
+        return [list(packets)] if packets else []
+    spans: list[list[FactPacket]] = []
+    rest = list(packets)
+    budget = TAIL_FACTS
+    while rest:
+        n = _take(rest[::-1], budget)
+        spans.append(rest[len(rest) - n :])
+        del rest[len(rest) - n :]
+        budget = min(MAX_FACTS, budget * 2)
+    spans.reverse()
+    if spans and sum(len(p.facts) for p in spans[0]) >= 2 * HEAD_FACTS:
+        n = _take(spans[0], HEAD_FACTS)
+        spans[:1] = [spans[0][:n], spans[0][n:]]
+    return spans
 
 
 def ingest_packets(
@@ -868,56 +870,50 @@ def ingest_packets(
 ) -> list[RoutingResult]:
     """Route many packets in order, embedding ahead while earlier ones are written.
 
-    Embedding (the model thread, GIL released) runs up to ``EMBED_AHEAD`` chunks ahead of
+    Embedding (the model thread, GIL released) runs up to ``EMBED_AHEAD`` facts ahead of
     routing (waiting on Neo4j), in the embedder's length-sorted passes of ``PASS`` texts, so
-    throughput approaches that of embedding alone. Each
-    transaction takes the packets of ``TRANSACTION_CHUNKS`` chunks of up to ``EMBED_CHUNK`` facts
-    (the first one chunk, so routing starts early; later ones more, so fewer commits:
-    docs/design.md §Dossier queries), whose texts are embedded in one call, at most
-    ``PACKETS_PER_TRANSACTION`` packets, one lock and one commit, each packet under its own
-    idempotency key, so a kill leaves whole packets only and a re-run skips those applied; if
-    the shared transaction fails, its packets are retried one transaction each. With
-    an ``adjudicator`` every packet has its own transaction (its verdict is reached before the lock).
+    throughput approaches that of embedding alone. Each transaction takes the packets of one
+    ``embed_chunks`` span (the first at most ``HEAD_FACTS`` facts, so routing starts early; then
+    up to ``MAX_FACTS``, so fewer commits; the last ones halving down to ``TAIL_FACTS``, so little
+    is left to route once the model has finished: docs/design.md §Dossier queries), whose texts
+    are embedded in one call, at most ``PACKETS_PER_TRANSACTION`` packets, one lock and one
+    commit, each packet under its own idempotency key, so a kill leaves whole packets only and a
+    re-run skips those applied; if the shared transaction fails, its packets are retried one
+    transaction each. With an ``adjudicator`` every packet has its own transaction (its verdict
+    is reached before the lock).
     """
     model = embedder or get_embedder()
-    chunks = embed_chunks(packets)
+    spans = embed_chunks(packets)
 
-    def embed(span: tuple[int, int]) -> NDArray[np.float32]:
+    def embed(span: list[FactPacket]) -> NDArray[np.float32]:
         # One call per transaction: the embedder sorts its texts by length into passes of
         # ``PASS`` (ONNX Runtime, one thread, leaving the other core to this thread's routing and
-        # Neo4j's writes), so each pass pads to texts of about its own length; in one batch per
-        # chunk, in packet order, the model took ~1.3x raw embedding's time (docs/design.md
+        # Neo4j's writes), so each pass pads to texts of about its own length (docs/design.md
         # §Dossier queries, "Embedding passes").
-        return model.embed([f.text for n in range(*span) for p in chunks[n] for f in p.facts])
+        return model.embed([f.text for p in span for f in p.facts])
 
     results: list[RoutingResult] = []
-    if not chunks:
+    if not spans:
         return results
-    spans = _transactions(chunks)
+    starts = list(itertools.accumulate((sum(len(p.facts) for p in span) for span in spans), initial=0))
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
     embedded: dict[int, Future[NDArray[np.float32]]] = {}  # by transaction, until routed
     submitted = 0
 
     def submit_until(end: int) -> None:
-        """Embed every transaction that starts before chunk ``end``."""
+        """Embed every transaction that starts before fact ``end``."""
         nonlocal submitted
-        while submitted < len(spans) and spans[submitted][0] < end:
+        while submitted < len(spans) and starts[submitted] < end:
             embedded[submitted] = pool.submit(embed, spans[submitted])
             submitted += 1
 
     try:
         submit_until(EMBED_AHEAD)
-        for t, (start, end) in enumerate(spans):
-            group: list[FactPacket] = []
-            slices: list[NDArray[np.float32]] = []
+        for t, group in enumerate(spans):
             matrix = embedded.pop(t).result()
-            offset = 0
-            for n in range(start, end):
-                for p in chunks[n]:
-                    group.append(p)
-                    slices.append(matrix[offset : offset + len(p.facts)])
-                    offset += len(p.facts)
-            submit_until(end + EMBED_AHEAD)
+            bounds = list(itertools.accumulate((len(p.facts) for p in group), initial=0))
+            slices = [matrix[a:b] for a, b in itertools.pairwise(bounds)]
+            submit_until(starts[t + 1] + EMBED_AHEAD)
             step = 1 if adjudicator is not None else PACKETS_PER_TRANSACTION
             for first in range(0, len(group), step):
                 part, vecs = group[first : first + step], slices[first : first + step]

@@ -152,12 +152,17 @@ def vote_params(
     }
 
 
-def run_votes(tx: ManagedTransaction, packets: Sequence[tuple[NDArray[np.float32], Access]]) -> list[Vote]:
+def run_votes(
+    tx: ManagedTransaction, packets: Sequence[tuple[NDArray[np.float32], Access]], states: bool = True
+) -> list[Vote]:
     """One round trip for several packets: every hit of every fact, and the state of every dossier
-    hit, one ``Vote`` per packet (as if each had voted alone on the graph the statement reads)."""
+    hit, one ``Vote`` per packet (as if each had voted alone on the graph the statement reads).
+    Without ``states`` the votes' ``dossiers`` are empty (``VOTE_TALLY``: for the packet rule,
+    which reads hits and titles only)."""
     if not packets:
         return []
-    return votes_from(tx.run(cypher.VOTE_FOR_DOSSIERS, vote_params(packets)), len(packets))
+    query = cypher.VOTE_FOR_DOSSIERS if states else cypher.VOTE_TALLY
+    return votes_from(tx.run(query, vote_params(packets)), len(packets))
 
 
 def votes_from(rows: Iterable[Any], n: int) -> list[Vote]:
@@ -166,12 +171,16 @@ def votes_from(rows: Iterable[Any], n: int) -> list[Vote]:
     votes = [Vote([], {}, {}) for _ in range(n)]
     for r in rows:  # by dossier id
         did = str(r["dossier_id"])
-        centroid = None if r["centroid"] is None else np.asarray(r["centroid"], dtype=np.float64)
-        state = DossierState(centroid, int(r["size"]))
+        state = None
+        # keys(): ``in`` on a driver Record looks among its values
+        if "size" in r.keys():  # noqa: SIM118
+            centroid = None if r["centroid"] is None else np.asarray(r["centroid"], dtype=np.float64)
+            state = DossierState(centroid, int(r["size"]))
         for pk in r["packets"]:
             vote = votes[int(pk["p"])]
             vote.titles[did] = r["title"] or ""
-            vote.dossiers[did] = state
+            if state is not None:
+                vote.dossiers[did] = state
             vote.hits.extend(
                 Hit(int(h["i"]), did, str(h["fact_id"]), plain_cosine(float(h["score"])), h["text"])
                 for h in pk["hits"]
@@ -181,9 +190,11 @@ def votes_from(rows: Iterable[Any], n: int) -> list[Vote]:
     return votes
 
 
-def run_vote(tx: ManagedTransaction, vectors: NDArray[np.float32], access: Access) -> Vote:
-    """One round trip: every hit of every fact, and the state of every dossier hit."""
-    return run_votes(tx, [(vectors, access)])[0]
+def run_vote(
+    tx: ManagedTransaction, vectors: NDArray[np.float32], access: Access, states: bool = True
+) -> Vote:
+    """One round trip: every hit of every fact, and (with ``states``) the state of every dossier hit."""
+    return run_votes(tx, [(vectors, access)], states)[0]
 
 
 def tally(hits: Sequence[Hit], titles: dict[str, str]) -> list[Candidate]:
