@@ -974,15 +974,26 @@ FACT_BLOCK_NEIGHBOURS = f"""
 # sessions) get ``$dossier_weight`` of its score; a seed itself is never lifted this way. The seed's
 # dossier is taken only where the seed is in the view in it (``_FACT_IN_VIEW``, as every list), and
 # each mate must be in the view in that dossier too: a hidden mate is never lifted, a hidden dossier
-# lifts none. Zero seeds: no row, no read.
+# lifts none. Zero seeds: no row, no read. The seed is found by an index seek on its id (a hint, not
+# the planner's choice) and its dossier's facts by a walk from that dossier (no label on the mate,
+# so no index can stand in for the walk): planned from index statistics taken before an ingest, the
+# two MATCH clauses became a join of two scans of every stored fact per seed (hidden and other
+# dossiers' facts included), a cost that grew with the whole store (docs/design.md §Fact search
+# scores, "Dossier mates").
 FACT_DOSSIER_MATES = f"""
   WITH [t IN fused[..$dossier_seeds] | t.id] AS seeds, fused[..$dossier_seeds] AS tops
   UNWIND tops AS top
-  MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact {{id: top.id}})
-  WHERE {_FACT_IN_VIEW}
-  WITH seeds, top, d
-  MATCH (d)-[:HAS_FACT]->(f:Fact)
-  WHERE NOT f.id IN seeds AND {_FACT_IN_VIEW}
+  CALL (top, candidates) {{
+    MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact {{id: top.id}})
+    USING INDEX f:Fact(id)
+    WHERE {_FACT_IN_VIEW}
+    RETURN d
+  }}
+  CALL (d, seeds, candidates) {{
+    MATCH (d)-[:HAS_FACT]->(f)
+    WHERE NOT f.id IN seeds AND {_FACT_IN_VIEW}
+    RETURN f
+  }}
   RETURN collect({{f: f, dossier_id: d.id, boost: $dossier_weight * top.score}}) AS mates
 """
 

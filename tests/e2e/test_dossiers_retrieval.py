@@ -8,6 +8,7 @@ property over generated access fields.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -271,14 +272,10 @@ def test_the_fact_search_checks_only_the_candidates_it_can_keep(
     assert _rows_access_checked(seeds_profile) == _rows_access_checked(view_profile)
 
 
-def test_a_fact_search_checks_access_only_in_its_view(
-    session_db: Driver, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The hits' dossier headers (visible count, and the quotable facts when some are hidden)
-    come from the view's pass, which already counted each dossier's visible facts: a whole
-    search tests the access rules on no more rows than the view alone (the headers walked each
-    returned dossier's facts through the rules again: ~1 ms of Neo4j CPU per LoCoMo search)."""
-    from cairn.graph.dossiers import FACT_VIEW
+def _searched(
+    driver: Driver, embedder: Embedder, monkeypatch: pytest.MonkeyPatch, question: str
+) -> tuple[list[Any], str, dict[str, Any]]:
+    """A system search's hits, and the one statement it sent with its parameters (to PROFILE)."""
     from cairn.memory.dossiers import facts as facts_module
 
     sent: list[tuple[str, dict[str, Any]]] = []
@@ -289,12 +286,53 @@ def test_a_fact_search_checks_access_only_in_its_view(
         return real_read(driver, query, params)
 
     monkeypatch.setattr(facts_module, "read", reading)
-    hits = FactRetriever(session_db, embedder).search(Scope.system(), "Which pets does Caroline have?").hits
+    hits = FactRetriever(driver, embedder).search(Scope.system(), question).hits
+    [(query, params)] = sent
+    return list(hits), query, params
+
+
+def _scans(plan: dict[str, Any]) -> list[str]:
+    """The details of every operator of a PROFILE that scans a label or a whole index."""
+    kind = str(plan.get("operatorType", ""))
+    own = [str(plan.get("args", {}).get("Details", ""))] if "Scan" in kind else []
+    return own + [s for c in plan.get("children", []) for s in _scans(c)]
+
+
+def test_a_fact_search_scans_no_facts_beyond_its_view(
+    session_db: Driver, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole search scans only for its view (the dossiers whose visible facts it walks); every
+    other fact it meets is found from a list's candidate or seed. The seeds' dossier mates were
+    planned as a join of two scans of every stored fact per seed (hidden ones and other dossiers'
+    included: ~3,600 db hits on a 183-fact LoCoMo conversation, growing with the store), where
+    each seed's dossier is one index seek and one walk away (issue #16)."""
+    process_fact_packet(
+        session_db,
+        packet("Quarterly tax", [f"The quarterly tax filing item {n} is due" for n in range(30)], "tax"),
+        embedder=embedder,
+    )
+    hits, query, params = _searched(session_db, embedder, monkeypatch, "What did Caroline adopt?")
+    assert any("dossier" in h.matched for h in hits)  # the mates ran
+    with session_db.session() as session:
+        search = session.run("PROFILE " + query, params).consume().profile or {}
+    # the view's own scan (its dossiers, or its HAS_FACT edges) and nothing that scans facts
+    assert _scans(search) and not [s for s in _scans(search) if re.search(r"\w:Fact\b", s)]
+
+
+def test_a_fact_search_checks_access_only_in_its_view(
+    session_db: Driver, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hits' dossier headers (visible count, and the quotable facts when some are hidden)
+    come from the view's pass, which already counted each dossier's visible facts: a whole
+    search tests the access rules on no more rows than the view alone (the headers walked each
+    returned dossier's facts through the rules again: ~1 ms of Neo4j CPU per LoCoMo search)."""
+    from cairn.graph.dossiers import FACT_VIEW
+
+    hits, query, params = _searched(session_db, embedder, monkeypatch, "Which pets does Caroline have?")
     stored = session_db.execute_query(
         "MATCH (d:Dossier)-[:HAS_FACT]->(f:Fact) RETURN d.id AS id, count(f) AS n"
     ).records
     assert hits and all(h.dossier.fact_count == dict(stored)[h.dossier.id] for h in hits)
-    [(query, params)] = sent
     with session_db.session() as session:
         search = session.run("PROFILE " + query, params).consume().profile or {}
         view = session.run(f"PROFILE CALL () {{{FACT_VIEW}}} RETURN n", params).consume().profile or {}
