@@ -58,6 +58,19 @@ CLUSTER_COSINE = 0.4  # a packet fact joins a cluster whose centroid is this clo
 KAPPA_JOIN = 0.78
 SMALL_DOSSIER = 8
 SMALL_PAIRWISE = 0.3
+# The coherence floor bounds how loose a dossier gets, not how large: joining a big dossier
+# moves its coherence by only 1/size, and where one pair of names runs through a whole
+# conversation its facts stay coherent however many gather. So the floor also rises with
+# the dossier's size relative to its neighbourhood -- the dossiers this packet's vote
+# reached (same access only, as the vote is): past CROWD_RATIO times their mean size
+# (after the join), the floor rises CROWD_STEP per mean size more. A dossier that outgrows
+# the topics around it must be that much tighter to keep growing; a memory of one topic
+# (the neighbourhood is that dossier alone, ratio 1) routes as before. With the fixed floor
+# the largest share of a LoCoMo development conversation rose from 0.08 in its natural
+# packet order to 0.23 with its sessions cut in two; with this, at most 0.11 in five orders of
+# the five conversations (docs/design.md §Routing, "Share of the neighbourhood").
+CROWD_RATIO = 1.5
+CROWD_STEP = 0.05
 
 
 # The Fact vector index keeps full floats (schema 5, ``vector.quantization.enabled`` off), so its
@@ -286,17 +299,27 @@ class _Fit:
     supporters: int
     centroid_cosine: float
     coherence: float
+    floor: float  # the coherence it had to keep (``join_floor``; 0 for a small dossier)
+
+
+def join_floor(count: int, mean_size: float) -> float:
+    """The coherence a dossier of ``count`` facts (after the join) must keep, its neighbourhood's
+    mean size being ``mean_size``: ``KAPPA_JOIN``, rising ``CROWD_STEP`` per mean size past
+    ``CROWD_RATIO`` of them (see ``CROWD_RATIO``)."""
+    return KAPPA_JOIN + CROWD_STEP * max(0.0, count / mean_size - CROWD_RATIO)
 
 
 def _fits(cluster: Sequence[int], vectors: NDArray[np.float32], vote: Vote) -> list[_Fit]:
     """The dossiers this cluster may join: most of its facts voted for them and they stay coherent
-    (see ``KAPPA_JOIN``)."""
+    (see ``KAPPA_JOIN``; the floor rises for a dossier much larger than its neighbours, ``join_floor``)."""
     members = set(cluster)
     supporters: dict[str, set[int]] = {}
     for h in vote.hits:
         if h.fact_index in members:
             supporters.setdefault(h.dossier_id, set()).add(h.fact_index)
     total = np.asarray(vectors[list(cluster)], dtype=np.float64).sum(axis=0)
+    # the neighbourhood's mean size once the cluster joined one of its dossiers
+    mean = (sum(d.size for d in vote.dossiers.values()) + len(cluster)) / max(len(vote.dossiers), 1)
     fits = []
     for did, voters in supporters.items():
         state = vote.dossiers.get(did)
@@ -308,11 +331,13 @@ def _fits(cluster: Sequence[int], vectors: NDArray[np.float32], vote: Vote) -> l
         norms = float(np.linalg.norm(state.centroid_sum)) * float(np.linalg.norm(total))
         cosine = float(state.centroid_sum @ total) / (norms or 1.0)
         if count <= SMALL_DOSSIER:
+            floor = 0.0
             fits_in = (length * length - count) / (count * (count - 1)) >= SMALL_PAIRWISE
         else:
-            fits_in = coherence >= KAPPA_JOIN
+            floor = join_floor(count, mean)
+            fits_in = coherence >= floor
         if fits_in:
-            fits.append(_Fit(did, len(voters), cosine, coherence))
+            fits.append(_Fit(did, len(voters), cosine, coherence, floor))
     # nearest centroid first; equal to 6 decimals is a tie, broken by id
     fits.sort(key=lambda f: (-round(f.centroid_cosine, 6), f.dossier_id))
     return fits
@@ -346,7 +371,8 @@ def plan_routes(vectors: NDArray[np.float32], vote: Vote, indexes: Sequence[int]
         reasons.setdefault(
             best.dossier_id,
             f"{best.supporters} of {len(members)} clustered facts voted for it; centroid cosine "
-            f"{best.centroid_cosine:.2f}, coherence after joining {best.coherence:.2f}",
+            f"{best.centroid_cosine:.2f}, coherence after joining {best.coherence:.2f}"
+            + (f" (at least {best.floor:.2f}: it outgrew its neighbours)" if best.floor > KAPPA_JOIN else ""),
         )
     routes = [Route(tuple(sorted(m)), Decision("append", did, reasons[did])) for did, m in chosen.items()]
     if unrouted:
@@ -366,7 +392,8 @@ def plan_routes(vectors: NDArray[np.float32], vote: Vote, indexes: Sequence[int]
                 packet_rule.reason
                 if not hits
                 else "no dossier that most of these facts voted for stays coherent with them "
-                f"(coherence >= {KAPPA_JOIN}, or mean pairwise cosine >= {SMALL_PAIRWISE} "
+                f"(coherence >= {KAPPA_JOIN}, more for a dossier over {CROWD_RATIO}x its "
+                f"neighbours' mean size, or mean pairwise cosine >= {SMALL_PAIRWISE} "
                 f"up to {SMALL_DOSSIER} facts)"
             )
             routes.append(Route(tuple(sorted(unrouted)), Decision("create", None, why)))
