@@ -272,7 +272,7 @@ class LLMRouter:
         try:
             result = self.llm.complete(LLM_SYSTEM, prompt, max_tokens=200)
         except LLMUnavailable as exc:
-            return replace(base, fallback_reason=str(exc))
+            return replace(base, fallback_reason=str(exc), llm_down=True)
         parsed = parse_llm_route(result.text, {c.id: c for c in candidates})
         if parsed is None:
             return replace(base, fallback_reason="the LLM answer was not a usable route")
