@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from cairn.memory.dossiers.models import MAX_FACT_CHARS, MAX_FACTS_PER_PACKET, FactPacket
+from cairn.schema.timestamps import storable_problem
 
 CATEGORIES = ("1", "2", "3", "4")
 # A dia_id as the data writes it, typos included: "D3:5", "D:11:26", "D30:05", "D 3 : 5".
@@ -129,7 +130,8 @@ def turn_order(dia_id: str) -> tuple[int, int]:
 
 def session_date(text: Any) -> datetime | None:
     """The session's date as LoCoMo writes it (``"1:56 pm on 8 May, 2023"``), or in a few nearby
-    forms (no time, no comma, a short month, ISO); None when none reads."""
+    forms (no time, no comma, a short month, ISO); None when none reads, or when the graph could
+    not store it (``cairn.schema.timestamps.storable_problem``)."""
     if not isinstance(text, str):
         return None
     cleaned = " ".join(text.replace(",", " ").split())
@@ -139,9 +141,10 @@ def session_date(text: Any) -> datetime | None:
         except ValueError:
             continue
     try:
-        return datetime.fromisoformat(text.strip())
+        when = datetime.fromisoformat(text.strip())
     except ValueError:
         return None
+    return None if storable_problem(when) else when  # an offset beyond +-18:00: no packet takes it
 
 
 def turns_of(conv: dict[str, Any]) -> frozenset[str]:

@@ -222,3 +222,14 @@ def test_a_fact_longer_than_a_packet_takes_is_left_out_and_counted() -> None:
     packets, facts = packets_of(conv, quirks)
     assert len(packets) == 4 and len(facts) == 4
     assert quirks.counts["facts_too_long"] == 1
+
+
+def test_a_session_date_the_graph_cannot_store_reads_as_undated() -> None:
+    # An ISO date with an offset beyond +-18:00 reads in Python but FactPacket refuses it
+    # (cairn.schema.timestamps): the run stopped on the first packet of that session.
+    conv = conversation()
+    conv["conversation"]["session_1_date_time"] = "2023-05-08T13:56:00-23:00"
+    quirks = Quirks()
+    packets, _ = packets_of(conv, quirks)
+    assert [p.observed_at is None for p in packets] == [True, True, False, False]
+    assert quirks.counts["sessions_undated"] == 1
