@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
-from cairn.memory.dossiers.models import MAX_FACTS_PER_PACKET, FactPacket
+from cairn.memory.dossiers.models import MAX_FACT_CHARS, MAX_FACTS_PER_PACKET, FactPacket
+from cairn.schema.timestamps import storable_problem
 
 CATEGORIES = ("1", "2", "3", "4")
 # A dia_id as the data writes it, typos included: "D3:5", "D:11:26", "D30:05", "D 3 : 5".
@@ -69,6 +70,7 @@ class Quirks:
         "facts_normalised": "observation ids rewritten to D<session>:<turn>",
         "facts_no_turn": "observation facts without a readable dia_id (not ingested)",
         "facts_blank": "observation facts with no text (not ingested)",
+        "facts_too_long": f"observation facts over {MAX_FACT_CHARS:,} characters (not ingested)",
         "facts_malformed": "observation entries that are not [text, dia_id(s)] (not ingested)",
         "facts_unknown_turn": "observation ids naming no turn of the conversation (ingested)",
         "sessions_without_observations": "sessions with turns but no observations (nothing to ingest)",
@@ -128,7 +130,8 @@ def turn_order(dia_id: str) -> tuple[int, int]:
 
 def session_date(text: Any) -> datetime | None:
     """The session's date as LoCoMo writes it (``"1:56 pm on 8 May, 2023"``), or in a few nearby
-    forms (no time, no comma, a short month, ISO); None when none reads."""
+    forms (no time, no comma, a short month, ISO); None when none reads, or when the graph could
+    not store it (``cairn.schema.timestamps.storable_problem``)."""
     if not isinstance(text, str):
         return None
     cleaned = " ".join(text.replace(",", " ").split())
@@ -138,9 +141,10 @@ def session_date(text: Any) -> datetime | None:
         except ValueError:
             continue
     try:
-        return datetime.fromisoformat(text.strip())
+        when = datetime.fromisoformat(text.strip())
     except ValueError:
         return None
+    return None if storable_problem(when) else when  # an offset beyond +-18:00: no packet takes it
 
 
 def turns_of(conv: dict[str, Any]) -> frozenset[str]:
@@ -188,6 +192,9 @@ def packets_of(conv: dict[str, Any], quirks: Quirks | None = None) -> tuple[list
                     continue
                 if not ids:
                     quirks.note("facts_no_turn", f"{raw!r}: {text[:40]}")
+                    continue
+                if len(" ".join(text.split())) > MAX_FACT_CHARS:  # as FactItem counts it
+                    quirks.note("facts_too_long", f"{raw!r}: {text[:40]}")
                     continue
                 for unknown in sorted(ids - turns, key=turn_order):
                     quirks.note("facts_unknown_turn", unknown)

@@ -70,7 +70,7 @@ class _Access(_Record):
 class FactorRecord(_Access):
     id: str = Field(pattern=ID_PATTERN)
     name: str = Field(min_length=1)
-    category: str = Field(min_length=1)
+    category: str = Field(min_length=1, max_length=MAX_INDEXED_CHARS)  # range-indexed (Factor)
     scale: str = "0-100"
     description: str = ""
     aliases: list[str] = Field(default_factory=list)

@@ -129,6 +129,9 @@ def test_a_dead_llm_falls_back_to_the_learned_route(
     )
     assert "503" in (answer["route"]["fallback_reason"] or "") and "503" in (answer["fallbackReason"] or "")
     assert answer["llmUsed"] is False and routing_prompts(server)  # asked (and retried once)
+    # The model the router found down is not asked again for the prose: a question waits for
+    # one failed call (with its retry), not two (the answer's own LLM call used to follow it).
+    assert len(server.requests) == len(routing_prompts(server)) == 2, server.requests
 
 
 def test_a_role_without_the_llm_never_calls_it(

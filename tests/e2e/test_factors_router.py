@@ -275,6 +275,12 @@ def test_llm_route_parsing_accepts_only_visible_ids(router: LearnedRouter, roles
         parse_llm_route('{"intent": "what_if", "entities": ["data_quality"], "value": -Infinity}', staff)
         is None
     )
+    # An integer too large for a float (json reads it exactly) raised OverflowError: an internal
+    # error any caller could ask the model for, through the question text.
+    huge = '{"intent": "what_if", "entities": ["data_quality"], "value": 1' + "0" * 400 + "}"
+    assert parse_llm_route(huge, staff) is None
+    flag = parse_llm_route('{"intent": "what_if", "entities": ["data_quality"], "value": true}', staff)
+    assert flag is not None and flag[2] is None  # a boolean is no value (it read as 1.0)
     late = '{"intent": "what_changed", "entities": [], "since": "2024-01-01T00:00:00-23:59"}'
     assert parse_llm_route(late, staff) is None
     ok = parse_llm_route(

@@ -22,7 +22,7 @@ from bench.locomo_data import (
     read_ids,
     session_date,
 )
-from cairn.memory.dossiers.models import MAX_FACTS_PER_PACKET
+from cairn.memory.dossiers.models import MAX_FACT_CHARS, MAX_FACTS_PER_PACKET
 
 
 def turns(session: int, count: int, speakers: tuple[str, str] = ("Audrey", "Andrew")) -> list[dict[str, Any]]:
@@ -210,3 +210,26 @@ def test_a_speaker_with_more_facts_than_a_packet_holds_is_split() -> None:
     assert [len(p.facts) for p in audrey] == [MAX_FACTS_PER_PACKET, 5]
     assert len(facts) == MAX_FACTS_PER_PACKET + 5 + 3
     assert quirks.counts["packets_split"] == 1
+
+
+def test_a_fact_longer_than_a_packet_takes_is_left_out_and_counted() -> None:
+    # FactPacket refuses a fact over MAX_FACT_CHARS: one such observation in a held-out file
+    # stopped the whole run with a ValidationError instead of being counted like the other quirks.
+    conv = conversation()
+    long = "Audrey said " + "very " * (MAX_FACT_CHARS // 5) + "much."
+    conv["observation"]["session_1_observation"]["Audrey"].append([long, "D1:5"])
+    quirks = Quirks()
+    packets, facts = packets_of(conv, quirks)
+    assert len(packets) == 4 and len(facts) == 4
+    assert quirks.counts["facts_too_long"] == 1
+
+
+def test_a_session_date_the_graph_cannot_store_reads_as_undated() -> None:
+    # An ISO date with an offset beyond +-18:00 reads in Python but FactPacket refuses it
+    # (cairn.schema.timestamps): the run stopped on the first packet of that session.
+    conv = conversation()
+    conv["conversation"]["session_1_date_time"] = "2023-05-08T13:56:00-23:00"
+    quirks = Quirks()
+    packets, _ = packets_of(conv, quirks)
+    assert [p.observed_at is None for p in packets] == [True, True, False, False]
+    assert quirks.counts["sessions_undated"] == 1

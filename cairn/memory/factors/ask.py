@@ -61,6 +61,8 @@ def answer_question(
     answer, evidence = answered.text, answered.evidence
     if llm is None or not llm.configured or not answered.context_factors:
         return FactorAnswer(route, answer, evidence, None, False, None)
+    if route.llm_down:  # the router just waited for it to fail: the template stands, same reason
+        return FactorAnswer(route, answer, evidence, None, False, route.fallback_reason)
     context = build_context(
         driver,
         scope,

@@ -243,6 +243,9 @@ class Route:
     since: datetime | None
     router: str  # "learned" or "llm"
     fallback_reason: str | None = None
+    # The LLM router found the model unreachable (LLMUnavailable): the answer does not ask it
+    # again, so a question waits for one failed call, not two (cairn/memory/factors/ask.py).
+    llm_down: bool = False
 
     def evidence(self) -> dict[str, Any]:
         return {

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from difflib import SequenceMatcher
 from functools import lru_cache
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from neo4j import Driver
 
@@ -272,7 +272,7 @@ class LLMRouter:
         try:
             result = self.llm.complete(LLM_SYSTEM, prompt, max_tokens=200)
         except LLMUnavailable as exc:
-            return replace(base, fallback_reason=str(exc))
+            return replace(base, fallback_reason=str(exc), llm_down=True)
         parsed = parse_llm_route(result.text, {c.id: c for c in candidates})
         if parsed is None:
             return replace(base, fallback_reason="the LLM answer was not a usable route")
@@ -308,9 +308,9 @@ def parse_llm_route(
     entities = tuple(
         LinkedEntity(i, candidates[i].label, candidates[i].name, 1.0, "llm") for i in dict.fromkeys(ids)
     )
-    value = data.get("value")
-    if isinstance(value, float) and not math.isfinite(value):
-        return None  # json reads NaN and Infinity; no factor holds them
+    value = _llm_value(data.get("value"))
+    if value is False:
+        return None  # NaN, Infinity or an integer past float's range: no factor holds them
     direction: Literal["improve", "lower"] = "lower" if data.get("direction") == "lower" else "improve"
     since = None
     if isinstance(data.get("since"), str):
@@ -323,4 +323,17 @@ def parse_llm_route(
         if storable_problem(since) is not None:
             return None  # an offset beyond +-18:00 the graph cannot compare against
     intent: Intent = data["intent"]
-    return intent, entities, float(value) if isinstance(value, int | float) else None, direction, since
+    return intent, entities, value, direction, since
+
+
+def _llm_value(value: Any) -> float | Literal[False] | None:
+    """The model's ``value`` as a float; None when it gives no number (null, text, a boolean,
+    which Python counts as an int); False when the number is none a factor can hold (json reads
+    NaN and Infinity, and an integer of any length, which ``float()`` refuses with OverflowError)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return False
+    return number if math.isfinite(number) else False
